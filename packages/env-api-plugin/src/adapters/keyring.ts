@@ -1,0 +1,13 @@
+/**
+ * Wraps and unwraps per-vault data keys under a master key (or a KMS).
+ * Rotating the master key re-wraps data keys without touching values.
+ */
+export interface Keyring {
+  /** Wraps a 32-byte data key for a vault. */
+  wrap(dataKey: Uint8Array, vaultId: string): Promise<Uint8Array>
+  /**
+   * Unwraps a data key. Throws when it cannot (wrong master key, tampered
+   * bytes); the plugin answers that as 500 `decrypt_failed`.
+   */
+  unwrap(wrapped: Uint8Array, vaultId: string): Promise<Uint8Array>
+}

@@ -1,0 +1,86 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, StorageError, errors } from './errors.js'
+import { newRef } from './ref.js'
+
+/** Headers every API answer carries. */
+export const API_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'cache-control': 'no-store, private',
+})
+
+/**
+ * Turns anything thrown on an API route into an ApiError: our own errors
+ * pass through, storage failures keep their SQLSTATE, Fastify's body and
+ * media-type errors become the spec's codes, everything else is a bug.
+ */
+export function toApiError(err: unknown, bodyLimit: number): ApiError {
+  if (err instanceof ApiError) return err
+  if (err instanceof StorageError) return errors.database(err)
+  const fe = err as Partial<FastifyError> | null
+  switch (fe?.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errors.tooLarge(bodyLimit)
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? errors.unsupportedMediaType()
+        : errors.invalidRequest('the content length does not match the body')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return errors.invalidRequest('the body is empty; it must be a JSON object')
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return errors.invalidRequest('the body is not valid JSON')
+    case 'FST_ERR_VALIDATION':
+      return errors.invalidRequest('the request does not match the expected shape')
+    default:
+      break
+  }
+  if (fe && typeof fe.statusCode === 'number' && fe.statusCode === 400 && /JSON/i.test(String(fe.message))) {
+    return errors.invalidRequest('the body is not valid JSON')
+  }
+  return errors.internal(err)
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The operation phrase of the current request, naming the vault by its
+     * first 8 characters ("reading production of vault 3f2a9c1e"); set by
+     * handlers as soon as they know it, used as the start of error messages.
+     */
+    envkeepOperation: string | null
+  }
+}
+
+/**
+ * The one renderer of `{error, message, where, ref}`. Logs the full record
+ * (route, status, where, reason, and the stack for bugs) under the ref;
+ * never a value, token or body.
+ */
+export function renderApiError(err: unknown, request: FastifyRequest, reply: FastifyReply, bodyLimit: number): FastifyReply {
+  const e = toApiError(err, bodyLimit)
+  const ref = newRef()
+  const operation = request.envkeepOperation ?? defaultOperation(request)
+  const record = {
+    ref,
+    route: request.routeOptions?.url ?? null,
+    method: request.method,
+    status: e.status,
+    error: e.code,
+    where: e.where,
+    reason: e.reason,
+  }
+  if (e.status >= 500) {
+    const cause = e.cause
+    request.log.error(
+      { ...record, kind: cause instanceof Error ? cause.name : typeof cause, stack: cause instanceof Error ? cause.stack : undefined },
+      'envkeep request failed',
+    )
+  } else {
+    request.log.info(record, 'envkeep request refused')
+  }
+  reply.code(e.status).headers(API_HEADERS).headers(e.headers).type('application/json; charset=utf-8')
+  return reply.send({ error: e.code, message: `${operation}: ${e.reason}`, where: e.where, ref })
+}
+
+function defaultOperation(request: FastifyRequest): string {
+  return `${request.method === 'GET' || request.method === 'HEAD' ? 'reading' : 'calling'} the env API`
+}

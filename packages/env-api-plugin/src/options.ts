@@ -1,0 +1,108 @@
+import type { Keyring } from './adapters/keyring.js'
+import type { PeopleAdapter } from './adapters/people.js'
+import type { Storage, StorageLimit } from './adapters/storage.js'
+
+export interface EnvApiOptions {
+  /** Public base URL of the service, e.g. `https://envkeep.example.com`; the OAuth issuer, exactly. */
+  baseUrl: string
+  storage: Storage
+  /** Wraps per-vault data keys; `null` when the server has no key (value routes answer 503). */
+  keyring: Keyring | null
+  people: PeopleAdapter
+  /** `realm` of WWW-Authenticate and the name on pages. Default `envkeep`. */
+  serviceName?: string
+  /** Clock, injectable for tests. */
+  now?: () => Date
+  /** Lifetime of a pending push. Default 7 days. */
+  importTtlMs?: number
+  /** Per sign-in request limits across /api/env. Default 60 a minute, 5000 a day. */
+  rateLimit?: { perMinute?: number; perDay?: number }
+  /** Storage limits per plan. Default `{ 'self-hosted': { maxVariables: 10000, maxBytes: 20 MiB } }`. */
+  plans?: Record<string, StorageLimit>
+  /** Access token lifetime. Default 1 hour. */
+  accessTokenTtlMs?: number
+  /** Absolute sign-in lifetime. Default 365 days. */
+  signInTtlMs?: number
+  /** Idle sign-ins end after this. Default 90 days. */
+  signInIdleMs?: number
+  /** Authorization code lifetime. Default 60 seconds. */
+  codeTtlMs?: number
+}
+
+export interface ResolvedOptions {
+  readonly baseUrl: string
+  readonly storage: Storage
+  readonly keyring: Keyring | null
+  readonly people: PeopleAdapter
+  readonly serviceName: string
+  readonly now: () => Date
+  readonly importTtlMs: number
+  readonly rateLimit: { readonly perMinute: number; readonly perDay: number }
+  readonly plans: Readonly<Record<string, StorageLimit>>
+  readonly accessTokenTtlMs: number
+  readonly signInTtlMs: number
+  readonly signInIdleMs: number
+  readonly codeTtlMs: number
+  /** `{baseUrl}/api/env` */
+  readonly resource: string
+  /** `{baseUrl}/cli/oauth-client.json` */
+  readonly cliClientId: string
+  /** `{origin}/.well-known/oauth-protected-resource{path}/api/env` */
+  readonly resourceMetadataUrl: string
+  /** cookies get `Secure` behind https */
+  readonly secureCookies: boolean
+  /** the path part of baseUrl ('' at the root), for routes served by the plugin */
+  readonly basePath: string
+}
+
+const DAY = 24 * 60 * 60 * 1000
+export const PUSH_BODY_LIMIT = 1_048_576
+
+function positive(name: string, v: number | undefined, dflt: number): number {
+  if (v === undefined) return dflt
+  if (!Number.isFinite(v) || v <= 0) throw new TypeError(`envkeep: option ${name} must be a positive number`)
+  return v
+}
+
+/** Validates, defaults and freezes the options; a bad config never boots. */
+export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
+  if (!o || typeof o !== 'object') throw new TypeError('envkeep: options are required')
+  let url: URL
+  try {
+    url = new URL(o.baseUrl)
+  } catch {
+    throw new TypeError('envkeep: option baseUrl must be an absolute URL')
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError('envkeep: baseUrl must be http(s)')
+  if (url.search || url.hash || url.username || url.password || o.baseUrl.endsWith('/'))
+    throw new TypeError('envkeep: baseUrl must have no query, fragment, credentials or trailing slash')
+  if (!o.storage) throw new TypeError('envkeep: option storage is required')
+  if (!o.people) throw new TypeError('envkeep: option people is required')
+  if (o.keyring === undefined) throw new TypeError('envkeep: option keyring is required (null when there is no key)')
+  const baseUrl = o.baseUrl
+  const basePath = url.pathname === '/' ? '' : url.pathname
+  const plans = o.plans ?? { 'self-hosted': { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 } }
+  return Object.freeze({
+    baseUrl,
+    storage: o.storage,
+    keyring: o.keyring,
+    people: o.people,
+    serviceName: o.serviceName ?? 'envkeep',
+    now: o.now ?? (() => new Date()),
+    importTtlMs: positive('importTtlMs', o.importTtlMs, 7 * DAY),
+    rateLimit: Object.freeze({
+      perMinute: positive('rateLimit.perMinute', o.rateLimit?.perMinute, 60),
+      perDay: positive('rateLimit.perDay', o.rateLimit?.perDay, 5000),
+    }),
+    plans: Object.freeze({ ...plans }),
+    accessTokenTtlMs: positive('accessTokenTtlMs', o.accessTokenTtlMs, 60 * 60 * 1000),
+    signInTtlMs: positive('signInTtlMs', o.signInTtlMs, 365 * DAY),
+    signInIdleMs: positive('signInIdleMs', o.signInIdleMs, 90 * DAY),
+    codeTtlMs: positive('codeTtlMs', o.codeTtlMs, 60 * 1000),
+    resource: `${baseUrl}/api/env`,
+    cliClientId: `${baseUrl}/cli/oauth-client.json`,
+    resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,
+    secureCookies: url.protocol === 'https:',
+    basePath,
+  })
+}

@@ -1,0 +1,5 @@
+import type { FastifyInstance } from 'fastify'
+import type { ResolvedOptions } from '../../options.js'
+
+/** Placeholder: filled in by its issue. */
+export async function oauthRoutes(_app: FastifyInstance, _o: { opts: ResolvedOptions }): Promise<void> {}

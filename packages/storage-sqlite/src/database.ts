@@ -1,0 +1,46 @@
+import Database from 'better-sqlite3'
+import { Kysely, Migrator, SqliteDialect } from 'kysely'
+import { migrations } from './migrations/index.js'
+import type { DB } from './schema.js'
+
+export interface OpenOptions {
+  /** Path of the database file, or `:memory:` for tests. */
+  readonly filename: string
+  /** Milliseconds to wait for a lock before failing with 55P03. Default 5000. */
+  readonly busyTimeoutMs?: number
+}
+
+export interface OpenDatabase {
+  readonly sqlite: Database.Database
+  readonly db: Kysely<DB>
+  close(): Promise<void>
+}
+
+/**
+ * Opens (creating if needed) the database: WAL, foreign keys on, busy
+ * timeout, then runs the versioned migrations. A failed migration fails the open.
+ */
+export async function openDatabase(options: OpenOptions): Promise<OpenDatabase> {
+  const sqlite = new Database(options.filename)
+  sqlite.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`)
+  if (options.filename !== ':memory:') sqlite.pragma('journal_mode = WAL')
+  sqlite.pragma('synchronous = NORMAL')
+  sqlite.pragma('foreign_keys = ON')
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) })
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+  const { error } = await migrator.migrateToLatest()
+  if (error) {
+    await db.destroy()
+    throw new Error('envkeep: database migration failed', { cause: error })
+  }
+  let closed = false
+  return {
+    sqlite,
+    db,
+    async close() {
+      if (closed) return
+      closed = true
+      await db.destroy() // closes the better-sqlite3 handle too
+    },
+  }
+}

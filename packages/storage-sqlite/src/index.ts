@@ -1,0 +1,1 @@
+export { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'

@@ -1,0 +1,14 @@
+import type { Migration } from 'kysely'
+import { m001Vaults } from './001-vaults.js'
+import { m002Oauth } from './002-oauth.js'
+import { m003Accounts } from './003-accounts.js'
+
+/**
+ * Versioned migrations, listed statically (no folder scanning at run time).
+ * Names sort in the order they run. Never edit a landed migration: add one.
+ */
+export const migrations: Record<string, Migration> = {
+  '001_vaults': m001Vaults,
+  '002_oauth': m002Oauth,
+  '003_accounts': m003Accounts,
+}
