@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import fastifyCookie from '@fastify/cookie'
+import fastifyCsrf from '@fastify/csrf-protection'
 import fp from 'fastify-plugin'
 import { resolveOptions, type EnvApiOptions } from './options.js'
 import { apiRoutes } from './routes/api/index.js'
@@ -19,6 +21,16 @@ export { ApiError, StorageError, SQLSTATE_NAMES } from './errors.js'
  */
 async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<void> {
   const opts = resolveOptions(options)
+  app.decorateRequest('envkeepOperation', null)
+  // Pages share one cookie parser and CSRF protection (double-submit with a
+  // secret cookie). A host that already has them keeps its own.
+  if (!app.hasDecorator('parseCookie')) await app.register(fastifyCookie)
+  if (!app.hasDecorator('csrfProtection')) {
+    await app.register(fastifyCsrf, {
+      cookieKey: 'envkeep_csrf',
+      cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: opts.secureCookies },
+    })
+  }
   await app.register(apiRoutes, { opts })
   await app.register(oauthRoutes, { opts })
   await app.register(pageRoutes, { opts })
