@@ -1,0 +1,40 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+
+const NONCE = 12
+const TAG = 16
+
+/**
+ * Additional data binding a sealed value to its place: a ciphertext moved
+ * to another vault, environment or name fails to open. Length-prefixed so
+ * no two places share the same bytes.
+ */
+export function placeOf(vaultId: string, environment: string, name: string): Buffer {
+  const parts = [vaultId, environment, name].map((s) => Buffer.from(s, 'utf8'))
+  const out = Buffer.alloc(parts.reduce((n, p) => n + 4 + p.length, 0))
+  let off = 0
+  for (const p of parts) {
+    out.writeUInt32BE(p.length, off)
+    p.copy(out, off + 4)
+    off += 4 + p.length
+  }
+  return out
+}
+
+/** AES-256-GCM with a random 96-bit nonce: returns nonce ‖ ciphertext ‖ tag. */
+export function seal(key: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Buffer {
+  const nonce = randomBytes(NONCE)
+  const c = createCipheriv('aes-256-gcm', key, nonce)
+  c.setAAD(aad)
+  const body = Buffer.concat([c.update(plaintext), c.final()])
+  return Buffer.concat([nonce, body, c.getAuthTag()])
+}
+
+/** Opens what `seal` made. Throws on any tampering, wrong key or wrong place. */
+export function open(key: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Buffer {
+  if (sealed.length < NONCE + TAG) throw new Error('sealed value too short')
+  const buf = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength)
+  const d = createDecipheriv('aes-256-gcm', key, buf.subarray(0, NONCE))
+  d.setAAD(aad)
+  d.setAuthTag(buf.subarray(buf.length - TAG))
+  return Buffer.concat([d.update(buf.subarray(NONCE, buf.length - TAG)), d.final()])
+}

@@ -1,0 +1,34 @@
+import { html, type SafeHtml } from './html.js'
+
+export interface LayoutInput {
+  readonly title: string
+  readonly body: SafeHtml
+  /** name of the signed-in person, shown in the header */
+  readonly personName?: string | null
+  /** path prefix of the service ('' at the root), for links and assets */
+  readonly basePath?: string
+}
+
+/**
+ * The page frame shared by every page (the plugin's and the server's):
+ * no inline script or style, so the strict CSP holds. The pages work owns
+ * its look; keep this signature.
+ */
+export function layout(input: LayoutInput): string {
+  const base = input.basePath ?? ''
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${input.title} · envkeep</title>
+<link rel="stylesheet" href="${base}/assets/envkeep.css">
+</head>
+<body>
+<header><a href="${base}/" class="brand">envkeep</a>${input.personName ? html` <span class="who">${input.personName}</span>` : ''}</header>
+<main>
+${input.body}
+</main>
+</body>
+</html>`.value
+}

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto'
+import type { Keyring } from './adapters/keyring.js'
+import type { AccessLogEntry, SealedVariable, Storage } from './adapters/storage.js'
+import { errors } from './errors.js'
+import { open, placeOf, seal } from './crypto/seal.js'
+
+export const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/
+export const MAX_NAME_LENGTH = 256
+export const MAX_VALUE_BYTES = 65_536
+export const RESERVED_PREFIX = 'ENVKEEP_'
+
+/** Why a variable name is refused, or null when it is fine. Never repeats the name. */
+export function nameProblem(name: string): string | null {
+  if (name.length < 1 || name.length > MAX_NAME_LENGTH) return `a name must be 1 to ${MAX_NAME_LENGTH} characters`
+  if (!NAME_RE.test(name)) return 'a name must start with a letter or underscore and hold only letters, digits and underscores'
+  if (name.startsWith(RESERVED_PREFIX)) return `names beginning with ${RESERVED_PREFIX} are the client's own settings`
+  return null
+}
+
+/** Why a value is refused, or null when it is fine. Never repeats the value. */
+export function valueProblem(value: string): string | null {
+  if (value.length === 0) return 'a value must not be empty'
+  if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `a value must be at most ${MAX_VALUE_BYTES} bytes`
+  return null
+}
+
+export interface VaultCrypto {
+  /** Seals plaintext values for a vault's environment (creating the vault's data key on first use). */
+  sealValues(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<SealedVariable[]>
+  /** Opens sealed values; throws ApiError decrypt_failed if any one fails (nothing is returned). */
+  openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
+}
+
+/**
+ * Envelope encryption for values: one random data key per vault, stored
+ * only wrapped by the keyring, unwrapped once and cached in memory.
+ * With no keyring every call answers 503 not_configured.
+ */
+export function createVaultCrypto(storage: Storage, keyring: Keyring | null): VaultCrypto {
+  const keys = new Map<string, Promise<Uint8Array>>()
+
+  async function dataKey(vaultId: string, create: boolean): Promise<Uint8Array> {
+    if (!keyring) throw errors.notConfigured()
+    const cached = keys.get(vaultId)
+    if (cached) return cached
+    const p = (async () => {
+      let wrapped = await storage.getWrappedKey(vaultId)
+      if (!wrapped) {
+        if (!create) throw errors.decryptFailed(new Error('vault has values but no data key'))
+        wrapped = await storage.ensureWrappedKey(vaultId, await keyring.wrap(randomBytes(32), vaultId))
+      }
+      try {
+        return await keyring.unwrap(wrapped, vaultId)
+      } catch (cause) {
+        throw errors.decryptFailed(cause)
+      }
+    })()
+    keys.set(vaultId, p)
+    p.catch(() => keys.delete(vaultId))
+    return p
+  }
+
+  return {
+    async sealValues(vaultId, environment, values) {
+      const key = await dataKey(vaultId, true)
+      return Object.keys(values).map((name) => ({
+        name,
+        sealed: seal(key, Buffer.from(values[name] as string, 'utf8'), placeOf(vaultId, environment, name)),
+      }))
+    },
+    async openValues(vaultId, environment, sealed) {
+      if (sealed.length === 0) {
+        if (!keyring) throw errors.notConfigured()
+        return {}
+      }
+      const key = await dataKey(vaultId, false)
+      const out: Record<string, string> = {}
+      try {
+        for (const v of sealed) out[v.name] = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
+      } catch (cause) {
+        throw errors.decryptFailed(cause)
+      }
+      return out
+    },
+  }
+}
+
+export type { AccessLogEntry }
