@@ -12,6 +12,9 @@ export type * from './adapters/storage.js'
 export type * from './adapters/keyring.js'
 export type * from './adapters/people.js'
 export { ApiError, StorageError, SQLSTATE_NAMES } from './errors.js'
+export { createLocalKeyring } from './crypto/local-keyring.js'
+export { createVaultCrypto, nameProblem, valueProblem, type VaultCrypto } from './vault-service.js'
+export { canReadEnvironment, canWriteEnvironment, canDecideImport, canManageVault } from './access.js'
 
 /**
  * envkeep's routes: `/api/env/*`, the OAuth 2.1 authorization server with
