@@ -180,6 +180,8 @@ export interface VaultStore {
    * Reads every sealed variable of an environment in name order AND appends
    * `log` to the access log, in one transaction: if the entry cannot be
    * written, nothing is returned (the error is thrown).
+   * The entry is written with `names` set to the names of the variables read
+   * (whatever `log.names` holds is replaced), so the log says exactly what left.
    * `version` changes whenever a variable of the environment changes.
    */
   readVariables(
