@@ -41,3 +41,6 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
 
 export default fp(envApi, { name: '@envkeep/env-api-plugin', fastify: '5.x', encapsulate: true })
 export { envApi }
+export { html, PAGE_HEADERS, type SafeHtml } from './pages/html.js'
+export { layout } from './pages/layout.js'
+export { newRef } from './ref.js'
