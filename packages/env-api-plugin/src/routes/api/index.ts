@@ -1,5 +1,73 @@
-import type { FastifyInstance } from 'fastify'
-import type { ResolvedOptions } from '../../options.js'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox'
+import { API_HEADERS, renderApiError } from '../../error-handler.js'
+import { errors } from '../../errors.js'
+import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
+import { createRateLimitHook } from '../../hooks/rate-limit.js'
+import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../../options.js'
+import { createVaultCrypto } from '../../vault-service.js'
+import { importsRoutes } from './imports.js'
+import { notAllowedRoutes } from './not-allowed.js'
+import { variablesRoutes } from './variables.js'
+import { vaultsRoutes } from './vaults.js'
 
-/** Placeholder: filled in by its issue. */
-export async function apiRoutes(_app: FastifyInstance, _o: { opts: ResolvedOptions }): Promise<void> {}
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The operation phrase of the route before the handler knows more (see `request.envkeepOperation`). */
+    envkeepPhrase?: (request: FastifyRequest) => string
+  }
+}
+
+/**
+ * The four routes of `{base_url}/api/env`, with 405 for every other method
+ * and 404 JSON for every other path under it. Hooks, in order: the
+ * operation phrase, the bearer token, the rate limit (keyed by sign-in or
+ * address), then the 401 if the route needs a sign-in.
+ */
+export async function apiRoutes(app: FastifyInstance, o: { opts: ResolvedOptions }): Promise<void> {
+  await app.register(envApiScope, { prefix: `${o.opts.basePath}/api/env`, opts: o.opts })
+}
+
+async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): Promise<void> {
+  const opts = o.opts
+  const vaultCrypto = createVaultCrypto(opts.storage, opts.keyring)
+
+  if (!api.hasRequestDecorator('signIn')) api.decorateRequest('signIn', null)
+  if (!api.hasRequestDecorator('envkeepAuthFailure')) api.decorateRequest('envkeepAuthFailure', null)
+  if (!api.hasRequestDecorator('envkeepOperation')) api.decorateRequest('envkeepOperation', null)
+
+  // Bodies are validated as they are (no type coercion); only JSON is parsed.
+  api.setValidatorCompiler(TypeBoxValidatorCompiler)
+  api.removeAllContentTypeParsers()
+  api.addContentTypeParser('application/json', { parseAs: 'string' }, api.getDefaultJsonParser('error', 'error'))
+
+  const rateLimit = await createRateLimitHook(api, opts)
+  api.addHook('onRequest', async function operationPhrase(request: FastifyRequest) {
+    const phrase = request.routeOptions.config?.envkeepPhrase
+    if (phrase) request.envkeepOperation = phrase(request)
+  })
+  api.addHook('onRequest', createAuthenticate(opts))
+  api.addHook('onRequest', rateLimit)
+  api.addHook('onRequest', async function signInRequired(request: FastifyRequest, reply: FastifyReply) {
+    if (request.is404) return
+    await requireSignIn(request, reply)
+  })
+  api.addHook('onSend', async function apiHeaders(_request: FastifyRequest, reply: FastifyReply) {
+    reply.headers(API_HEADERS)
+    for (const name of Object.keys(reply.getHeaders())) {
+      if (name.toLowerCase().startsWith('access-control-')) reply.removeHeader(name)
+    }
+  })
+
+  api.setErrorHandler(function envApiErrors(err, request, reply) {
+    return renderApiError(err, request, reply, PUSH_BODY_LIMIT)
+  })
+  api.setNotFoundHandler(async function unknownPath(_request: FastifyRequest) {
+    throw errors.notFound('the path')
+  })
+
+  vaultsRoutes(api, opts)
+  variablesRoutes(api, opts, vaultCrypto)
+  importsRoutes(api, opts, vaultCrypto)
+  notAllowedRoutes(api)
+}

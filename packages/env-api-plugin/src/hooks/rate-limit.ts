@@ -1,0 +1,34 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fastifyRateLimit from '@fastify/rate-limit'
+import { errors } from '../errors.js'
+import type { ResolvedOptions } from '../options.js'
+
+const MINUTE = 60_000
+const DAY = 24 * 60 * MINUTE
+
+/**
+ * Two windows per key across every /api/env route: `perMinute` a minute and
+ * `perDay` a day. The key is the sign-in, or the client address for
+ * requests without a valid token. Beyond either: 429 rate_limited with
+ * `Retry-After` in seconds. Must run after `authenticate`.
+ */
+export async function createRateLimitHook(app: FastifyInstance, opts: ResolvedOptions) {
+  await app.register(fastifyRateLimit, { global: false })
+  const keyGenerator = (request: FastifyRequest): string =>
+    request.signIn ? `sign-in:${request.signIn.id}` : `address:${request.ip}`
+  const perMinute = app.createRateLimit({ max: opts.rateLimit.perMinute, timeWindow: MINUTE, keyGenerator })
+  const perDay = app.createRateLimit({ max: opts.rateLimit.perDay, timeWindow: DAY, keyGenerator })
+
+  return async function rateLimit(request: FastifyRequest): Promise<void> {
+    for (const [limiter, phrase] of [
+      [perMinute, `more than ${opts.rateLimit.perMinute} requests in a minute`],
+      [perDay, `more than ${opts.rateLimit.perDay} requests in a day`],
+    ] as const) {
+      const r = await limiter(request)
+      if (!r.isAllowed && r.isExceeded) {
+        const who = request.signIn ? 'this sign-in' : 'this address'
+        throw errors.rateLimited(Math.max(1, r.ttlInSeconds), `${who} made ${phrase}; retry after ${Math.max(1, r.ttlInSeconds)} seconds`)
+      }
+    }
+  }
+}
