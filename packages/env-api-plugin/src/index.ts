@@ -15,6 +15,7 @@ export { ApiError, StorageError, SQLSTATE_NAMES } from './errors.js'
 export { createLocalKeyring } from './crypto/local-keyring.js'
 export { createVaultCrypto, nameProblem, valueProblem, type VaultCrypto } from './vault-service.js'
 export { canReadEnvironment, canWriteEnvironment, canDecideImport, canManageVault } from './access.js'
+export { decideImport, type DecideImportInput, type DecideImportOutcome } from './imports-service.js'
 
 /**
  * envkeep's routes: `/api/env/*`, the OAuth 2.1 authorization server with
