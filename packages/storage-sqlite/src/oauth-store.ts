@@ -1,11 +1,255 @@
-import type { OAuthStore } from '@envkeep/env-api-plugin'
+import type {
+  AccessGrant,
+  AuthorizationCodeRecord,
+  ExchangeCodeResult,
+  IssuedTokens,
+  OAuthStore,
+  RefreshTokenRecord,
+  RotateRefreshResult,
+  SignInRecord,
+} from '@envkeep/env-api-plugin'
+import type { Kysely, Selectable, Transaction } from 'kysely'
 import type { OpenDatabase } from './database.js'
+import type { DB, SignInsTable } from './schema.js'
 
-/** Placeholder: the OAuth work (issue 3) implements every method. */
-export function createSqliteOAuthStore(_d: OpenDatabase): OAuthStore {
-  return new Proxy({} as OAuthStore, {
-    get(_t, p) {
-      return () => Promise.reject(new Error(`oauth store: ${String(p)} not implemented yet`))
-    },
+/** last_used_at is written at most this often per sign-in */
+const LAST_USE_GRANULARITY_MS = 60_000
+
+const ms = (d: Date): number => d.getTime()
+const date = (n: number): Date => new Date(n)
+const splitScopes = (s: string): string[] => (s === '' ? [] : s.split(' '))
+
+function toSignIn(row: Selectable<SignInsTable>): SignInRecord {
+  return Object.freeze({
+    id: row.id,
+    personId: row.person_id,
+    clientId: row.client_id,
+    resource: row.resource,
+    scopes: Object.freeze(splitScopes(row.scopes)),
+    createdAt: date(row.created_at),
+    expiresAt: date(row.expires_at),
+    lastUsedAt: row.last_used_at === null ? null : date(row.last_used_at),
+    revokedAt: row.revoked_at === null ? null : date(row.revoked_at),
   })
+}
+
+/**
+ * The OAuth half of the storage adapter on SQLite. Every operation that must
+ * be atomic runs in one transaction; kysely's SQLite driver holds its single
+ * connection for the whole transaction, so concurrent callers are serialised.
+ */
+class SqliteOAuthStore implements OAuthStore {
+  readonly #db: Kysely<DB>
+
+  constructor(d: OpenDatabase) {
+    this.#db = d.db
+  }
+
+  async saveAuthorizationCode(code: AuthorizationCodeRecord): Promise<void> {
+    await this.#db
+      .insertInto('oauth_codes')
+      .values({
+        code_hash: code.codeHash,
+        client_id: code.clientId,
+        redirect_uri: code.redirectUri,
+        code_challenge: code.codeChallenge,
+        resource: code.resource,
+        scopes: code.scopes.join(' '),
+        person_id: code.personId,
+        created_at: ms(code.createdAt),
+        expires_at: ms(code.expiresAt),
+        consumed_at: code.consumedAt === null ? null : ms(code.consumedAt),
+      })
+      .execute()
+  }
+
+  async findAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | null> {
+    const row = await this.#db.selectFrom('oauth_codes').selectAll().where('code_hash', '=', codeHash).executeTakeFirst()
+    if (!row) return null
+    return Object.freeze({
+      codeHash: row.code_hash,
+      clientId: row.client_id,
+      redirectUri: row.redirect_uri,
+      codeChallenge: row.code_challenge,
+      resource: row.resource,
+      scopes: Object.freeze(splitScopes(row.scopes)),
+      personId: row.person_id,
+      createdAt: date(row.created_at),
+      expiresAt: date(row.expires_at),
+      consumedAt: row.consumed_at === null ? null : date(row.consumed_at),
+    })
+  }
+
+  async exchangeAuthorizationCode(
+    codeHash: string,
+    signIn: Omit<SignInRecord, 'lastUsedAt' | 'revokedAt'>,
+    tokens: IssuedTokens,
+    now: Date,
+  ): Promise<ExchangeCodeResult> {
+    return this.#db.transaction().execute(async (trx): Promise<ExchangeCodeResult> => {
+      const consumed = await trx
+        .updateTable('oauth_codes')
+        .set({ consumed_at: ms(now) })
+        .where('code_hash', '=', codeHash)
+        .where('consumed_at', 'is', null)
+        .returning('code_hash')
+        .executeTakeFirst()
+      if (!consumed) {
+        const known = await trx.selectFrom('oauth_codes').select('code_hash').where('code_hash', '=', codeHash).executeTakeFirst()
+        if (!known) return { outcome: 'unknown' }
+        await trx
+          .updateTable('sign_ins')
+          .set({ revoked_at: ms(now) })
+          .where('code_hash', '=', codeHash)
+          .where('revoked_at', 'is', null)
+          .execute()
+        return { outcome: 'replayed' }
+      }
+      const row = {
+        id: signIn.id,
+        person_id: signIn.personId,
+        client_id: signIn.clientId,
+        resource: signIn.resource,
+        scopes: signIn.scopes.join(' '),
+        code_hash: codeHash,
+        created_at: ms(signIn.createdAt),
+        expires_at: ms(signIn.expiresAt),
+        last_used_at: ms(now),
+        revoked_at: null,
+      }
+      await trx.insertInto('sign_ins').values(row).execute()
+      await insertTokens(trx, signIn.id, tokens, now)
+      return { outcome: 'issued', signIn: toSignIn(row) }
+    })
+  }
+
+  async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | null> {
+    const row = await this.#db
+      .selectFrom('refresh_tokens as r')
+      .innerJoin('sign_ins as s', 's.id', 'r.sign_in_id')
+      .selectAll('s')
+      .select(['r.token_hash', 'r.used_at'])
+      .where('r.token_hash', '=', tokenHash)
+      .executeTakeFirst()
+    if (!row) return null
+    return Object.freeze({
+      tokenHash: row.token_hash,
+      signIn: toSignIn(row),
+      usedAt: row.used_at === null ? null : date(row.used_at),
+    })
+  }
+
+  async rotateRefreshToken(oldHash: string, tokens: IssuedTokens, now: Date): Promise<RotateRefreshResult> {
+    return this.#db.transaction().execute(async (trx): Promise<RotateRefreshResult> => {
+      const row = await trx
+        .selectFrom('refresh_tokens as r')
+        .innerJoin('sign_ins as s', 's.id', 'r.sign_in_id')
+        .selectAll('s')
+        .select(['r.used_at'])
+        .where('r.token_hash', '=', oldHash)
+        .executeTakeFirst()
+      if (!row) return { outcome: 'unknown' }
+      if (row.revoked_at !== null || ms(now) >= row.expires_at) return { outcome: 'unknown' }
+      const used = await trx
+        .updateTable('refresh_tokens')
+        .set({ used_at: ms(now) })
+        .where('token_hash', '=', oldHash)
+        .where('used_at', 'is', null)
+        .returning('token_hash')
+        .executeTakeFirst()
+      if (!used) {
+        await trx.updateTable('sign_ins').set({ revoked_at: ms(now) }).where('id', '=', row.id).where('revoked_at', 'is', null).execute()
+        return { outcome: 'reused' }
+      }
+      await insertTokens(trx, row.id, tokens, now)
+      await trx.updateTable('sign_ins').set({ last_used_at: ms(now) }).where('id', '=', row.id).execute()
+      return { outcome: 'rotated', signIn: toSignIn({ ...row, last_used_at: ms(now) }) }
+    })
+  }
+
+  async revokeByToken(tokenHash: string, clientId: string, now: Date): Promise<boolean> {
+    return this.#db.transaction().execute(async (trx) => {
+      const owner =
+        (await trx.selectFrom('access_tokens').select('sign_in_id').where('token_hash', '=', tokenHash).executeTakeFirst()) ??
+        (await trx.selectFrom('refresh_tokens').select('sign_in_id').where('token_hash', '=', tokenHash).executeTakeFirst())
+      if (!owner) return false
+      const res = await trx
+        .updateTable('sign_ins')
+        .set({ revoked_at: ms(now) })
+        .where('id', '=', owner.sign_in_id)
+        .where('client_id', '=', clientId)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst()
+      return res.numUpdatedRows > 0n
+    })
+  }
+
+  async findAccessToken(tokenHash: string, now: Date, idleCutoff: Date): Promise<AccessGrant | null> {
+    const row = await this.#db
+      .selectFrom('access_tokens as a')
+      .innerJoin('sign_ins as s', 's.id', 'a.sign_in_id')
+      .selectAll('s')
+      .select(['a.expires_at as token_expires_at'])
+      .where('a.token_hash', '=', tokenHash)
+      .executeTakeFirst()
+    if (!row) return null
+    const t = ms(now)
+    if (row.revoked_at !== null || t >= row.token_expires_at || t >= row.expires_at) return null
+    const lastUse = row.last_used_at ?? row.created_at
+    if (lastUse < ms(idleCutoff)) return null
+    let signInRow = row
+    if (row.last_used_at === null || t - row.last_used_at >= LAST_USE_GRANULARITY_MS) {
+      await this.#db.updateTable('sign_ins').set({ last_used_at: t }).where('id', '=', row.id).execute()
+      signInRow = { ...row, last_used_at: t }
+    }
+    return Object.freeze({ signIn: toSignIn(signInRow), tokenExpiresAt: date(row.token_expires_at) })
+  }
+
+  async listSignIns(personId: string): Promise<SignInRecord[]> {
+    const rows = await this.#db
+      .selectFrom('sign_ins')
+      .selectAll()
+      .where('person_id', '=', personId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .execute()
+    return rows.map(toSignIn)
+  }
+
+  async revokeSignIn(signInId: string, personId: string, now: Date): Promise<boolean> {
+    const res = await this.#db
+      .updateTable('sign_ins')
+      .set({ revoked_at: ms(now) })
+      .where('id', '=', signInId)
+      .where('person_id', '=', personId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst()
+    return res.numUpdatedRows > 0n
+  }
+
+  async revokeAllSignIns(personId: string, now: Date): Promise<number> {
+    const res = await this.#db
+      .updateTable('sign_ins')
+      .set({ revoked_at: ms(now) })
+      .where('person_id', '=', personId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst()
+    return Number(res.numUpdatedRows)
+  }
+}
+
+async function insertTokens(trx: Transaction<DB>, signInId: string, tokens: IssuedTokens, now: Date): Promise<void> {
+  await trx
+    .insertInto('access_tokens')
+    .values({ token_hash: tokens.accessTokenHash, sign_in_id: signInId, created_at: ms(now), expires_at: ms(tokens.accessExpiresAt) })
+    .execute()
+  await trx
+    .insertInto('refresh_tokens')
+    .values({ token_hash: tokens.refreshTokenHash, sign_in_id: signInId, created_at: ms(now), used_at: null })
+    .execute()
+}
+
+/** The OAuth store over an open database (see storage.ts for the combined adapter). */
+export function createSqliteOAuthStore(d: OpenDatabase): OAuthStore {
+  return new SqliteOAuthStore(d)
 }

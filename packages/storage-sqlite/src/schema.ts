@@ -39,9 +39,8 @@ export interface DB {
 }
 
 // 002_oauth: authorization codes, sign-ins and token hashes (oauth-store.ts).
-// Timestamps are RFC 3339 UTC strings with milliseconds, so they compare as text.
+// Only SHA-256 hex hashes of codes and tokens; times in epoch milliseconds.
 export interface OAuthCodesTable {
-  /** SHA-256 hex of the code */
   code_hash: string
   client_id: string
   redirect_uri: string
@@ -50,9 +49,9 @@ export interface OAuthCodesTable {
   /** space-separated */
   scopes: string
   person_id: string
-  created_at: string
-  expires_at: string
-  consumed_at: string | null
+  created_at: number
+  expires_at: number
+  consumed_at: number | null
 }
 
 export interface SignInsTable {
@@ -64,26 +63,24 @@ export interface SignInsTable {
   scopes: string
   /** the code it was issued for, so a replayed code finds what it issued */
   code_hash: string | null
-  created_at: string
-  expires_at: string
-  last_used_at: string | null
-  revoked_at: string | null
+  created_at: number
+  expires_at: number
+  last_used_at: number | null
+  revoked_at: number | null
 }
 
 export interface AccessTokensTable {
-  /** SHA-256 hex of the token */
   token_hash: string
   sign_in_id: string
-  created_at: string
-  expires_at: string
+  created_at: number
+  expires_at: number
 }
 
 export interface RefreshTokensTable {
-  /** SHA-256 hex of the token */
   token_hash: string
   sign_in_id: string
-  created_at: string
-  used_at: string | null
+  created_at: number
+  used_at: number | null
 }
 
 // Declaration merging: this adds the OAuth tables to DB.

@@ -1,0 +1,108 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { newRef } from '../ref.js'
+
+/** RFC 6749 / RFC 8707 error codes used by the token and revocation endpoints, plus our 405 and 500. */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  | 'invalid_target'
+  | 'method_not_allowed'
+  | 'server_error'
+
+/** Headers of every token endpoint answer (OAuth 2.1 §3.2.3). */
+export const OAUTH_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'cache-control': 'no-store',
+  pragma: 'no-cache',
+})
+
+/** What RFC 6749 §5.2 allows in `error_description`: %x20-21 / %x23-5B / %x5D-7E. */
+const DESCRIPTION_SAFE = /^[\x20\x21\x23-\x5B\x5D-\x7E]*$/
+
+export class OAuthError extends Error {
+  readonly status: number
+  readonly error: OAuthErrorCode
+  readonly description: string
+  readonly headers: Readonly<Record<string, string>>
+
+  constructor(
+    status: number,
+    error: OAuthErrorCode,
+    description: string,
+    options?: { headers?: Record<string, string>; cause?: unknown },
+  ) {
+    super(description, options?.cause === undefined ? undefined : { cause: options.cause })
+    if (!DESCRIPTION_SAFE.test(description)) throw new TypeError('OAuth error descriptions are ASCII without quote or backslash')
+    this.name = 'OAuthError'
+    this.status = status
+    this.error = error
+    this.description = description
+    this.headers = options?.headers ?? {}
+  }
+}
+
+/** One constructor per code; descriptions never contain what the client sent. */
+export const oauthErrors = {
+  invalidRequest: (d: string): OAuthError => new OAuthError(400, 'invalid_request', d),
+  invalidClient: (d: string, headers?: Record<string, string>): OAuthError =>
+    new OAuthError(401, 'invalid_client', d, headers ? { headers } : undefined),
+  invalidGrant: (d: string): OAuthError => new OAuthError(400, 'invalid_grant', d),
+  unsupportedGrantType: (): OAuthError =>
+    new OAuthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token'),
+  invalidScope: (d: string): OAuthError => new OAuthError(400, 'invalid_scope', d),
+  invalidTarget: (d: string): OAuthError => new OAuthError(400, 'invalid_target', d),
+  methodNotAllowed: (allow: string): OAuthError =>
+    new OAuthError(405, 'method_not_allowed', `this endpoint accepts only ${allow}`, { headers: { allow } }),
+  serverError: (cause: unknown): OAuthError =>
+    new OAuthError(500, 'server_error', 'an internal error occurred; quote the reference in a report', { cause }),
+} as const
+
+/** Anything thrown on an OAuth route, as an OAuthError: Fastify's own errors never reach the wire in their shape. */
+export function toOAuthError(err: unknown): OAuthError {
+  if (err instanceof OAuthError) return err
+  const fe = err as Partial<FastifyError> | null
+  const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500
+  if (status >= 400 && status < 500) {
+    if (fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return oauthErrors.invalidRequest('the body is too large')
+    return oauthErrors.invalidRequest('the request is malformed; send application/x-www-form-urlencoded parameters')
+  }
+  // a storage failure keeps its status (503/504) but never its detail
+  const sqlStatus = (err as { status?: unknown } | null)?.status
+  const e = oauthErrors.serverError(err)
+  if (typeof sqlStatus === 'number' && (sqlStatus === 503 || sqlStatus === 504)) {
+    return new OAuthError(sqlStatus, 'server_error', 'the database did not answer in time; quote the reference in a report', { cause: err })
+  }
+  return e
+}
+
+/**
+ * Renders `{error, error_description, where: "OAuth", ref}` as application/json
+ * with no-store, and logs the full record under the ref (never a token, code or body).
+ */
+export function sendOAuthError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const e = toOAuthError(err)
+  const ref = newRef()
+  const record = {
+    ref,
+    route: request.routeOptions?.url ?? null,
+    method: request.method,
+    status: e.status,
+    error: e.error,
+    where: 'OAuth',
+    reason: e.description,
+  }
+  if (e.status >= 500) {
+    const cause = e.cause
+    request.log.error(
+      { ...record, kind: cause instanceof Error ? cause.name : typeof cause, stack: cause instanceof Error ? cause.stack : undefined },
+      'envkeep OAuth request failed',
+    )
+  } else {
+    request.log.info(record, 'envkeep OAuth request refused')
+  }
+  reply.code(e.status).headers(OAUTH_HEADERS).headers(e.headers).type('application/json')
+  return reply.send({ error: e.error, error_description: e.description, where: 'OAuth', ref })
+}

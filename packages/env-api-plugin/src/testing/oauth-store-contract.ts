@@ -1,0 +1,294 @@
+import assert from 'node:assert/strict'
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import type { AuthorizationCodeRecord, IssuedTokens, OAuthStore, SignInRecord } from '../adapters/oauth-store.js'
+
+/**
+ * The contract every OAuth store must meet, as plain async cases that throw
+ * (node:assert) so any runner can drive them:
+ *
+ * ```ts
+ * for (const c of oauthStoreContract) t.test(c.name, () => c.run(makeStore))
+ * ```
+ *
+ * `makeStore` returns a fresh, empty store and a `close` for it.
+ */
+export interface OAuthStoreFixture {
+  readonly store: OAuthStore
+  close(): Promise<void>
+}
+
+export type MakeOAuthStore = () => Promise<OAuthStoreFixture>
+
+export interface OAuthStoreContractCase {
+  readonly name: string
+  run(make: MakeOAuthStore): Promise<void>
+}
+
+const CLIENT = 'https://envkeep.test/cli/oauth-client.json'
+const OTHER_CLIENT = 'https://envkeep.test/mcp/oauth-client.json'
+const RESOURCE = 'https://envkeep.test/api/env'
+const T0 = new Date('2026-11-21T10:00:00.000Z')
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+
+const hash = (): string => createHash('sha256').update(randomBytes(32)).digest('hex')
+const at = (ms: number): Date => new Date(T0.getTime() + ms)
+
+function codeRecord(over: Partial<AuthorizationCodeRecord> = {}): AuthorizationCodeRecord {
+  return {
+    codeHash: hash(),
+    clientId: CLIENT,
+    redirectUri: 'http://127.0.0.1:53682/callback',
+    codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    resource: RESOURCE,
+    scopes: ['env:read', 'env:push'],
+    personId: 'person-1',
+    createdAt: T0,
+    expiresAt: at(60_000),
+    consumedAt: null,
+    ...over,
+  }
+}
+
+function signInFor(code: AuthorizationCodeRecord, now = T0): Omit<SignInRecord, 'lastUsedAt' | 'revokedAt'> {
+  return {
+    id: randomUUID(),
+    personId: code.personId,
+    clientId: code.clientId,
+    resource: code.resource,
+    scopes: code.scopes,
+    createdAt: now,
+    expiresAt: new Date(now.getTime() + 365 * DAY),
+  }
+}
+
+function newTokens(now = T0): IssuedTokens {
+  return { accessTokenHash: hash(), accessExpiresAt: new Date(now.getTime() + HOUR), refreshTokenHash: hash() }
+}
+
+const farPast = new Date(0)
+
+/** A live sign-in made through a code, with its first tokens. */
+async function signedIn(store: OAuthStore, over: Partial<AuthorizationCodeRecord> = {}, now = T0) {
+  const code = codeRecord({ createdAt: now, expiresAt: new Date(now.getTime() + 60_000), ...over })
+  await store.saveAuthorizationCode(code)
+  const tokens = newTokens(now)
+  const signIn = signInFor(code, now)
+  const r = await store.exchangeAuthorizationCode(code.codeHash, signIn, tokens, now)
+  assert.equal(r.outcome, 'issued')
+  return { code, tokens, signIn }
+}
+
+async function withStore(make: MakeOAuthStore, fn: (store: OAuthStore) => Promise<void>): Promise<void> {
+  const f = await make()
+  try {
+    await fn(f.store)
+  } finally {
+    await f.close()
+  }
+}
+
+export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.freeze([
+  {
+    name: 'a saved code reads back as saved; an unknown one is null; reading never consumes',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const code = codeRecord()
+        await store.saveAuthorizationCode(code)
+        const found = await store.findAuthorizationCode(code.codeHash)
+        assert.ok(found)
+        assert.deepEqual({ ...found, scopes: [...found.scopes] }, { ...code, scopes: [...code.scopes] })
+        assert.equal((await store.findAuthorizationCode(code.codeHash))?.consumedAt, null)
+        assert.equal(await store.findAuthorizationCode(hash()), null)
+      }),
+  },
+  {
+    name: 'exchanging a code issues a sign-in whose access token resolves; the code is then consumed',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const { code, tokens, signIn } = await signedIn(store)
+        const grant = await store.findAccessToken(tokens.accessTokenHash, at(1000), farPast)
+        assert.ok(grant)
+        assert.equal(grant.signIn.id, signIn.id)
+        assert.equal(grant.signIn.personId, 'person-1')
+        assert.equal(grant.signIn.clientId, CLIENT)
+        assert.equal(grant.signIn.resource, RESOURCE)
+        assert.deepEqual([...grant.signIn.scopes], ['env:read', 'env:push'])
+        assert.equal(grant.signIn.revokedAt, null)
+        assert.equal(grant.tokenExpiresAt.getTime(), tokens.accessExpiresAt.getTime())
+        assert.ok((await store.findAuthorizationCode(code.codeHash))?.consumedAt)
+        const rt = await store.findRefreshToken(tokens.refreshTokenHash)
+        assert.equal(rt?.signIn.id, signIn.id)
+        assert.equal(rt?.usedAt, null)
+        assert.equal(await store.findRefreshToken(tokens.accessTokenHash), null, 'an access token is not a refresh token')
+        assert.equal(await store.findAccessToken(tokens.refreshTokenHash, at(1000), farPast), null, 'a refresh token is not an access token')
+      }),
+  },
+  {
+    name: 'an unknown code is unknown, and creates nothing',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const tokens = newTokens()
+        const r = await store.exchangeAuthorizationCode(hash(), signInFor(codeRecord()), tokens, T0)
+        assert.equal(r.outcome, 'unknown')
+        assert.equal(await store.findAccessToken(tokens.accessTokenHash, T0, farPast), null)
+        assert.deepEqual(await store.listSignIns('person-1'), [])
+      }),
+  },
+  {
+    name: 'a replayed code revokes the sign-in it issued, and issues nothing new',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const { code, tokens } = await signedIn(store)
+        const again = newTokens()
+        const r = await store.exchangeAuthorizationCode(code.codeHash, signInFor(code), again, at(2000))
+        assert.equal(r.outcome, 'replayed')
+        assert.equal(await store.findAccessToken(tokens.accessTokenHash, at(3000), farPast), null)
+        assert.equal(await store.findAccessToken(again.accessTokenHash, at(3000), farPast), null)
+        assert.equal((await store.rotateRefreshToken(tokens.refreshTokenHash, newTokens(), at(3000))).outcome, 'unknown')
+        const list = await store.listSignIns('person-1')
+        assert.equal(list.length, 1)
+        assert.ok(list[0]?.revokedAt)
+      }),
+  },
+  {
+    name: 'a code is consumed exactly once under concurrency (50 rounds)',
+    run: (make) =>
+      withStore(make, async (store) => {
+        for (let round = 0; round < 50; round++) {
+          const code = codeRecord()
+          await store.saveAuthorizationCode(code)
+          const a = newTokens()
+          const b = newTokens()
+          const results = await Promise.all([
+            store.exchangeAuthorizationCode(code.codeHash, signInFor(code), a, T0),
+            store.exchangeAuthorizationCode(code.codeHash, signInFor(code), b, T0),
+          ])
+          const outcomes = results.map((r) => r.outcome).sort()
+          assert.deepEqual(outcomes, ['issued', 'replayed'], `round ${round}`)
+        }
+        assert.equal((await store.listSignIns('person-1')).length, 50)
+      }),
+  },
+  {
+    name: 'a refresh token rotates once; the old one is then used and the new one works',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const { tokens, signIn } = await signedIn(store)
+        const next = newTokens(at(HOUR))
+        const r = await store.rotateRefreshToken(tokens.refreshTokenHash, next, at(HOUR))
+        assert.equal(r.outcome, 'rotated')
+        if (r.outcome === 'rotated') assert.equal(r.signIn.id, signIn.id)
+        assert.ok((await store.findRefreshToken(tokens.refreshTokenHash))?.usedAt)
+        assert.equal((await store.findRefreshToken(next.refreshTokenHash))?.usedAt, null)
+        assert.ok(await store.findAccessToken(next.accessTokenHash, at(HOUR + 1000), farPast))
+        const r2 = await store.rotateRefreshToken(next.refreshTokenHash, newTokens(), at(2 * HOUR))
+        assert.equal(r2.outcome, 'rotated')
+      }),
+  },
+  {
+    name: 'reusing a used refresh token revokes the whole sign-in',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const { tokens } = await signedIn(store)
+        const next = newTokens(at(1000))
+        assert.equal((await store.rotateRefreshToken(tokens.refreshTokenHash, next, at(1000))).outcome, 'rotated')
+        assert.equal((await store.rotateRefreshToken(tokens.refreshTokenHash, newTokens(), at(2000))).outcome, 'reused')
+        assert.equal((await store.rotateRefreshToken(next.refreshTokenHash, newTokens(), at(3000))).outcome, 'unknown')
+        assert.equal(await store.findAccessToken(next.accessTokenHash, at(3000), farPast), null)
+        assert.equal(await store.findAccessToken(tokens.accessTokenHash, at(3000), farPast), null)
+      }),
+  },
+  {
+    name: 'a refresh token rotates exactly once under concurrency, and the loser revokes the sign-in (50 rounds)',
+    run: (make) =>
+      withStore(make, async (store) => {
+        for (let round = 0; round < 50; round++) {
+          const { tokens } = await signedIn(store)
+          const a = newTokens(at(1000))
+          const b = newTokens(at(1000))
+          const results = await Promise.all([
+            store.rotateRefreshToken(tokens.refreshTokenHash, a, at(1000)),
+            store.rotateRefreshToken(tokens.refreshTokenHash, b, at(1000)),
+          ])
+          assert.deepEqual(results.map((r) => r.outcome).sort(), ['reused', 'rotated'], `round ${round}`)
+          assert.equal(await store.findAccessToken(a.accessTokenHash, at(2000), farPast), null, `round ${round}`)
+          assert.equal(await store.findAccessToken(b.accessTokenHash, at(2000), farPast), null, `round ${round}`)
+        }
+      }),
+  },
+  {
+    name: 'an unknown refresh token, or one of a revoked or ended sign-in, does not rotate',
+    run: (make) =>
+      withStore(make, async (store) => {
+        assert.equal((await store.rotateRefreshToken(hash(), newTokens(), T0)).outcome, 'unknown')
+        const ended = await signedIn(store)
+        const late = new Date(ended.signIn.expiresAt.getTime() + 1000)
+        assert.equal((await store.rotateRefreshToken(ended.tokens.refreshTokenHash, newTokens(late), late)).outcome, 'unknown')
+        assert.equal((await store.findRefreshToken(ended.tokens.refreshTokenHash))?.usedAt, null, 'not consumed')
+        const revoked = await signedIn(store)
+        assert.equal(await store.revokeSignIn(revoked.signIn.id, 'person-1', at(1000)), true)
+        assert.equal((await store.rotateRefreshToken(revoked.tokens.refreshTokenHash, newTokens(), at(2000))).outcome, 'unknown')
+      }),
+  },
+  {
+    name: 'an access token resolves only while it, its sign-in and its idle window are live',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const { tokens } = await signedIn(store)
+        assert.ok(await store.findAccessToken(tokens.accessTokenHash, at(HOUR - 1), farPast))
+        assert.equal(await store.findAccessToken(tokens.accessTokenHash, at(HOUR), farPast), null, 'expired token')
+        assert.equal(await store.findAccessToken(hash(), at(1000), farPast), null, 'unknown token')
+        // idle: last use before the cutoff
+        const idle = await signedIn(store)
+        assert.equal(await store.findAccessToken(idle.tokens.accessTokenHash, at(1000), at(2000)), null, 'idle sign-in')
+        // a token that outlives its sign-in's absolute end
+        const code = codeRecord()
+        await store.saveAuthorizationCode(code)
+        const long = { ...newTokens(), accessExpiresAt: at(2 * HOUR) }
+        const short = { ...signInFor(code), expiresAt: at(HOUR) }
+        assert.equal((await store.exchangeAuthorizationCode(code.codeHash, short, long, T0)).outcome, 'issued')
+        assert.ok(await store.findAccessToken(long.accessTokenHash, at(HOUR - 1), farPast))
+        assert.equal(await store.findAccessToken(long.accessTokenHash, at(HOUR), farPast), null, 'sign-in ended')
+      }),
+  },
+  {
+    name: 'revoking by either token ends the sign-in, only for its own client',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const byAccess = await signedIn(store)
+        assert.equal(await store.revokeByToken(byAccess.tokens.accessTokenHash, OTHER_CLIENT, at(1000)), false, 'foreign client')
+        assert.ok(await store.findAccessToken(byAccess.tokens.accessTokenHash, at(1000), farPast), 'still live')
+        assert.equal(await store.revokeByToken(byAccess.tokens.accessTokenHash, CLIENT, at(1000)), true)
+        assert.equal(await store.findAccessToken(byAccess.tokens.accessTokenHash, at(2000), farPast), null)
+        assert.equal((await store.rotateRefreshToken(byAccess.tokens.refreshTokenHash, newTokens(), at(2000))).outcome, 'unknown')
+        assert.equal(await store.revokeByToken(byAccess.tokens.accessTokenHash, CLIENT, at(3000)), false, 'already revoked')
+
+        const byRefresh = await signedIn(store)
+        assert.equal(await store.revokeByToken(byRefresh.tokens.refreshTokenHash, CLIENT, at(1000)), true)
+        assert.equal(await store.findAccessToken(byRefresh.tokens.accessTokenHash, at(2000), farPast), null)
+
+        assert.equal(await store.revokeByToken(hash(), CLIENT, at(1000)), false, 'unknown token')
+      }),
+  },
+  {
+    name: 'sign-ins of a person list newest first and can be revoked one by one or all at once',
+    run: (make) =>
+      withStore(make, async (store) => {
+        const first = await signedIn(store, {}, T0)
+        const second = await signedIn(store, {}, at(DAY))
+        await signedIn(store, { personId: 'person-2' }, at(DAY))
+        const list = await store.listSignIns('person-1')
+        assert.deepEqual(
+          list.map((s) => s.id),
+          [second.signIn.id, first.signIn.id],
+        )
+        assert.equal(await store.revokeSignIn(first.signIn.id, 'person-2', at(2 * DAY)), false, 'not theirs')
+        assert.equal(await store.revokeSignIn(first.signIn.id, 'person-1', at(2 * DAY)), true)
+        assert.equal(await store.revokeSignIn(first.signIn.id, 'person-1', at(2 * DAY)), false, 'already revoked')
+        assert.equal(await store.revokeAllSignIns('person-1', at(3 * DAY)), 1)
+        assert.ok((await store.listSignIns('person-1')).every((s) => s.revokedAt !== null))
+        assert.equal((await store.listSignIns('person-2'))[0]?.revokedAt, null)
+      }),
+  },
+])
