@@ -1,92 +1,91 @@
 /**
  * Kysely table types. Each store adds its tables here (one interface per
  * table, grouped by migration), then lists them in DB.
+ *
+ * Stored formats: times are integer milliseconds since the epoch, booleans
+ * 0/1, sealed values BLOBs (read back as Buffer), name lists JSON text.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface DB {}
+import type { Generated } from 'kysely'
 
-// 003_accounts: local accounts of the self-hosting server (account-store.ts)
-export interface AccountsTable {
+// 001_vaults
+
+export interface VaultsTable {
   id: string
-  /** unique, case-insensitive (collate nocase) */
-  email: string
   name: string
-  /** argon2id PHC string */
-  password_hash: string
-  created_at: string
-}
-
-export interface WebSessionsTable {
-  /** SHA-256 hex of the session cookie's token */
-  token_hash: string
-  account_id: string
-  created_at: string
-  expires_at: string
-}
-
-export interface SetupTokensTable {
-  /** SHA-256 hex of the one-time setup token */
-  token_hash: string
-  created_at: string
-  expires_at: string
-}
-
-// Declaration merging: this adds the account tables to DB.
-export interface DB {
-  accounts: AccountsTable
-  web_sessions: WebSessionsTable
-  setup_tokens: SetupTokensTable
-}
-
-// 002_oauth: authorization codes, sign-ins and token hashes (oauth-store.ts).
-// Only SHA-256 hex hashes of codes and tokens; times in epoch milliseconds.
-export interface OAuthCodesTable {
-  code_hash: string
-  client_id: string
-  redirect_uri: string
-  code_challenge: string
-  resource: string
-  /** space-separated */
-  scopes: string
-  person_id: string
+  plan: string
+  require_second_person: Generated<number>
+  wrapped_key: Uint8Array | null
   created_at: number
-  expires_at: number
-  consumed_at: number | null
 }
 
-export interface SignInsTable {
+export interface MembersTable {
+  vault_id: string
+  person_id: string
+  role: 'owner' | 'editor' | 'viewer'
+}
+
+export interface EnvironmentsTable {
+  vault_id: string
+  name: string
+  owners_only: number
+  version: Generated<number>
+  created_at: number
+}
+
+export interface VariablesTable {
+  vault_id: string
+  environment: string
+  name: string
+  sealed: Uint8Array
+  updated_at: number
+  updated_by: string | null
+}
+
+export interface ImportsTable {
   id: string
-  person_id: string
-  client_id: string
-  resource: string
-  /** space-separated */
-  scopes: string
-  /** the code it was issued for, so a replayed code finds what it issued */
-  code_hash: string | null
+  vault_id: string
+  environment: string
+  sender_id: string
+  sign_in_id: string | null
+  status: 'pending' | 'applied' | 'rejected' | 'expired'
+  /** JSON array of names */
+  names: string
+  /** JSON array of names */
+  overwrites: string
+  /** JSON array of {line, name, reason} */
+  refused: string
   created_at: number
   expires_at: number
-  last_used_at: number | null
-  revoked_at: number | null
+  decided_at: number | null
+  decided_by: string | null
 }
 
-export interface AccessTokensTable {
-  token_hash: string
-  sign_in_id: string
-  created_at: number
-  expires_at: number
+export interface ImportValuesTable {
+  import_id: string
+  name: string
+  sealed: Uint8Array
 }
 
-export interface RefreshTokensTable {
-  token_hash: string
-  sign_in_id: string
-  created_at: number
-  used_at: number | null
+export interface AccessLogTable {
+  id: Generated<number>
+  vault_id: string
+  at: number
+  person_id: string | null
+  sign_in_id: string | null
+  client_id: string | null
+  action: string
+  environment: string | null
+  /** JSON array of variable names, never values */
+  names: string
+  address: string | null
 }
 
-// Declaration merging: this adds the OAuth tables to DB.
 export interface DB {
-  oauth_codes: OAuthCodesTable
-  sign_ins: SignInsTable
-  access_tokens: AccessTokensTable
-  refresh_tokens: RefreshTokensTable
+  vaults: VaultsTable
+  members: MembersTable
+  environments: EnvironmentsTable
+  variables: VariablesTable
+  imports: ImportsTable
+  import_values: ImportValuesTable
+  access_log: AccessLogTable
 }

@@ -1,11 +1,617 @@
-import type { VaultStore } from '@envkeep/env-api-plugin'
+import type {
+  AccessAction,
+  AccessLogEntry,
+  AccessLogRow,
+  CreateImportResult,
+  DecideImportResult,
+  EnvironmentInfo,
+  ImportRecord,
+  ImportStatus,
+  NewImport,
+  RefusedLine,
+  Role,
+  SealedVariable,
+  StorageLimit,
+  VariableMeta,
+  VaultAccess,
+  VaultRecord,
+  VaultStore,
+} from '@envkeep/env-api-plugin'
+import { StorageError } from '@envkeep/env-api-plugin'
+import type { Statement } from 'better-sqlite3'
+import { sql, type Compilable } from 'kysely'
 import type { OpenDatabase } from './database.js'
+import type { ImportsTable } from './schema.js'
+import { runSync, wrapStorage, type TransactionMode } from './sqlite-errors.js'
 
-/** Placeholder: the API storage work (issue 2) implements every method. */
-export function createSqliteVaultStore(_d: OpenDatabase): VaultStore {
-  return new Proxy({} as VaultStore, {
-    get(_t, p) {
-      return () => Promise.reject(new Error(`vault store: ${String(p)} not implemented yet`))
-    },
-  })
+/**
+ * The vault store on SQLite. Every method runs synchronous better-sqlite3
+ * work (queries built with kysely and compiled, or hand-written for the hot
+ * read) in one transaction through `runSync`, so nothing else on the shared
+ * connection can interleave with it, and failures become `StorageError`.
+ */
+export function createSqliteVaultStore(d: OpenDatabase): VaultStore {
+  return new SqliteVaultStore(d)
+}
+
+/** better-sqlite3 binds Buffers, not plain Uint8Arrays; this view copies nothing. */
+function bytes(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength)
+}
+
+function byName(a: { name: string }, b: { name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+}
+
+interface VaultRow {
+  id: string
+  name: string
+  plan: string
+  require_second_person: number
+  created_at: number
+  role: Role
+}
+
+interface EnvRow {
+  vault_id: string
+  name: string
+  owners_only: number
+}
+
+type ImportRow = Omit<ImportsTable, never>
+
+function toImport(r: ImportRow): ImportRecord {
+  return {
+    id: r.id,
+    vaultId: r.vault_id,
+    environment: r.environment,
+    senderId: r.sender_id,
+    signInId: r.sign_in_id,
+    status: r.status,
+    names: JSON.parse(r.names) as string[],
+    overwrites: JSON.parse(r.overwrites) as string[],
+    refused: JSON.parse(r.refused) as RefusedLine[],
+    createdAt: new Date(r.created_at),
+    expiresAt: new Date(r.expires_at),
+    decidedAt: r.decided_at === null ? null : new Date(r.decided_at),
+    decidedBy: r.decided_by,
+  }
+}
+
+/** Statements of the hot read path, written by hand and prepared once. */
+const READ_VARIABLES_SQL =
+  'select "name", "sealed" from "variables" where "vault_id" = ? and "environment" = ? order by "name"'
+const ENV_VERSION_SQL = 'select "version" from "environments" where "vault_id" = ? and "name" = ?'
+const INSERT_LOG_SQL =
+  'insert into "access_log" ("vault_id", "at", "person_id", "sign_in_id", "client_id", "action", "environment", "names", "address") values (?, ?, ?, ?, ?, ?, ?, ?, ?)'
+
+/** Prepared statements are cached by SQL text; past this many the cache starts over. */
+const STATEMENT_CACHE_MAX = 256
+
+class SqliteVaultStore implements VaultStore {
+  readonly #d: OpenDatabase
+  readonly #statements = new Map<string, Statement>()
+
+  constructor(d: OpenDatabase) {
+    this.#d = d
+  }
+
+  // ---- plumbing -----------------------------------------------------------
+
+  #stmt(text: string): Statement {
+    let s = this.#statements.get(text)
+    if (!s) {
+      if (this.#statements.size >= STATEMENT_CACHE_MAX) this.#statements.clear()
+      s = this.#d.sqlite.prepare(text)
+      this.#statements.set(text, s)
+    }
+    return s
+  }
+
+  #all<O>(q: Compilable<O>): O[] {
+    const c = q.compile()
+    return this.#stmt(c.sql).all(...c.parameters) as O[]
+  }
+
+  #first<O>(q: Compilable<O>): O | undefined {
+    const c = q.compile()
+    return this.#stmt(c.sql).get(...c.parameters) as O | undefined
+  }
+
+  #run(q: Compilable<unknown>): number {
+    const c = q.compile()
+    return this.#stmt(c.sql).run(...c.parameters).changes
+  }
+
+  #tx<T>(mode: TransactionMode, table: string, fn: () => T): Promise<T> {
+    return runSync(this.#d, mode, fn, table)
+  }
+
+  get #db() {
+    return this.#d.db
+  }
+
+  #log(e: AccessLogEntry): void {
+    this.#stmt(INSERT_LOG_SQL).run(
+      e.vaultId,
+      e.at.getTime(),
+      e.personId,
+      e.signInId,
+      e.clientId,
+      e.action,
+      e.environment,
+      JSON.stringify(e.names),
+      e.address,
+    )
+  }
+
+  #bumpVersion(vaultId: string, environment: string): void {
+    this.#run(
+      this.#db
+        .updateTable('environments')
+        .set({ version: sql<number>`"version" + 1` })
+        .where('vault_id', '=', vaultId)
+        .where('name', '=', environment),
+    )
+  }
+
+  #upsertVariable(vaultId: string, environment: string, v: SealedVariable, by: string | null, at: number): void {
+    this.#run(
+      this.#db
+        .insertInto('variables')
+        .values({ vault_id: vaultId, environment, name: v.name, sealed: bytes(v.sealed), updated_at: at, updated_by: by })
+        .onConflict((oc) =>
+          oc.columns(['vault_id', 'environment', 'name']).doUpdateSet({
+            sealed: (eb) => eb.ref('excluded.sealed'),
+            updated_at: (eb) => eb.ref('excluded.updated_at'),
+            updated_by: (eb) => eb.ref('excluded.updated_by'),
+          }),
+        ),
+    )
+  }
+
+  /** The vaults a person sees, with role and environments; `filter` narrows the vault rows. */
+  #access(personId: string, filter: { vaultId?: string; name?: string }): VaultAccess[] {
+    let q = this.#db
+      .selectFrom('vaults as v')
+      .innerJoin('members as m', 'm.vault_id', 'v.id')
+      .select(['v.id', 'v.name', 'v.plan', 'v.require_second_person', 'v.created_at', 'm.role'])
+      .where('m.person_id', '=', personId)
+    if (filter.vaultId !== undefined) q = q.where('v.id', '=', filter.vaultId)
+    if (filter.name !== undefined) q = q.where('v.name', '=', filter.name)
+    const vaults = this.#all<VaultRow>(q.orderBy('v.name').orderBy('v.id'))
+    if (vaults.length === 0) return []
+    let eq = this.#db
+      .selectFrom('environments as e')
+      .innerJoin('members as m', 'm.vault_id', 'e.vault_id')
+      .select(['e.vault_id', 'e.name', 'e.owners_only'])
+      .where('m.person_id', '=', personId)
+    if (filter.vaultId !== undefined) eq = eq.where('e.vault_id', '=', filter.vaultId)
+    const envs = new Map<string, EnvironmentInfo[]>()
+    for (const e of this.#all<EnvRow>(eq.orderBy('e.vault_id').orderBy('e.name'))) {
+      let list = envs.get(e.vault_id)
+      if (!list) envs.set(e.vault_id, (list = []))
+      list.push({ name: e.name, ownersOnly: e.owners_only === 1 })
+    }
+    return vaults.map((v) => ({
+      id: v.id,
+      name: v.name,
+      plan: v.plan,
+      requireSecondPerson: v.require_second_person === 1,
+      createdAt: new Date(v.created_at),
+      role: v.role,
+      environments: envs.get(v.id) ?? [],
+    }))
+  }
+
+  #importRow(importId: string): ImportRow | undefined {
+    return this.#first<ImportRow>(this.#db.selectFrom('imports').selectAll().where('id', '=', importId))
+  }
+
+  /** Moves a pending push to `expired` (decided at its expiry), drops its staged values, logs it. */
+  #expire(r: ImportRow): ImportRow {
+    const changed = this.#run(
+      this.#db
+        .updateTable('imports')
+        .set({ status: 'expired', decided_at: r.expires_at, decided_by: null })
+        .where('id', '=', r.id)
+        .where('status', '=', 'pending'),
+    )
+    if (changed === 0) return this.#importRow(r.id) ?? r
+    this.#run(this.#db.deleteFrom('import_values').where('import_id', '=', r.id))
+    this.#log({
+      vaultId: r.vault_id,
+      at: new Date(r.expires_at),
+      personId: null,
+      signInId: null,
+      clientId: null,
+      action: 'push_expired',
+      environment: r.environment,
+      names: JSON.parse(r.names) as string[],
+      address: null,
+    })
+    return { ...r, status: 'expired', decided_at: r.expires_at, decided_by: null }
+  }
+
+  // ---- vaults -------------------------------------------------------------
+
+  createVault(input: {
+    id: string
+    name: string
+    ownerId: string
+    plan: string
+    environments: readonly EnvironmentInfo[]
+    now: Date
+  }): Promise<VaultRecord> {
+    const at = input.now.getTime()
+    return this.#tx('immediate', 'vaults', () => {
+      this.#run(
+        this.#db
+          .insertInto('vaults')
+          .values({ id: input.id, name: input.name, plan: input.plan, require_second_person: 0, wrapped_key: null, created_at: at }),
+      )
+      this.#run(this.#db.insertInto('members').values({ vault_id: input.id, person_id: input.ownerId, role: 'owner' }))
+      for (const e of input.environments) {
+        this.#run(
+          this.#db
+            .insertInto('environments')
+            .values({ vault_id: input.id, name: e.name, owners_only: e.ownersOnly ? 1 : 0, version: 0, created_at: at }),
+        )
+      }
+      return {
+        id: input.id,
+        name: input.name,
+        plan: input.plan,
+        requireSecondPerson: false,
+        createdAt: new Date(at),
+      }
+    })
+  }
+
+  getWrappedKey(vaultId: string): Promise<Uint8Array | null> {
+    return this.#tx('none', 'vaults', () => {
+      const r = this.#first(this.#db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
+      return r?.wrapped_key ?? null
+    })
+  }
+
+  ensureWrappedKey(vaultId: string, wrapped: Uint8Array): Promise<Uint8Array> {
+    return this.#tx('immediate', 'vaults', () => {
+      this.#run(
+        this.#db
+          .updateTable('vaults')
+          .set({ wrapped_key: bytes(wrapped) })
+          .where('id', '=', vaultId)
+          .where('wrapped_key', 'is', null),
+      )
+      const r = this.#first(this.#db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
+      if (!r?.wrapped_key) throw new StorageError('23503', 'vaults')
+      return r.wrapped_key
+    })
+  }
+
+  /**
+   * Holds the connection (kysely's mutex, an IMMEDIATE transaction) across
+   * the awaited `rewrap` calls, so no data key can be created or read
+   * half-rotated meanwhile; any failure rolls every key back.
+   */
+  rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number> {
+    return wrapStorage(
+      () =>
+        this.#db.connection().execute(async (conn) => {
+          await sql`begin immediate`.execute(conn)
+          try {
+            const rows = await conn
+              .selectFrom('vaults')
+              .select(['id', 'wrapped_key'])
+              .where('wrapped_key', 'is not', null)
+              .orderBy('id')
+              .execute()
+            for (const r of rows) {
+              const next = await rewrap(r.wrapped_key as Uint8Array, r.id)
+              await conn.updateTable('vaults').set({ wrapped_key: bytes(next) }).where('id', '=', r.id).execute()
+            }
+            await sql`commit`.execute(conn)
+            return rows.length
+          } catch (err) {
+            if (this.#d.sqlite.inTransaction) await sql`rollback`.execute(conn)
+            throw err
+          }
+        }),
+      'vaults',
+    )
+  }
+
+  listVaults(personId: string): Promise<VaultAccess[]> {
+    return this.#tx('deferred', 'vaults', () => this.#access(personId, {}))
+  }
+
+  getVault(vaultId: string, personId: string): Promise<VaultAccess | null> {
+    return this.#tx('deferred', 'vaults', () => this.#access(personId, { vaultId })[0] ?? null)
+  }
+
+  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]> {
+    return this.#tx('deferred', 'vaults', () => this.#access(personId, { name }))
+  }
+
+  createEnvironment(vaultId: string, env: EnvironmentInfo, now: Date): Promise<void> {
+    return this.#tx('immediate', 'environments', () => {
+      this.#run(
+        this.#db
+          .insertInto('environments')
+          .values({ vault_id: vaultId, name: env.name, owners_only: env.ownersOnly ? 1 : 0, version: 0, created_at: now.getTime() }),
+      )
+    })
+  }
+
+  // ---- members ------------------------------------------------------------
+
+  setMember(vaultId: string, personId: string, role: Role): Promise<void> {
+    return this.#tx('immediate', 'members', () => {
+      this.#run(
+        this.#db
+          .insertInto('members')
+          .values({ vault_id: vaultId, person_id: personId, role })
+          .onConflict((oc) => oc.columns(['vault_id', 'person_id']).doUpdateSet({ role })),
+      )
+    })
+  }
+
+  removeMember(vaultId: string, personId: string): Promise<boolean> {
+    return this.#tx('immediate', 'members', () =>
+      this.#run(this.#db.deleteFrom('members').where('vault_id', '=', vaultId).where('person_id', '=', personId)) > 0,
+    )
+  }
+
+  listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]> {
+    return this.#tx('none', 'members', () =>
+      this.#all(
+        this.#db.selectFrom('members').select(['person_id', 'role']).where('vault_id', '=', vaultId).orderBy('person_id'),
+      ).map((r) => ({ personId: r.person_id, role: r.role })),
+    )
+  }
+
+  // ---- variables ----------------------------------------------------------
+
+  readVariables(
+    vaultId: string,
+    environment: string,
+    log: AccessLogEntry,
+  ): Promise<{ variables: SealedVariable[]; version: number }> {
+    return this.#tx('immediate', 'variables', () => {
+      const variables = this.#stmt(READ_VARIABLES_SQL).all(vaultId, environment) as SealedVariable[]
+      const v = this.#stmt(ENV_VERSION_SQL).get(vaultId, environment) as { version: number } | undefined
+      this.#log(log)
+      return { variables, version: v?.version ?? 0 }
+    })
+  }
+
+  listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]> {
+    return this.#tx('none', 'variables', () =>
+      this.#all(
+        this.#db
+          .selectFrom('variables')
+          .select(['name', 'updated_at', 'updated_by'])
+          .where('vault_id', '=', vaultId)
+          .where('environment', '=', environment)
+          .orderBy('name'),
+      ).map((r) => ({ name: r.name, updatedAt: new Date(r.updated_at), updatedBy: r.updated_by })),
+    )
+  }
+
+  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
+    return this.#tx('none', 'variables', () => {
+      const r = this.#first(
+        this.#db
+          .selectFrom('variables')
+          .select(['name', 'sealed'])
+          .where('vault_id', '=', vaultId)
+          .where('environment', '=', environment)
+          .where('name', '=', name),
+      )
+      return r ? { name: r.name, sealed: r.sealed } : null
+    })
+  }
+
+  setVariable(
+    vaultId: string,
+    environment: string,
+    value: SealedVariable,
+    by: string,
+    now: Date,
+    log: AccessLogEntry,
+  ): Promise<void> {
+    return this.#tx('immediate', 'variables', () => {
+      this.#upsertVariable(vaultId, environment, value, by, now.getTime())
+      this.#bumpVersion(vaultId, environment)
+      this.#log(log)
+    })
+  }
+
+  deleteVariable(vaultId: string, environment: string, name: string, log: AccessLogEntry): Promise<boolean> {
+    return this.#tx('immediate', 'variables', () => {
+      const n = this.#run(
+        this.#db
+          .deleteFrom('variables')
+          .where('vault_id', '=', vaultId)
+          .where('environment', '=', environment)
+          .where('name', '=', name),
+      )
+      if (n === 0) return false
+      this.#bumpVersion(vaultId, environment)
+      this.#log(log)
+      return true
+    })
+  }
+
+  // ---- access log ---------------------------------------------------------
+
+  appendAccessLog(entry: AccessLogEntry): Promise<void> {
+    return this.#tx('none', 'access_log', () => this.#log(entry))
+  }
+
+  listAccessLog(
+    vaultId: string,
+    filter: { environment?: string; action?: AccessAction; limit: number; before?: number },
+  ): Promise<AccessLogRow[]> {
+    return this.#tx('none', 'access_log', () => {
+      let q = this.#db.selectFrom('access_log').selectAll().where('vault_id', '=', vaultId)
+      if (filter.environment !== undefined) q = q.where('environment', '=', filter.environment)
+      if (filter.action !== undefined) q = q.where('action', '=', filter.action)
+      if (filter.before !== undefined) q = q.where('id', '<', filter.before)
+      const limit = Math.max(0, Math.trunc(filter.limit))
+      return this.#all(q.orderBy('id', 'desc').limit(limit)).map((r) => ({
+        id: r.id,
+        vaultId: r.vault_id,
+        at: new Date(r.at),
+        personId: r.person_id,
+        signInId: r.sign_in_id,
+        clientId: r.client_id,
+        action: r.action as AccessAction,
+        environment: r.environment,
+        names: JSON.parse(r.names) as string[],
+        address: r.address,
+      }))
+    })
+  }
+
+  // ---- pushes (imports) ---------------------------------------------------
+
+  createImport(input: NewImport, limit: StorageLimit, log: AccessLogEntry): Promise<CreateImportResult> {
+    return this.#tx('immediate', 'imports', (): CreateImportResult => {
+      const stored = this.#first(
+        this.#db
+          .selectFrom('variables')
+          .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(length("sealed")), 0)`.as('bytes')])
+          .where('vault_id', '=', input.vaultId),
+      ) ?? { n: 0, bytes: 0 }
+      const staged = this.#first(
+        this.#db
+          .selectFrom('import_values as iv')
+          .innerJoin('imports as i', 'i.id', 'iv.import_id')
+          .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(length("iv"."sealed")), 0)`.as('bytes')])
+          .where('i.vault_id', '=', input.vaultId)
+          .where('i.status', '=', 'pending'),
+      ) ?? { n: 0, bytes: 0 }
+      const usedCount = stored.n + staged.n
+      const usedBytes = stored.bytes + staged.bytes
+      const newBytes = input.values.reduce((s, v) => s + v.sealed.byteLength, 0)
+      if (usedCount + input.values.length > limit.maxVariables) {
+        return { ok: false, limit: 'variables', usage: usedCount, max: limit.maxVariables }
+      }
+      if (usedBytes + newBytes > limit.maxBytes) {
+        return { ok: false, limit: 'bytes', usage: usedBytes, max: limit.maxBytes }
+      }
+
+      const existing = new Set(
+        this.#all(
+          this.#db
+            .selectFrom('variables')
+            .select('name')
+            .where('vault_id', '=', input.vaultId)
+            .where('environment', '=', input.environment),
+        ).map((r) => r.name),
+      )
+      const values = [...input.values].sort(byName)
+      const names = values.map((v) => v.name)
+      const overwrites = names.filter((n) => existing.has(n))
+      const row: ImportRow = {
+        id: input.id,
+        vault_id: input.vaultId,
+        environment: input.environment,
+        sender_id: input.senderId,
+        sign_in_id: input.signInId,
+        status: 'pending',
+        names: JSON.stringify(names),
+        overwrites: JSON.stringify(overwrites),
+        refused: JSON.stringify(input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))),
+        created_at: input.createdAt.getTime(),
+        expires_at: input.expiresAt.getTime(),
+        decided_at: null,
+        decided_by: null,
+      }
+      this.#run(this.#db.insertInto('imports').values(row))
+      for (const v of values) {
+        this.#run(this.#db.insertInto('import_values').values({ import_id: input.id, name: v.name, sealed: bytes(v.sealed) }))
+      }
+      this.#log(log)
+      return { ok: true, import: toImport(row) }
+    })
+  }
+
+  async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
+    const r = await this.#tx('none', 'imports', () => this.#importRow(importId))
+    if (!r) return null
+    if (r.status !== 'pending' || now.getTime() < r.expires_at) return toImport(r)
+    return this.#tx('immediate', 'imports', () => {
+      const fresh = this.#importRow(importId)
+      if (!fresh) return null
+      return toImport(fresh.status === 'pending' ? this.#expire(fresh) : fresh)
+    })
+  }
+
+  getImportValues(importId: string): Promise<SealedVariable[]> {
+    return this.#tx('none', 'import_values', () =>
+      this.#all(
+        this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'),
+      ).map((r) => ({ name: r.name, sealed: r.sealed })),
+    )
+  }
+
+  decideImport(
+    importId: string,
+    decision: 'applied' | 'rejected',
+    by: string,
+    now: Date,
+    log: AccessLogEntry,
+  ): Promise<DecideImportResult> {
+    const at = now.getTime()
+    return this.#tx('immediate', 'imports', (): DecideImportResult => {
+      const r = this.#importRow(importId)
+      if (!r) throw new StorageError('23503', 'imports')
+      if (r.status !== 'pending') return { ok: false, import: toImport(r) }
+      if (at >= r.expires_at) return { ok: false, import: toImport(this.#expire(r)) }
+      if (decision === 'applied') {
+        const staged = this.#all(
+          this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'),
+        )
+        for (const v of staged) this.#upsertVariable(r.vault_id, r.environment, v, by, at)
+        if (staged.length > 0) this.#bumpVersion(r.vault_id, r.environment)
+      }
+      this.#run(this.#db.deleteFrom('import_values').where('import_id', '=', importId))
+      this.#run(
+        this.#db
+          .updateTable('imports')
+          .set({ status: decision, decided_at: at, decided_by: by })
+          .where('id', '=', importId)
+          .where('status', '=', 'pending'),
+      )
+      this.#log(log)
+      return { ok: true, import: toImport({ ...r, status: decision, decided_at: at, decided_by: by }) }
+    })
+  }
+
+  expireImports(now: Date): Promise<number> {
+    return this.#tx('immediate', 'imports', () => {
+      const due = this.#all<ImportRow>(
+        this.#db
+          .selectFrom('imports')
+          .selectAll()
+          .where('status', '=', 'pending')
+          .where('expires_at', '<=', now.getTime())
+          .orderBy('expires_at'),
+      )
+      for (const r of due) this.#expire(r)
+      return due.length
+    })
+  }
+
+  listImports(vaultId: string, filter: { status?: ImportStatus; limit: number }): Promise<ImportRecord[]> {
+    return this.#tx('none', 'imports', () => {
+      let q = this.#db.selectFrom('imports').selectAll().where('vault_id', '=', vaultId)
+      if (filter.status !== undefined) q = q.where('status', '=', filter.status)
+      const limit = Math.max(0, Math.trunc(filter.limit))
+      return this.#all<ImportRow>(q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit)).map(toImport)
+    })
+  }
 }
