@@ -7,7 +7,7 @@ import { createRateLimitHook } from '../../hooks/rate-limit.js'
 import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../../options.js'
 import { createVaultCrypto } from '../../vault-service.js'
 import { importsRoutes } from './imports.js'
-import { notAllowedRoutes } from './not-allowed.js'
+import { matchApiPath, notAllowedRoutes } from './not-allowed.js'
 import { variablesRoutes } from './variables.js'
 import { vaultsRoutes } from './vaults.js'
 
@@ -62,7 +62,16 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   api.setErrorHandler(function envApiErrors(err, request, reply) {
     return renderApiError(err, request, reply, PUSH_BODY_LIMIT)
   })
-  api.setNotFoundHandler(async function unknownPath(_request: FastifyRequest) {
+  const prefix = `${opts.basePath}/api/env`
+  api.setNotFoundHandler(async function unknownPath(request: FastifyRequest) {
+    // A method the router does not know (PROPFIND…) on an API path is still a 405.
+    const pathname = request.url.split('?')[0] ?? ''
+    const m = pathname.startsWith(prefix) ? matchApiPath(pathname.slice(prefix.length)) : null
+    if (m) {
+      request.envkeepOperation = m.path.phrase(m.segments)
+      throw errors.methodNotAllowed(m.path.allow)
+    }
+    request.envkeepOperation = 'finding a path of the env API'
     throw errors.notFound('the path')
   })
 
