@@ -381,7 +381,7 @@ class SqliteVaultStore implements VaultStore {
     return this.#tx('immediate', 'variables', () => {
       const variables = this.#stmt(READ_VARIABLES_SQL).all(vaultId, environment) as SealedVariable[]
       const v = this.#stmt(ENV_VERSION_SQL).get(vaultId, environment) as { version: number } | undefined
-      this.#log(log)
+      this.#log({ ...log, names: variables.map((x) => x.name) }) // the log names exactly what was read
       return { variables, version: v?.version ?? 0 }
     })
   }
