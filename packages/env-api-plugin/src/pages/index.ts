@@ -1,5 +1,58 @@
 import type { FastifyInstance } from 'fastify'
+import fastifyFormbody from '@fastify/formbody'
 import type { ResolvedOptions } from '../options.js'
+import { createVaultCrypto } from '../vault-service.js'
+import { ASSETS } from './assets.js'
+import type { PageDeps } from './context.js'
+import { sendErrorPage, toPageFailure } from './error.js'
+import { reviewRoutes } from './review.js'
+import { signInRoutes } from './sign-ins.js'
+import { vaultRoutes } from './vault.js'
+import { vaultListRoutes } from './vaults.js'
 
-/** Placeholder: filled in by its issue. */
-export async function pageRoutes(_app: FastifyInstance, _o: { opts: ResolvedOptions }): Promise<void> {}
+export { renderErrorPage, sendErrorPage, refusalBox, toPageFailure, type ErrorPageInput, type PageFailure } from './error.js'
+
+/** Largest form body the pages accept (a value is at most 64 KiB; room for the rest). */
+const FORM_BODY_LIMIT = 256 * 1024
+
+/**
+ * The person-facing pages (vault list, vault, push review, sign-ins) and
+ * their assets. Encapsulated: their error handler and form parser stay here.
+ * The consent page is registered by the OAuth routes.
+ */
+export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOptions }): Promise<void> {
+  const { opts } = o
+  await parent.register(
+    async function envkeepPages(app) {
+      if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) {
+        await app.register(fastifyFormbody, { bodyLimit: FORM_BODY_LIMIT })
+      }
+      const deps: PageDeps = { opts, crypto: createVaultCrypto(opts.storage, opts.keyring) }
+
+      app.setErrorHandler(async function pageErrorHandler(err, request, reply) {
+        const f = toPageFailure(err, request)
+        let personName: string | null = null
+        try {
+          personName = (await opts.people.currentPerson(request))?.name ?? null
+        } catch {
+          personName = null
+        }
+        return sendErrorPage(reply, { ...f, personName, basePath: opts.basePath })
+      })
+
+      app.get<{ Params: { file: string } }>('/assets/:file', async function pageAsset(request, reply) {
+        const asset = Object.prototype.hasOwnProperty.call(ASSETS, request.params.file) ? ASSETS[request.params.file] : undefined
+        if (!asset) return reply.code(404).type('text/plain; charset=utf-8').send('not found')
+        reply.header('etag', asset.etag).header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff')
+        if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send()
+        return reply.type(asset.type).send(asset.body)
+      })
+
+      vaultListRoutes(app, deps)
+      vaultRoutes(app, deps)
+      reviewRoutes(app, deps)
+      signInRoutes(app, deps)
+    },
+    { prefix: opts.basePath },
+  )
+}

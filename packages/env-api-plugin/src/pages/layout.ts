@@ -23,9 +23,12 @@ export function layout(input: LayoutInput): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${input.title} · envkeep</title>
 <link rel="stylesheet" href="${base}/assets/envkeep.css">
+<script src="${base}/assets/envkeep.js" defer></script>
 </head>
 <body>
-<header><a href="${base}/" class="brand">envkeep</a>${input.personName ? html` <span class="who">${input.personName}</span>` : ''}</header>
+<header class="top"><a href="${base}/" class="brand">envkeep</a>${input.personName
+    ? html`<nav aria-label="Main"><a href="${base}/">Vaults</a><a href="${base}/sign-ins">Sign-ins</a></nav><span class="who">${input.personName}</span>`
+    : ''}</header>
 <main>
 ${input.body}
 </main>

@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * The stylesheet and the one small script of the pages, served by the
+ * plugin at `{basePath}/assets/envkeep.css` and `/assets/envkeep.js`
+ * (the CSP allows only 'self': no inline style or script anywhere).
+ */
+export const STYLESHEET = `
+:root {
+  --fg: #1d2330; --muted: #5d6678; --bg: #f6f7f9; --card: #fff; --line: #dde1e8;
+  --accent: #2456c9; --accent-fg: #fff; --danger: #b3261e; --ok: #1f7a3a; --warn: #8a5a00;
+  --radius: 8px;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+  color: var(--fg); background: var(--bg);
+}
+* { box-sizing: border-box; }
+body { margin: 0; line-height: 1.5; font-size: 16px; }
+header.top { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; padding: .75rem 1rem; background: #1d2330; color: #fff; }
+header.top a { color: #fff; text-decoration: none; }
+header.top .brand { font-weight: 700; letter-spacing: .02em; margin-right: auto; }
+header.top nav { display: flex; gap: 1rem; }
+header.top .who { opacity: .8; font-size: .9rem; }
+main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
+h1 { font-size: 1.6rem; margin: .5rem 0 1rem; overflow-wrap: anywhere; }
+h2 { font-size: 1.25rem; margin: 1.75rem 0 .5rem; }
+h3 { font-size: 1.05rem; margin: 0 0 .5rem; overflow-wrap: anywhere; }
+a { color: var(--accent); }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .92em; overflow-wrap: anywhere; }
+.muted { color: var(--muted); }
+.small { font-size: .85rem; }
+.hint { color: var(--muted); font-size: .92rem; }
+.crumbs { margin: 0; font-size: .92rem; }
+.toc { display: flex; flex-wrap: wrap; gap: .25rem 1rem; font-size: .92rem; }
+.card { background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: 1rem; margin: 1rem 0; }
+.vh { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.badge, .role, .mark, .status { display: inline-block; font-size: .78rem; font-weight: 600; padding: .05rem .5rem; border-radius: 999px; border: 1px solid var(--line); background: #eef1f6; vertical-align: middle; }
+.badge { background: #fff4e0; border-color: #f0d29a; color: var(--warn); }
+.role-owner { background: #e7efff; border-color: #b9cdf7; }
+.mark-new { background: #e5f5ea; border-color: #a9d9b7; color: var(--ok); }
+.mark-overwrite { background: #fff4e0; border-color: #f0d29a; color: var(--warn); }
+.status-applied, .status-active { color: var(--ok); }
+.status-rejected, .status-revoked, .status-expired, .status-ended { color: var(--danger); }
+ul.vaults, ul.vars { list-style: none; padding: 0; margin: 0; }
+ul.vaults li { display: flex; flex-wrap: wrap; gap: .25rem .75rem; align-items: center; padding: .75rem 1rem; background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); margin-bottom: .5rem; }
+ul.vaults li a { font-weight: 600; overflow-wrap: anywhere; }
+li.var { border-top: 1px solid var(--line); padding: .6rem 0; }
+li.var:first-child { border-top: 0; }
+.var-head, .var-value, .var-actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
+.var-value { margin: .25rem 0; }
+code.value { display: block; width: 100%; white-space: pre-wrap; background: #f1f3f7; border: 1px solid var(--line); border-radius: 4px; padding: .35rem .5rem; }
+.hidden-value { letter-spacing: .15em; color: var(--muted); }
+form { margin: .25rem 0; }
+form.inline { display: inline-block; margin: 0; }
+form label { display: block; font-weight: 600; margin: .6rem 0 .2rem; }
+form label.check { display: flex; gap: .5rem; align-items: center; font-weight: 400; }
+form.filters { display: flex; flex-wrap: wrap; gap: .25rem .75rem; align-items: end; }
+form.filters label { margin: 0; }
+input, select, textarea { font: inherit; padding: .45rem .55rem; border: 1px solid #b8bfcc; border-radius: 6px; background: #fff; color: inherit; max-width: 100%; }
+input:not([type=checkbox]), textarea { width: 100%; }
+textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+button { font: inherit; font-weight: 600; cursor: pointer; padding: .45rem .9rem; min-height: 2.5rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-fg); margin-top: .5rem; }
+button.secondary { background: #fff; color: var(--accent); }
+button.danger { background: #fff; color: var(--danger); border-color: var(--danger); }
+button.primary { min-width: 7rem; }
+button:disabled { opacity: .45; cursor: not-allowed; }
+form.inline button, .var-actions button { margin-top: 0; }
+details > summary { cursor: pointer; color: var(--accent); font-weight: 600; }
+details.add { margin-top: .75rem; }
+.buttons { display: flex; flex-wrap: wrap; gap: .75rem; }
+.decide .buttons button { min-height: 3rem; }
+table { border-collapse: collapse; width: 100%; background: var(--card); }
+th, td { text-align: left; padding: .45rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-size: .85rem; color: var(--muted); }
+td.actions { white-space: nowrap; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1rem; background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: 1rem; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+.notice { background: #e5f5ea; border: 1px solid #a9d9b7; border-radius: var(--radius); padding: .6rem 1rem; }
+.refusal { background: #fdecea; border: 1px solid #f2b8b5; border-radius: var(--radius); padding: .75rem 1rem; margin-bottom: 1rem; }
+.refusal h2 { margin: 0 0 .25rem; font-size: 1.1rem; color: var(--danger); }
+.outcome { border-radius: var(--radius); padding: .75rem 1rem; margin-bottom: 1rem; border: 1px solid var(--line); background: var(--card); }
+.outcome h2 { margin: 0; }
+.outcome-applied { border-color: #a9d9b7; background: #e5f5ea; }
+.outcome-rejected, .outcome-expired { border-color: #f2b8b5; background: #fdecea; }
+.error-page .status { font-weight: 700; color: var(--danger); margin: 0; }
+dl.failure { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: .5rem 0; }
+dl.failure dt { font-weight: 600; }
+dl.failure dd { margin: 0; overflow-wrap: anywhere; }
+details.plain pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; border: 1px solid var(--line); padding: .5rem; border-radius: 4px; }
+button.copy { display: none; }
+.js button.copy { display: inline-block; }
+@media (max-width: 40rem) {
+  main { padding: .75rem; }
+  table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: 100%; }
+  table.stack tr { border: 1px solid var(--line); border-radius: var(--radius); margin-bottom: .5rem; padding: .25rem 0; background: var(--card); }
+  table.stack td { border: 0; padding: .2rem .75rem; }
+  table.stack td[data-label]::before { content: attr(data-label); display: block; font-size: .78rem; color: var(--muted); }
+  td.actions { white-space: normal; }
+  .decide .buttons form, .decide .buttons button { width: 100%; }
+}
+`
+
+/**
+ * Progressive enhancement only: every page works without it.
+ * - "Copy details" copies the plain-text failure record.
+ * - forms with data-confirm ask before submitting.
+ */
+export const SCRIPT = `'use strict';
+(function () {
+  document.documentElement.classList.add('js');
+  function copyText(text, button) {
+    function done(ok) {
+      var label = button.textContent;
+      button.textContent = ok ? 'Copied' : 'Copy failed';
+      setTimeout(function () { button.textContent = label; }, 1500);
+    }
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(function () { done(true); }, function () { done(fallback(text)); });
+    } else {
+      done(fallback(text));
+    }
+  }
+  function fallback(text) {
+    var area = document.createElement('textarea');
+    area.value = text;
+    area.setAttribute('readonly', '');
+    area.className = 'vh';
+    document.body.appendChild(area);
+    area.select();
+    var ok = false;
+    try { ok = document.execCommand('copy'); } catch (e) { ok = false; }
+    document.body.removeChild(area);
+    return ok;
+  }
+  document.addEventListener('click', function (event) {
+    var button = event.target && event.target.closest ? event.target.closest('button[data-copy]') : null;
+    if (!button) return;
+    var source = document.getElementById(button.getAttribute('data-copy'));
+    if (source) copyText(source.textContent, button);
+  });
+  document.addEventListener('submit', function (event) {
+    var form = event.target;
+    var question = form && form.getAttribute ? form.getAttribute('data-confirm') : null;
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
+})();
+`
+
+function etag(s: string): string {
+  return `"${createHash('sha256').update(s).digest('base64url').slice(0, 16)}"`
+}
+
+export const ASSETS: Readonly<Record<string, { body: string; type: string; etag: string }>> = Object.freeze({
+  'envkeep.css': { body: STYLESHEET, type: 'text/css; charset=utf-8', etag: etag(STYLESHEET) },
+  'envkeep.js': { body: SCRIPT, type: 'text/javascript; charset=utf-8', etag: etag(SCRIPT) },
+})

@@ -1,0 +1,185 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, StorageError, type Where } from '../errors.js'
+import { newRef } from '../ref.js'
+import { html, PAGE_HEADERS, type SafeHtml } from './html.js'
+import { layout } from './layout.js'
+
+/** The statuses an error page may carry (the spec's list for the web app). */
+export const PAGE_ERROR_STATUSES = [400, 403, 404, 409, 413, 429, 500, 502, 503, 504] as const
+export type PageErrorStatus = (typeof PAGE_ERROR_STATUSES)[number]
+
+const TITLES: Readonly<Record<PageErrorStatus, string>> = Object.freeze({
+  400: 'Bad request',
+  403: 'Not allowed',
+  404: 'Not found',
+  409: 'Conflict',
+  413: 'Too large',
+  429: 'Too many requests',
+  500: 'Server error',
+  502: 'Bad gateway',
+  503: 'Service unavailable',
+  504: 'Timed out',
+})
+
+/** The four fields of every failure shown to a person, plus its status. */
+export interface PageFailure {
+  readonly status: number
+  /** what failed: an operation phrase, e.g. `adding a variable to development of vault 3f2a9c1e` */
+  readonly what: string
+  /** the part of the service that failed, in the spec's vocabulary (`web app`, `database`, …) */
+  readonly where: string
+  /** why, in words; never a value, token, password or key */
+  readonly why: string
+  /** the reference that finds the full record in the log */
+  readonly ref: string
+}
+
+export interface ErrorPageInput extends PageFailure {
+  readonly personName?: string | null
+  readonly basePath?: string
+}
+
+/** Maps any status to one of the page statuses (e.g. 401 → 403, 507 → 413, other 5xx → 500). */
+export function pageStatus(status: number): PageErrorStatus {
+  if ((PAGE_ERROR_STATUSES as readonly number[]).includes(status)) return status as PageErrorStatus
+  if (status === 401) return 403
+  if (status === 405 || status === 415 || status === 422) return 400
+  if (status === 507) return 413
+  if (status >= 400 && status < 500) return 400
+  return 500
+}
+
+/** The four fields as plain text, as "Copy details" gives them. */
+export function failureText(f: PageFailure): string {
+  return `What: ${f.what}\nWhere: ${f.where}\nWhy: ${f.why}\nReference: ${f.ref}`
+}
+
+let detailsId = 0
+
+/**
+ * The four fields, a plain-text copy in a <details> (works without
+ * JavaScript) and a "Copy details" button wired by /assets/envkeep.js.
+ */
+export function failureDetails(f: PageFailure): SafeHtml {
+  const id = `failure-${++detailsId % 1_000_000}`
+  return html`<dl class="failure">
+<dt>What</dt><dd>${f.what}</dd>
+<dt>Where</dt><dd>${f.where}</dd>
+<dt>Why</dt><dd>${f.why}</dd>
+<dt>Reference</dt><dd><code>${f.ref}</code></dd>
+</dl>
+<details class="plain"><summary>Details as text</summary><pre id="${id}">${failureText(f)}</pre></details>
+<button type="button" class="copy" data-copy="${id}">Copy details</button>`
+}
+
+/**
+ * A refused form submission, shown at the top of the page it came from;
+ * its sentence ends with the reference.
+ */
+export function refusalBox(f: PageFailure): SafeHtml {
+  return html`<section class="refusal" role="alert" aria-labelledby="refusal-title">
+<h2 id="refusal-title">That did not work</h2>
+<p>${capitalize(f.what)} failed: ${f.why}. Reference: <code>${f.ref}</code></p>
+${failureDetails(f)}
+</section>`
+}
+
+/**
+ * A whole error page: status, what, where, why, reference and "Copy details".
+ * Exported for the self-hosting server's own pages (login, setup).
+ */
+export function renderErrorPage(input: ErrorPageInput): string {
+  const status = pageStatus(input.status)
+  const title = TITLES[status]
+  const base = input.basePath ?? ''
+  const body = html`<section class="error-page">
+<p class="status">Error ${status}</p>
+<h1>${title}</h1>
+<p class="lead">${capitalize(input.what)} failed: ${input.why}.</p>
+${failureDetails({ ...input, status })}
+<p><a href="${base}/">Back to your vaults</a></p>
+</section>`
+  return layout({ title: `${status} ${title}`, body, personName: input.personName ?? null, basePath: base })
+}
+
+/** Sends a rendered error page with PAGE_HEADERS and its status. */
+export function sendErrorPage(reply: FastifyReply, input: ErrorPageInput): FastifyReply {
+  return reply
+    .code(pageStatus(input.status))
+    .headers(PAGE_HEADERS)
+    .type('text/html; charset=utf-8')
+    .send(renderErrorPage(input))
+}
+
+function capitalize(s: string): string {
+  return s.length === 0 ? s : s[0]!.toUpperCase() + s.slice(1)
+}
+
+/** An error of a page, as thrown by page handlers: like ApiError with a page status. */
+export function pageError(status: number, where: Where, reason: string, cause?: unknown): ApiError {
+  return new ApiError({ status, code: 'page_error', where, reason, cause })
+}
+
+/**
+ * Turns anything thrown on a page into the failure a person sees, logging
+ * the full record under a new ref (the stack only for 5xx; never a body,
+ * value, token or password). Unknown errors become a generic 500.
+ */
+export function toPageFailure(err: unknown, request: FastifyRequest, what?: string): PageFailure {
+  const ref = newRef()
+  const operation = what ?? request.envkeepOperation ?? defaultOperation(request)
+  let status: number
+  let where: string
+  let why: string
+  const fe = err as Partial<FastifyError> | null
+  if (err instanceof ApiError) {
+    status = err.status
+    where = err.where
+    why = err.reason
+  } else if (err instanceof StorageError) {
+    status = err.sqlstate === '23505' ? 409 : err.status
+    where = 'database'
+    why = err.message
+  } else if (fe?.code === 'FST_CSRF_INVALID_TOKEN' || fe?.code === 'FST_CSRF_MISSING_SECRET') {
+    status = 403
+    where = 'web app'
+    why = 'the form was not sent from this site or has gone stale; reload the page and try again'
+  } else if (fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    status = 413
+    where = 'web app'
+    why = 'the form is larger than the server accepts'
+  } else if (fe?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    status = 400
+    where = 'web app'
+    why = 'the form was sent in a format the server does not accept'
+  } else if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 && typeof fe.code === 'string' && fe.code.startsWith('FST_')) {
+    status = fe.statusCode
+    where = 'web app'
+    why = 'the request could not be read'
+  } else {
+    status = 500
+    where = 'web app'
+    why = 'an internal error occurred; quote the reference in a report'
+  }
+  status = pageStatus(status)
+  const record = { ref, route: request.routeOptions?.url ?? null, method: request.method, status, where, reason: why }
+  if (status >= 500) {
+    const cause = err instanceof ApiError && err.cause !== undefined ? err.cause : err
+    request.log.error(
+      {
+        ...record,
+        kind: cause instanceof Error ? cause.name : typeof cause,
+        code: (cause as Partial<FastifyError> | null)?.code,
+        stack: cause instanceof Error ? cause.stack : undefined,
+      },
+      'envkeep page failed',
+    )
+  } else {
+    request.log.info(record, 'envkeep page refused')
+  }
+  return { status, what: operation, where, why, ref }
+}
+
+function defaultOperation(request: FastifyRequest): string {
+  return request.method === 'GET' || request.method === 'HEAD' ? 'showing this page' : 'sending this form'
+}

@@ -1,0 +1,218 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Person } from '../adapters/people.js'
+import type { AccessLogEntry, EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
+import { canDecideImport, canReadEnvironment } from '../access.js'
+import { vaultTag } from '../errors.js'
+import { decideImport } from '../imports-service.js'
+import { csrfField, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { pageError, refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { html } from './html.js'
+import { loadVault, vaultUrl } from './vault.js'
+
+const NOT_SHARED = "database (only what's shared with you is visible)" as const
+const NOT_FOUND_PUSH = 'this push does not exist or is not shared with you'
+
+type Params = { vault: string; import: string }
+
+interface ReviewContext {
+  readonly person: Person
+  readonly vault: VaultAccess
+  readonly push: ImportRecord
+  readonly env: EnvironmentInfo
+}
+
+const OUTCOME: Readonly<Record<ImportRecord['status'], string>> = Object.freeze({
+  pending: 'Waiting for review',
+  applied: 'Applied',
+  rejected: 'Rejected',
+  expired: 'Expired',
+})
+
+/** The review page of a push: `/v/:vault/variables/imports/:import`, with Reveal, Apply and Reject. */
+export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
+  const { storage } = deps.opts
+
+  function reviewPath(vaultId: string, importId: string): string {
+    return `/v/${encodeURIComponent(vaultId)}/variables/imports/${encodeURIComponent(importId)}`
+  }
+
+  /** The push as a member of its vault sees it (expired first if its time is up), or 404. */
+  async function load(person: Person, params: Params): Promise<ReviewContext> {
+    const vault = await loadVault(deps, params.vault, person)
+    const push = await storage.getImport(params.import, deps.opts.now())
+    if (!push || push.vaultId !== vault.id) throw pageError(404, NOT_SHARED, NOT_FOUND_PUSH)
+    const env = vault.environments.find((e) => e.name === push.environment) ?? { name: push.environment, ownersOnly: true }
+    return { person, vault, push, env }
+  }
+
+  function logEntry(request: FastifyRequest, ctx: ReviewContext, action: AccessLogEntry['action']): AccessLogEntry {
+    return {
+      vaultId: ctx.vault.id,
+      at: deps.opts.now(),
+      personId: ctx.person.id,
+      signInId: null,
+      clientId: null,
+      action,
+      environment: ctx.push.environment,
+      names: ctx.push.names,
+      address: request.ip ?? null,
+    }
+  }
+
+  async function render(
+    reply: FastifyReply,
+    ctx: ReviewContext,
+    extra: { problem?: PageFailure | null; revealed?: Readonly<Record<string, string>> | null } = {},
+  ): Promise<FastifyReply> {
+    const { person, vault, push, env } = ctx
+    const people = personCache(deps)
+    const [sender, decider] = await Promise.all([people(push.senderId), people(push.decidedBy)])
+    const pending = push.status === 'pending'
+    const readable = canReadEnvironment(vault.role, env)
+    const canDecide = pending && canDecideImport(vault.role, env, push.senderId === person.id, vault.requireSecondPerson)
+    const token = reply.generateCsrf()
+    const action = pagePath(deps, reviewPath(vault.id, push.id))
+    const overwrites = new Set(push.overwrites)
+    const revealed = extra.revealed ?? null
+
+    const nameRows = push.names.map((name) => {
+      const kind = overwrites.has(name) ? 'overwrite' : 'new'
+      const value = revealed && Object.prototype.hasOwnProperty.call(revealed, name) ? revealed[name] : undefined
+      return html`<tr>
+<td data-label="Name"><code class="name">${name}</code></td>
+<td data-label="Change"><span class="mark mark-${kind}">${kind}</span></td>
+${pending ? html`<td data-label="Value">${value !== undefined ? html`<code class="value" data-name="${name}">${value}</code>` : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`}</td>` : ''}
+</tr>`
+    })
+    const refusedRows = push.refused.map(
+      (r) => html`<tr>
+<td data-label="Line">${r.line}</td>
+<td data-label="Name">${r.name ? html`<code class="name">${r.name}</code>` : html`<span class="muted">(no name)</span>`}</td>
+<td data-label="Reason">${r.reason}</td>
+</tr>`,
+    )
+
+    let outcome = html``
+    if (!pending) {
+      const who =
+        push.status === 'expired'
+          ? html`nobody decided before it expired`
+          : html`by ${personLabel(decider, push.decidedBy)}`
+      outcome = html`<section class="outcome outcome-${push.status}" role="status">
+<h2>${OUTCOME[push.status]}</h2>
+<p>${OUTCOME[push.status]} ${when(push.decidedAt)}, ${who}.</p>
+${push.status === 'applied' ? html`<p>The variables were written to ${push.environment}.</p>` : html`<p>No variable was changed.</p>`}
+</section>`
+    }
+
+    const body = html`${extra.problem ? refusalBox(extra.problem) : ''}
+<p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a> › <a href="${vaultUrl(deps, vault.id)}">${vault.name}</a></p>
+<h1>Review a push</h1>
+${outcome}
+<dl class="facts">
+<dt>Vault</dt><dd>${vault.name}</dd>
+<dt>Environment</dt><dd>${push.environment}${env.ownersOnly ? html` <span class="badge">owners only</span>` : ''}</dd>
+<dt>Sender</dt><dd>${personLabel(sender, push.senderId)}</dd>
+<dt>Sent</dt><dd>${when(push.createdAt)}</dd>
+<dt>${pending ? 'Expires' : 'Expiry'}</dt><dd>${when(push.expiresAt)}</dd>
+<dt>Status</dt><dd><span class="status status-${push.status}">${push.status}</span></dd>
+</dl>
+
+<section>
+<h2>Variables (${push.names.length})</h2>
+${push.names.length === 0
+  ? html`<p class="muted">This push holds no variables.</p>`
+  : html`<table class="stack names"><thead><tr><th>Name</th><th>Change</th>${pending ? html`<th>Value</th>` : ''}</tr></thead><tbody>${nameRows}</tbody></table>`}
+${pending && readable && push.names.length > 0 && !revealed
+  ? html`<form method="post" action="${action}/reveal" class="inline">
+${csrfField(token)}
+<button type="submit" class="secondary">Reveal</button>
+</form>`
+  : ''}
+${pending && !readable ? html`<p class="hint">Your role (${vault.role}) cannot read the values of this environment.</p>` : ''}
+</section>
+
+<section>
+<h2>Refused lines (${push.refused.length})</h2>
+${push.refused.length === 0
+  ? html`<p class="muted">The sender's client refused no lines.</p>`
+  : html`<p class="hint">These lines of the sender's file were not sent.</p>
+<table class="stack refused"><thead><tr><th>Line</th><th>Name</th><th>Reason</th></tr></thead><tbody>${refusedRows}</tbody></table>`}
+</section>
+
+${canDecide
+  ? html`<section class="decide card">
+<h2>Decision</h2>
+<p>Apply writes every variable above to ${push.environment} at once${push.overwrites.length ? `, replacing ${push.overwrites.length} existing value${push.overwrites.length === 1 ? '' : 's'}` : ''}. Reject discards the push.</p>
+<div class="buttons">
+<form method="post" action="${action}/apply" class="inline">${csrfField(token)}<button type="submit" class="primary">Apply</button></form>
+<form method="post" action="${action}/reject" class="inline">${csrfField(token)}<button type="submit" class="danger">Reject</button></form>
+</div>
+</section>`
+  : pending
+    ? html`<p class="hint">${vault.requireSecondPerson && push.senderId === person.id ? 'This vault requires a second person to decide your own push.' : `Your role (${vault.role}) cannot decide this push.`}</p>`
+    : ''}`
+    return sendPage(deps, reply, { status: extra.problem?.status ?? 200, title: 'Review a push', body, person })
+  }
+
+  app.get<{ Params: Params }>('/v/:vault/variables/imports/:import', async function reviewPage(request, reply) {
+    const person = await personOrSignIn(deps, request, reply)
+    if (!person) return reply
+    request.envkeepOperation = `showing a push to vault ${vaultTag(request.params.vault)}`
+    return render(reply, await load(person, request.params))
+  })
+
+  function reviewForm(
+    path: string,
+    operation: (tag: string) => string,
+    work: (request: FastifyRequest<{ Params: Params }>, reply: FastifyReply, ctx: ReviewContext) => Promise<FastifyReply>,
+  ): void {
+    app.post<{ Params: Params }>(`/v/:vault/variables/imports/:import${path}`, { preHandler: app.csrfProtection }, async function reviewFormHandler(request, reply) {
+      const back = pagePath(deps, reviewPath(request.params.vault, request.params.import))
+      const person = await personOrSignIn(deps, request, reply, back)
+      if (!person) return reply
+      request.envkeepOperation = operation(vaultTag(request.params.vault))
+      let ctx: ReviewContext | null = null
+      try {
+        ctx = await load(person, request.params)
+        return await work(request, reply, ctx)
+      } catch (err) {
+        const f = toPageFailure(err, request)
+        if (!ctx || f.status >= 500) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+        // show the push as it is now (another person may have decided it)
+        return render(reply, await load(person, request.params), { problem: f })
+      }
+    })
+  }
+
+  reviewForm('/reveal', (tag) => `revealing the values of a push to vault ${tag}`, async (request, reply, ctx) => {
+    if (ctx.push.status !== 'pending') throw pageError(409, 'web app', `this push is ${ctx.push.status}; its values are no longer kept`)
+    if (!canReadEnvironment(ctx.vault.role, ctx.env)) {
+      await storage.appendAccessLog({ ...logEntry(request, ctx, 'refused'), names: [] })
+      throw pageError(403, 'database (your role)', `your role (${ctx.vault.role}) cannot read the values of this environment`)
+    }
+    const staged = await storage.getImportValues(ctx.push.id)
+    // logged before the values leave the server; if the log fails, nothing is shown
+    await storage.appendAccessLog({ ...logEntry(request, ctx, 'read'), names: staged.map((s) => s.name) })
+    const values = await deps.crypto.openValues(ctx.vault.id, ctx.push.environment, staged)
+    return render(reply, ctx, { revealed: values })
+  })
+
+  for (const decision of ['applied', 'rejected'] as const) {
+    const verb = decision === 'applied' ? 'apply' : 'reject'
+    reviewForm(`/${verb}`, (tag) => `${decision === 'applied' ? 'applying' : 'rejecting'} a push to vault ${tag}`, async (request, reply, ctx) => {
+      const result = await decideImport(storage, {
+        importId: ctx.push.id,
+        decision,
+        personId: ctx.person.id,
+        now: deps.opts.now(),
+        address: request.ip ?? null,
+      })
+      if (result.outcome === 'not_found') throw pageError(404, NOT_SHARED, NOT_FOUND_PUSH)
+      if (result.outcome === 'forbidden') throw pageError(403, 'database (your role)', result.reason)
+      if (result.outcome === 'not_pending') throw pageError(409, 'web app', `this push is already ${result.import.status}`)
+      return seeOther(deps, reply, reviewPath(ctx.vault.id, ctx.push.id))
+    })
+  }
+
+}
