@@ -45,3 +45,4 @@ export { envApi }
 export { html, PAGE_HEADERS, type SafeHtml } from './pages/html.js'
 export { layout } from './pages/layout.js'
 export { newRef } from './ref.js'
+export { renderErrorPage, sendErrorPage, refusalBox, type ErrorPageInput, type PageFailure } from './pages/error.js'
