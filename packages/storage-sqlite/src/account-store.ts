@@ -71,14 +71,14 @@ interface AccountRow {
   email: string
   name: string
   password_hash: string
-  created_at: string
+  created_at: number
 }
 
 function toAccount(r: AccountRow): AccountRecord {
   return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: new Date(r.created_at) }
 }
 
-const iso = (d: Date): string => d.toISOString()
+const ms = (d: Date): number => d.getTime()
 
 /** SQLite failures in the spec's SQLSTATE vocabulary; never a row's values. */
 function toStorageError(err: unknown, detail: string): unknown {
@@ -108,7 +108,7 @@ export function createSqliteAccountStore(database: OpenDatabase): AccountStore {
   return {
     createAccount: (a, now) =>
       guard('accounts.email', async () => {
-        const row = { id: a.id, email: a.email, name: a.name, password_hash: a.passwordHash, created_at: iso(now) }
+        const row = { id: a.id, email: a.email, name: a.name, password_hash: a.passwordHash, created_at: ms(now) }
         await db.insertInto('accounts').values(row).execute()
         return toAccount(row)
       }),
@@ -123,10 +123,10 @@ export function createSqliteAccountStore(database: OpenDatabase): AccountStore {
             .where('token_hash', '=', tokenHash)
             .returning(['expires_at'])
             .executeTakeFirst()
-          if (!token || token.expires_at <= iso(now)) return null
+          if (!token || token.expires_at <= ms(now)) return null
           const existing = await trx.selectFrom('accounts').select('id').limit(1).executeTakeFirst()
           if (existing) return null
-          const row = { id: a.id, email: a.email, name: a.name, password_hash: a.passwordHash, created_at: iso(now) }
+          const row = { id: a.id, email: a.email, name: a.name, password_hash: a.passwordHash, created_at: ms(now) }
           await trx.insertInto('accounts').values(row).execute()
           await trx.deleteFrom('setup_tokens').execute()
           return toAccount(row)
@@ -177,7 +177,7 @@ export function createSqliteAccountStore(database: OpenDatabase): AccountStore {
           await trx.deleteFrom('setup_tokens').execute()
           await trx
             .insertInto('setup_tokens')
-            .values({ token_hash: tokenHash, created_at: iso(now), expires_at: iso(expiresAt) })
+            .values({ token_hash: tokenHash, created_at: ms(now), expires_at: ms(expiresAt) })
             .execute()
         }),
       ),
@@ -188,7 +188,7 @@ export function createSqliteAccountStore(database: OpenDatabase): AccountStore {
           .selectFrom('setup_tokens')
           .select('token_hash')
           .where('token_hash', '=', tokenHash)
-          .where('expires_at', '>', iso(now))
+          .where('expires_at', '>', ms(now))
           .executeTakeFirst()
         return r !== undefined
       }),
@@ -202,7 +202,7 @@ export function createSqliteAccountStore(database: OpenDatabase): AccountStore {
       guard('web_sessions', async () => {
         await db
           .insertInto('web_sessions')
-          .values({ token_hash: tokenHash, account_id: accountId, created_at: iso(now), expires_at: iso(expiresAt) })
+          .values({ token_hash: tokenHash, account_id: accountId, created_at: ms(now), expires_at: ms(expiresAt) })
           .execute()
       }),
 
@@ -221,7 +221,7 @@ export function createSqliteAccountStore(database: OpenDatabase): AccountStore {
             's.expires_at as session_expires_at',
           ])
           .where('s.token_hash', '=', tokenHash)
-          .where('s.expires_at', '>', iso(now))
+          .where('s.expires_at', '>', ms(now))
           .executeTakeFirst()
         if (!r) return null
         return {
@@ -245,8 +245,8 @@ export function createSqliteAccountStore(database: OpenDatabase): AccountStore {
 
     deleteExpired: (now) =>
       guard('web_sessions', async () => {
-        await db.deleteFrom('setup_tokens').where('expires_at', '<=', iso(now)).execute()
-        const r = await db.deleteFrom('web_sessions').where('expires_at', '<=', iso(now)).executeTakeFirst()
+        await db.deleteFrom('setup_tokens').where('expires_at', '<=', ms(now)).execute()
+        const r = await db.deleteFrom('web_sessions').where('expires_at', '<=', ms(now)).executeTakeFirst()
         return Number(r.numDeletedRows)
       }),
   }

@@ -90,39 +90,6 @@ export interface DB {
   access_log: AccessLogTable
 }
 
-// 003_accounts: local accounts of the self-hosting server (account-store.ts)
-export interface AccountsTable {
-  id: string
-  /** unique, case-insensitive (collate nocase) */
-  email: string
-  name: string
-  /** argon2id PHC string */
-  password_hash: string
-  created_at: string
-}
-
-export interface WebSessionsTable {
-  /** SHA-256 hex of the session cookie's token */
-  token_hash: string
-  account_id: string
-  created_at: string
-  expires_at: string
-}
-
-export interface SetupTokensTable {
-  /** SHA-256 hex of the one-time setup token */
-  token_hash: string
-  created_at: string
-  expires_at: string
-}
-
-// Declaration merging: this adds the account tables to DB.
-export interface DB {
-  accounts: AccountsTable
-  web_sessions: WebSessionsTable
-  setup_tokens: SetupTokensTable
-}
-
 // 002_oauth: authorization codes, sign-ins and token hashes (oauth-store.ts).
 // Only SHA-256 hex hashes of codes and tokens; times in epoch milliseconds.
 export interface OAuthCodesTable {

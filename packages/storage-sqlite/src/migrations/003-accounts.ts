@@ -4,7 +4,7 @@ import { sql, type Kysely, type Migration } from 'kysely'
  * Local accounts of the self-hosting server (@envkeep/server): people with
  * a password, their web sessions and the one-time setup token. Secrets are
  * stored only as hashes (argon2id for passwords, SHA-256 hex for tokens).
- * Times are RFC 3339 UTC strings with milliseconds, so they compare as text.
+ * Times are epoch milliseconds.
  * Migrations never import app code.
  */
 export const m003Accounts: Migration = {
@@ -14,20 +14,20 @@ export const m003Accounts: Migration = {
       email text not null collate nocase,
       name text not null,
       password_hash text not null,
-      created_at text not null
+      created_at integer not null
     ) strict`.execute(db)
     await sql`create unique index accounts_email_unique on accounts (email collate nocase)`.execute(db)
     await sql`create table web_sessions (
       token_hash text primary key,
       account_id text not null references accounts (id) on delete cascade,
-      created_at text not null,
-      expires_at text not null
+      created_at integer not null,
+      expires_at integer not null
     ) strict`.execute(db)
     await sql`create index web_sessions_account on web_sessions (account_id)`.execute(db)
     await sql`create table setup_tokens (
       token_hash text primary key,
-      created_at text not null,
-      expires_at text not null
+      created_at integer not null,
+      expires_at integer not null
     ) strict`.execute(db)
   },
 }
