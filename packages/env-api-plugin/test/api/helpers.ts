@@ -1,0 +1,210 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
+import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import envApi, { createVaultCrypto, type EnvApiOptions, type Keyring, type Role, type Storage } from '../../src/index.js'
+import { createTestKeyring } from '../../src/testing/keyring.js'
+
+export const BASE_URL = 'https://envkeep.example'
+export const CLI_CLIENT = `${BASE_URL}/cli/oauth-client.json`
+export const RESOURCE = `${BASE_URL}/api/env`
+export const WWW_AUTHENTICATE = `Bearer realm="envkeep", resource_metadata="${BASE_URL}/.well-known/oauth-protected-resource/api/env"`
+export const T0 = new Date('2026-11-21T12:00:00.000Z')
+
+type Tap = { teardown(fn: () => unknown): void }
+
+export interface BuildOptions {
+  keyring?: Keyring | null
+  filename?: string
+  /** wraps the storage the plugin sees (failure injection); tests still see the real one */
+  wrapStorage?: (s: Storage) => Storage
+  extra?: Partial<EnvApiOptions>
+}
+
+export interface Built {
+  app: FastifyInstance
+  storage: SqliteStorage
+  keyring: Keyring | null
+  /** every log line the app wrote, raw JSON */
+  logs: string[]
+  clock: { now: Date }
+  /** mints a CLI sign-in for a person through the OAuth store; returns its access token */
+  signIn(personId: string, o?: { scopes?: string[]; clientId?: string; resource?: string; tokenTtlMs?: number }): Promise<string>
+  createVault(ownerId: string, o?: { name?: string; members?: Record<string, Role>; plan?: string }): Promise<string>
+  setValues(vaultId: string, environment: string, values: Record<string, string>, by?: string): Promise<void>
+  get(url: string, token: string | null, headers?: Record<string, string>): Promise<LightMyRequestResponse>
+  push(vaultId: string, environment: string, token: string | null, body: unknown): Promise<LightMyRequestResponse>
+}
+
+/** A ready app with the plugin on SQLite (in memory unless `filename`), closed at teardown. */
+export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
+  const storage = await createSqliteStorage({ filename: o.filename ?? ':memory:' })
+  const keyring = o.keyring === undefined ? createTestKeyring() : o.keyring
+  const logs: string[] = []
+  const clock = { now: new Date(T0) }
+  const app = Fastify({ logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } })
+  await app.register(envApi, {
+    baseUrl: BASE_URL,
+    storage: o.wrapStorage ? o.wrapStorage(storage) : storage,
+    keyring,
+    people: {
+      currentPerson: async () => null,
+      signInUrl: (returnTo: string) => `/login?return_to=${encodeURIComponent(returnTo)}`,
+      getPerson: async () => null,
+      findPersonByEmail: async () => null,
+    },
+    now: () => clock.now,
+    ...o.extra,
+  })
+  await app.ready()
+  t.teardown(async () => {
+    await app.close()
+    await storage.close()
+  })
+  const seal = keyring ? createVaultCrypto(storage, keyring) : null
+
+  const built: Built = {
+    app,
+    storage,
+    keyring,
+    logs,
+    clock,
+    async signIn(personId, so = {}) {
+      const token = `ekat_${randomBytes(32).toString('base64url')}`
+      const code = randomBytes(16).toString('hex')
+      const codeHash = sha256(code)
+      const now = clock.now
+      await storage.saveAuthorizationCode({
+        codeHash,
+        clientId: so.clientId ?? CLI_CLIENT,
+        redirectUri: 'http://127.0.0.1:5000/callback',
+        codeChallenge: 'x'.repeat(43),
+        resource: so.resource ?? RESOURCE,
+        scopes: so.scopes ?? ['env:read', 'env:push'],
+        personId,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + 60_000),
+        consumedAt: null,
+      })
+      const r = await storage.exchangeAuthorizationCode(
+        codeHash,
+        {
+          id: randomUUID(),
+          personId,
+          clientId: so.clientId ?? CLI_CLIENT,
+          resource: so.resource ?? RESOURCE,
+          scopes: so.scopes ?? ['env:read', 'env:push'],
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + 365 * 86_400_000),
+        },
+        {
+          accessTokenHash: sha256(token),
+          accessExpiresAt: new Date(now.getTime() + (so.tokenTtlMs ?? 3_600_000)),
+          refreshTokenHash: sha256(`ekrt_${randomBytes(32).toString('base64url')}`),
+        },
+        now,
+      )
+      if (r.outcome !== 'issued') throw new Error('test sign-in was not issued')
+      return token
+    },
+    async createVault(ownerId, vo = {}) {
+      const id = randomUUID()
+      await storage.createVault({
+        id,
+        name: vo.name ?? `vault-${id.slice(0, 4)}`,
+        ownerId,
+        plan: vo.plan ?? 'self-hosted',
+        environments: [
+          { name: 'development', ownersOnly: false },
+          { name: 'preview', ownersOnly: false },
+          { name: 'production', ownersOnly: true },
+        ],
+        now: clock.now,
+      })
+      for (const [person, role] of Object.entries(vo.members ?? {})) await storage.setMember(id, person, role)
+      return id
+    },
+    async setValues(vaultId, environment, values, by = 'seed') {
+      if (!seal) throw new Error('no keyring to seal with')
+      for (const v of await seal.sealValues(vaultId, environment, values)) {
+        await storage.setVariable(vaultId, environment, v, by, clock.now, {
+          vaultId,
+          at: clock.now,
+          personId: by,
+          signInId: null,
+          clientId: null,
+          action: 'variable_set',
+          environment,
+          names: [v.name],
+          address: null,
+        })
+      }
+    },
+    get(url, token, headers = {}) {
+      return app.inject({ method: 'GET', url, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } })
+    },
+    push(vaultId, environment, token, body) {
+      return app.inject({
+        method: 'POST',
+        url: `/api/env/${vaultId}/${environment}/imports`,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json' },
+        payload: typeof body === 'string' ? body : JSON.stringify(body),
+      })
+    },
+  }
+  return built
+}
+
+export function sha256(s: string): string {
+  return createHash('sha256').update(s, 'utf8').digest('hex')
+}
+
+/** A storage whose `method` throws what `fail` makes, everything else passing through. */
+export function failing(method: keyof Storage, fail: () => unknown): (s: Storage) => Storage {
+  return (s) =>
+    new Proxy(s, {
+      get(target, p, r) {
+        if (p === method) return async () => { throw fail() }
+        return Reflect.get(target, p, r)
+      },
+    })
+}
+
+type Check = {
+  equal(a: unknown, b: unknown, msg?: string): void
+  ok(a: unknown, msg?: string): void
+  match(a: unknown, b: unknown, msg?: string): void
+  notOk(a: unknown, msg?: string): void
+}
+
+/**
+ * The checks every API answer must pass: JSON, `cache-control: no-store,
+ * private`, no CORS header; for errors the four fields, the code, the
+ * `where`, a ref, the message form, and nothing echoed of `secrets`.
+ */
+export function expectApi(t: Check, res: LightMyRequestResponse, secrets: readonly string[] = []): void {
+  t.equal(res.headers['cache-control'], 'no-store, private', 'cache-control')
+  t.match(String(res.headers['content-type']), /^application\/json/, 'content-type JSON')
+  t.notOk(Object.keys(res.headers).some((h) => h.toLowerCase().startsWith('access-control-')), 'no CORS headers')
+  const all = JSON.stringify(res.headers) + res.body
+  for (const s of secrets) t.notOk(all.includes(s), 'nothing sent is echoed')
+}
+
+export function expectError(
+  t: Check,
+  res: LightMyRequestResponse,
+  status: number,
+  error: string,
+  where: string,
+  o: { secrets?: readonly string[]; vault?: string; message?: RegExp } = {},
+): void {
+  t.equal(res.statusCode, status, `status ${status}`)
+  expectApi(t, res, o.secrets)
+  const body = res.json() as Record<string, unknown>
+  t.equal(body.error, error, 'error code')
+  t.equal(body.where, where, 'where')
+  t.match(body.ref, /^[0-9A-HJKMNP-TV-Z]{10}$/, 'ref')
+  t.match(body.message, /^[a-z][^:]*: \S/, 'message is "<operation>: <reason>"')
+  if (o.vault) t.match(body.message, new RegExp(`^[^:]*vault ${o.vault.slice(0, 8)}[^:]*: `), 'message names the vault by 8 chars')
+  if (o.message) t.match(body.message, o.message)
+  t.equal(Object.keys(body).sort().join(','), 'error,message,ref,where', 'exactly the four fields')
+}
