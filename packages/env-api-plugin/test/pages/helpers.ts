@@ -1,0 +1,161 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyRequest, type LightMyRequestResponse } from 'fastify'
+import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import envApi from '../../src/index.js'
+import type { PeopleAdapter, Person } from '../../src/adapters/people.js'
+import type { RefusedLine } from '../../src/adapters/vault-store.js'
+import { createLocalKeyring } from '../../src/crypto/local-keyring.js'
+import { createVaultCrypto } from '../../src/vault-service.js'
+import { DEFAULT_ENVIRONMENTS } from '../../src/pages/vaults.js'
+
+export const PEOPLE: Readonly<Record<string, Person>> = Object.freeze({
+  owner: { id: 'p-owner', email: 'olga@example.test', name: 'Olga Owner' },
+  editor: { id: 'p-editor', email: 'ed@example.test', name: 'Ed Editor' },
+  viewer: { id: 'p-viewer', email: 'vic@example.test', name: 'Vic Viewer' },
+  outsider: { id: 'p-outsider', email: 'oscar@example.test', name: 'Oscar Outsider' },
+  hostile: { id: 'p-hostile', email: 'h@example.test', name: '<img src=x onerror=alert(1)>' },
+})
+
+/**
+ * A people adapter for tests: the person is named by the header
+ * `x-test-person` or the cookie `test_person` (an id of PEOPLE).
+ */
+export function createTestPeople(): PeopleAdapter {
+  const byId = new Map(Object.values(PEOPLE).map((p) => [p.id, p]))
+  return {
+    async currentPerson(request: FastifyRequest) {
+      const header = request.headers['x-test-person']
+      const cookie = /(?:^|;\s*)test_person=([^;]+)/.exec(request.headers.cookie ?? '')?.[1]
+      const id = typeof header === 'string' ? header : cookie
+      return (id && byId.get(id)) || null
+    },
+    signInUrl(returnTo: string) {
+      return `/login?return_to=${encodeURIComponent(returnTo)}`
+    },
+    async getPerson(id: string) {
+      return byId.get(id) ?? null
+    },
+    async findPersonByEmail(email: string) {
+      return [...byId.values()].find((p) => p.email.toLowerCase() === email.toLowerCase()) ?? null
+    },
+  }
+}
+
+export interface Clock {
+  now: Date
+}
+
+export interface Built {
+  readonly app: FastifyInstance
+  readonly storage: SqliteStorage
+  readonly clock: Clock
+  readonly logs: string[]
+  /** a vault with owner, editor and viewer members */
+  readonly vaultId: string
+  seal(environment: string, values: Record<string, string>): Promise<{ name: string; sealed: Uint8Array }[]>
+  push(environment: string, values: Record<string, string>, refused?: RefusedLine[], sender?: string): Promise<string>
+}
+
+const T0 = new Date('2026-11-21T12:00:00.000Z')
+export const TTL = 7 * 24 * 60 * 60 * 1000
+
+/** A ready app with the plugin on SQLite in memory, a vault with three members; closed at teardown. */
+export async function build(
+  t: { teardown(fn: () => unknown): void },
+  opts: { vaultName?: string; listen?: boolean } = {},
+): Promise<Built> {
+  const storage = await createSqliteStorage({ filename: ':memory:' })
+  const keyring = createLocalKeyring(randomBytes(32))
+  const clock: Clock = { now: T0 }
+  const logs: string[] = []
+  const app = Fastify({
+    logger: {
+      level: 'info',
+      stream: { write: (line: string) => void logs.push(line) },
+    },
+  })
+  await app.register(envApi, {
+    baseUrl: 'http://127.0.0.1',
+    storage,
+    keyring,
+    people: createTestPeople(),
+    now: () => clock.now,
+    importTtlMs: TTL,
+  })
+  t.teardown(async () => {
+    await app.close()
+    await storage.close()
+  })
+  const vaultId = randomUUID()
+  await storage.createVault({
+    id: vaultId,
+    name: opts.vaultName ?? 'Acme',
+    ownerId: PEOPLE.owner!.id,
+    plan: 'self-hosted',
+    environments: DEFAULT_ENVIRONMENTS,
+    now: T0,
+  })
+  await storage.setMember(vaultId, PEOPLE.editor!.id, 'editor')
+  await storage.setMember(vaultId, PEOPLE.viewer!.id, 'viewer')
+  await app.ready()
+  const crypto = createVaultCrypto(storage, keyring)
+  return {
+    app,
+    storage,
+    clock,
+    logs,
+    vaultId,
+    seal: (environment, values) => crypto.sealValues(vaultId, environment, values),
+    async push(environment, values, refused = [], sender = PEOPLE.editor!.id) {
+      const id = randomUUID()
+      const sealed = await crypto.sealValues(vaultId, environment, values)
+      const now = clock.now
+      const r = await storage.createImport(
+        { id, vaultId, environment, senderId: sender, signInId: null, values: sealed, refused, createdAt: now, expiresAt: new Date(now.getTime() + TTL) },
+        { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 },
+        { vaultId, at: now, personId: sender, signInId: null, clientId: null, action: 'push_created', environment, names: Object.keys(values), address: null },
+      )
+      if (!r.ok) throw new Error('push over limit')
+      return id
+    },
+  }
+}
+
+/** A browser-like session of one person: keeps cookies, reads the CSRF token from pages. */
+export function session(app: FastifyInstance, who: string | null) {
+  const cookies = new Map<string, string>()
+  if (who) cookies.set('test_person', PEOPLE[who]!.id)
+  let token = ''
+  function cookieHeader(): string {
+    return [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  }
+  function keep(res: LightMyRequestResponse): void {
+    for (const c of res.cookies) cookies.set(c.name, c.value)
+    const m = /name="_csrf" value="([^"]+)"/.exec(res.body)
+    if (m) token = m[1]!
+  }
+  return {
+    cookies,
+    get token() {
+      return token
+    },
+    async get(url: string) {
+      const res = await app.inject({ method: 'GET', url, headers: { cookie: cookieHeader() } })
+      keep(res)
+      return res
+    },
+    /** POSTs a form with the session's CSRF token (unless `csrf: false`). */
+    async post(url: string, fields: Record<string, string>, o: { csrf?: boolean | string } = {}) {
+      const body = new URLSearchParams(fields)
+      if (o.csrf !== false) body.set('_csrf', typeof o.csrf === 'string' ? o.csrf : token)
+      const res = await app.inject({
+        method: 'POST',
+        url,
+        headers: { cookie: cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
+        payload: body.toString(),
+      })
+      keep(res)
+      return res
+    },
+  }
+}
