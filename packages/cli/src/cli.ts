@@ -1,0 +1,160 @@
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { parseArgs } from 'node:util'
+import type { Command, Parsed } from './command.js'
+import { login } from './commands/login.js'
+import { logout } from './commands/logout.js'
+import { pull } from './commands/pull.js'
+import { push } from './commands/push.js'
+import { run } from './commands/run.js'
+import { status } from './commands/status.js'
+import { vaults } from './commands/vaults.js'
+import { createContext, type CliDeps } from './context.js'
+import { CliError, createPaint, renderError, usageError } from './errors.js'
+import { EXIT } from './exit-codes.js'
+
+export type { CliDeps } from './context.js'
+export { EXIT } from './exit-codes.js'
+
+export const COMMANDS: readonly Command[] = [login, logout, vaults, pull, run, push, status]
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string }
+    return pkg.version ?? 'unknown'
+  } catch {
+    return 'unknown'
+  }
+}
+
+const MAIN_HELP = `envkeep: the command-line client of an envkeep server
+
+Usage: envkeep <command> [options]
+
+Commands:
+${COMMANDS.map((c) => `  ${c.name.padEnd(8)} ${c.summary}`).join('\n')}
+
+Run envkeep <command> --help for a command's options.
+
+Environment:
+  ENVKEEP_BASE_URL     the server, when --base-url is not given (else the last login's)
+  ENVKEEP_CONFIG_DIR   where sign-ins are kept (else $XDG_CONFIG_HOME/envkeep, else ~/.config/envkeep)
+  ENVKEEP_ALLOW_HTTP=1 allow plain http to a server that is not on this machine
+  NO_COLOR             no colours
+
+Exit codes: 0 success, 1 failure, 2 bad usage, 4 needs sign-in (run prints its command's code).
+`
+
+/** Opens a URL without a shell: the URL never becomes part of a command line. */
+async function defaultOpenBrowser(url: string): Promise<void> {
+  const [cmd, args] =
+    process.platform === 'darwin'
+      ? ['open', [url]]
+      : process.platform === 'win32'
+        ? ['rundll32', ['url.dll,FileProtocolHandler', url]]
+        : ['xdg-open', [url]]
+  await new Promise<void>((resolve) => {
+    const child = spawn(cmd as string, args as string[], { stdio: 'ignore', detached: true })
+    child.once('error', () => resolve())
+    child.once('spawn', () => {
+      child.unref()
+      resolve()
+    })
+  })
+}
+
+export function defaultDeps(): CliDeps {
+  return {
+    env: process.env,
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    fetch: globalThis.fetch,
+    now: () => new Date(),
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    openBrowser: defaultOpenBrowser,
+    isTTY: Boolean(process.stdin.isTTY && process.stderr.isTTY),
+    cwd: process.cwd(),
+    homedir: homedir(),
+    timeoutMs: 30_000,
+    loginTimeoutMs: 5 * 60_000,
+    pollIntervalMs: 3_000,
+    raiseSignal: (sig) => void process.kill(process.pid, sig),
+  }
+}
+
+function parse(cmd: Command, argv: string[]): Parsed {
+  let args = argv
+  let rest: string[] = []
+  if (cmd.takesRest) {
+    const dd = argv.indexOf('--')
+    if (dd !== -1) {
+      args = argv.slice(0, dd)
+      rest = argv.slice(dd + 1)
+    }
+  }
+  let parsed
+  try {
+    parsed = parseArgs({
+      args,
+      options: { ...cmd.options, help: { type: 'boolean', short: 'h' }, 'base-url': { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    })
+  } catch (err) {
+    throw usageError(`${cmd.name}: ${(err as Error).message.split('\n')[0]}`, `see: envkeep ${cmd.name} --help`)
+  }
+  return { values: parsed.values as Parsed['values'], positionals: parsed.positionals, rest }
+}
+
+export interface Cli {
+  /** Runs one command line; resolves with the exit code (never calls process.exit). */
+  run(argv: readonly string[]): Promise<number>
+}
+
+/** The CLI with its outside world injected; `bin.ts` passes nothing and gets the real one. */
+export function buildCli(overrides: Partial<CliDeps> = {}): Cli {
+  const deps: CliDeps = { ...defaultDeps(), ...overrides }
+  return {
+    async run(argvIn) {
+      const argv = [...argvIn]
+      const ctx = createContext(deps)
+      try {
+        const first = argv[0]
+        if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+          const topic = first === 'help' ? COMMANDS.find((c) => c.name === argv[1]) : undefined
+          ctx.out(topic ? `${topic.help}\n` : MAIN_HELP)
+          return first === undefined ? EXIT.usage : EXIT.ok
+        }
+        if (first === '--version' || first === '-V') {
+          ctx.out(`${version()}\n`)
+          return EXIT.ok
+        }
+        const cmd = COMMANDS.find((c) => c.name === first)
+        if (!cmd) throw usageError(`unknown command "${first.slice(0, 40)}"`, 'see: envkeep --help')
+        const parsed = parse(cmd, argv.slice(1))
+        if (parsed.values.help === true) {
+          ctx.out(`${cmd.help}\n`)
+          return EXIT.ok
+        }
+        const [min, max] = cmd.positionals
+        if (parsed.positionals.length < min || parsed.positionals.length > max) {
+          const extra = cmd.takesRest && parsed.positionals.length > max ? ' (put the command after --)' : ''
+          throw usageError(`${cmd.name}: wrong number of arguments${extra}`, cmd.help.split('\n')[0])
+        }
+        return await cmd.run(ctx, parsed)
+      } catch (err) {
+        if (err instanceof CliError) {
+          ctx.err(renderError(err, ctx.paint))
+          return err.exitCode
+        }
+        // A bug: say where, never dump objects that could hold a value or token.
+        const e = err as Error
+        const at = e?.stack?.split('\n')[1]?.trim() ?? ''
+        ctx.err(renderError(new CliError(`internal error (${e?.name ?? 'Error'}) ${at}`.trim(), { hint: 'please report it' }), createPaint(false)))
+        return EXIT.failure
+      }
+    },
+  }
+}

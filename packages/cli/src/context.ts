@@ -1,0 +1,75 @@
+import { homedir } from 'node:os'
+import type { Readable, Writable } from 'node:stream'
+import { createApiClient, type ApiClient } from './api-client.js'
+import { createConfigStore, resolveConfigDir, type ConfigStore } from './config-store.js'
+import { createPaint, signInError, type Paint } from './errors.js'
+import { normalizeBaseUrl } from './oauth.js'
+
+/** Everything the CLI touches in the outside world, injected so tests can replace it. */
+export interface CliDeps {
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly stdin: Readable
+  readonly stdout: Writable
+  readonly stderr: Writable
+  readonly fetch: typeof fetch
+  readonly now: () => Date
+  readonly sleep: (ms: number) => Promise<void>
+  /** Opens a URL in the person's browser; failures are ignored (the link is always printed). */
+  readonly openBrowser: (url: string) => Promise<void>
+  /** Whether a person is at a terminal (stdin and stderr are TTYs). */
+  readonly isTTY: boolean
+  /** Current directory, for relative paths. */
+  readonly cwd: string
+  readonly homedir: string
+  /** Per-request timeout. */
+  readonly timeoutMs: number
+  /** How long `login` waits for the browser. */
+  readonly loginTimeoutMs: number
+  /** Polling interval of `--wait`. */
+  readonly pollIntervalMs: number
+  /** Ends this process with a signal (run: a command killed by a signal passes it on). */
+  readonly raiseSignal: (signal: NodeJS.Signals) => void
+}
+
+export interface Context {
+  readonly deps: CliDeps
+  readonly paint: Paint
+  out(text: string): void
+  err(text: string): void
+  readonly store: ConfigStore
+  /** The server to talk to: --base-url, else ENVKEEP_BASE_URL, else the last login's. */
+  resolveBaseUrl(flag: string | undefined): Promise<string>
+  api(baseUrl: string): ApiClient
+}
+
+export function createContext(deps: CliDeps): Context {
+  const color = !deps.env.NO_COLOR && Boolean((deps.stderr as { isTTY?: boolean }).isTTY) && deps.env.TERM !== 'dumb'
+  const paint = createPaint(color)
+  const store = createConfigStore(resolveConfigDir(deps.env, deps.homedir || homedir()))
+  const allowHttp = deps.env.ENVKEEP_ALLOW_HTTP === '1'
+
+  async function resolveBaseUrl(flag: string | undefined): Promise<string> {
+    const given = flag ?? (deps.env.ENVKEEP_BASE_URL || undefined)
+    if (given !== undefined) return normalizeBaseUrl(given, allowHttp)
+    const current = (await store.read()).current
+    if (current) return current
+    throw signInError('no envkeep server is set', 'sign in first: envkeep login --base-url https://your-envkeep-server (or set ENVKEEP_BASE_URL)')
+  }
+
+  return {
+    deps,
+    paint,
+    out: (t) => void deps.stdout.write(t),
+    err: (t) => void deps.stderr.write(t),
+    store,
+    resolveBaseUrl,
+    api: (baseUrl) =>
+      createApiClient(baseUrl, store, {
+        fetch: deps.fetch,
+        timeoutMs: deps.timeoutMs,
+        now: deps.now,
+        sleep: deps.sleep,
+        notice: (line) => void deps.stderr.write(`${paint.yellow('note:')} ${line}\n`),
+      }),
+  }
+}
