@@ -14,7 +14,8 @@ export const API_HEADERS: Readonly<Record<string, string>> = Object.freeze({
  */
 export function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (err instanceof ApiError) return err
-  if (err instanceof StorageError) return errors.database(err)
+  // By shape too: a storage adapter may hold another copy of this package.
+  if (err instanceof StorageError || isStorageError(err)) return errors.database(err)
   const fe = err as Partial<FastifyError> | null
   switch (fe?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -37,6 +38,12 @@ export function toApiError(err: unknown, bodyLimit: number): ApiError {
     return errors.invalidRequest('the body is not valid JSON')
   }
   return errors.internal(err)
+}
+
+function isStorageError(err: unknown): err is StorageError {
+  if (!(err instanceof Error) || err.name !== 'StorageError') return false
+  const e = err as Partial<StorageError>
+  return typeof e.sqlstate === 'string' && typeof e.status === 'number'
 }
 
 declare module 'fastify' {
