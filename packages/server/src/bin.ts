@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+import { runProcess } from './main.js'
+await runProcess()

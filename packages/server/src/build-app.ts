@@ -1,0 +1,67 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import fastifyCookie from '@fastify/cookie'
+import fastifyCsrf from '@fastify/csrf-protection'
+import envApi, { type Keyring, type Storage } from '@envkeep/env-api-plugin'
+import type { AccountStore } from '@envkeep/storage-sqlite'
+import type { ServerConfig } from './config.js'
+import { createLocalPeople, type LocalPeople } from './people-local.js'
+import { accountPages } from './pages/account-pages.js'
+
+export interface AppDeps {
+  readonly config: ServerConfig
+  readonly storage: Storage
+  readonly accounts: AccountStore
+  /** null when the server has no master key: value routes answer 503 not_configured */
+  readonly keyring: Keyring | null
+  readonly logger: FastifyBaseLogger
+  readonly now?: () => Date
+  /** sign-in and setup attempts per client address per minute. Default 10. */
+  readonly loginAttemptsPerMinute?: number
+}
+
+export interface BuiltApp {
+  readonly app: FastifyInstance
+  readonly people: LocalPeople
+}
+
+/**
+ * The whole server as a Fastify app, not listening yet: cookies and CSRF at
+ * the root (the plugin reuses them), the server's own /setup, /login and
+ * /logout pages, then the envkeep plugin with local accounts as its people.
+ */
+export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
+  const { config } = deps
+  const now = deps.now ?? (() => new Date())
+  const secureCookies = config.baseUrl.startsWith('https:')
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    trustProxy: config.trustProxy,
+    // in-flight requests finish on close; idle keep-alive connections are closed at once
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+  })
+  await app.register(fastifyCookie)
+  await app.register(fastifyCsrf, {
+    cookieKey: 'envkeep_csrf',
+    cookieOpts: { path: config.basePath === '' ? '/' : config.basePath, httpOnly: true, sameSite: 'lax', secure: secureCookies },
+  })
+  const people = createLocalPeople({ accounts: deps.accounts, basePath: config.basePath, secureCookies, now })
+  await app.register(accountPages, {
+    accounts: deps.accounts,
+    people,
+    basePath: config.basePath,
+    now,
+    ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
+  })
+  await app.register(envApi, {
+    baseUrl: config.baseUrl,
+    storage: deps.storage,
+    keyring: deps.keyring,
+    people,
+    now,
+    importTtlMs: config.importTtlSeconds * 1000,
+    rateLimit: { perMinute: config.ratePerMinute, perDay: config.ratePerDay },
+    plans: { ...config.plans },
+  })
+  return { app, people }
+}

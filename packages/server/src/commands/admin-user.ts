@@ -1,0 +1,32 @@
+import { randomUUID } from 'node:crypto'
+import { StorageError } from '@envkeep/env-api-plugin'
+import { hashPassword, passwordProblem } from '../secrets.js'
+import { CommandFailure, openData, readStdin, report, requireString, UsageFailure, type CommandContext } from './context.js'
+
+/** `admin user create --email E --name N --password-stdin` */
+export async function adminUserCreate(ctx: CommandContext): Promise<number> {
+  const email = requireString(ctx, 'email')
+  const name = requireString(ctx, 'name')
+  if (ctx.flags['password-stdin'] !== true) throw new UsageFailure('--password-stdin is required (the password is read from stdin, never from the command line)')
+  if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) throw new UsageFailure('--email is not a valid email address')
+  if (name.length > 100) throw new UsageFailure('--name must be at most 100 characters')
+  const password = await readStdin(ctx.deps.stdin)
+  const problem = passwordProblem(password)
+  if (problem) throw new CommandFailure(problem)
+  const data = await openData(ctx.config)
+  try {
+    const account = await data.accounts
+      .createAccount({ id: randomUUID(), email, name, passwordHash: await hashPassword(password) }, ctx.now())
+      .catch((err: unknown) => {
+        if (err instanceof StorageError && err.sqlstate === '23505') throw new CommandFailure('an account with that email exists already')
+        throw err
+      })
+    // a first account makes any printed setup link useless
+    await data.accounts.clearSetupTokens()
+    return report(ctx, `account created: ${account.email} (${account.id})`, {
+      account: { id: account.id, email: account.email, name: account.name },
+    })
+  } finally {
+    await data.close()
+  }
+}

@@ -1,0 +1,130 @@
+import { existsSync } from 'node:fs'
+import type { DestinationStream } from 'pino'
+import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
+import { buildApp } from '../build-app.js'
+import { createLogger } from '../logger.js'
+import { loadKeySource } from '../keyring-file.js'
+import { hashToken, newToken } from '../secrets.js'
+import { BACKUP_WARNING, initDataDir } from './init.js'
+import { CommandFailure, EXIT_OK, type CommandContext } from './context.js'
+
+/** How long a printed setup link works. */
+export const SETUP_LINK_TTL_MS = 24 * 60 * 60 * 1000
+/** How often pending pushes past their end are expired and old sessions removed. */
+export const SWEEP_INTERVAL_MS = 60 * 1000
+/** How long shutdown waits for in-flight requests before giving up. */
+const SHUTDOWN_GRACE_MS = 10_000
+
+function processSignals(handler: (signal: string) => void): () => void {
+  process.on('SIGTERM', handler)
+  process.on('SIGINT', handler)
+  return () => {
+    process.off('SIGTERM', handler)
+    process.off('SIGINT', handler)
+  }
+}
+
+/**
+ * Serves until SIGTERM or SIGINT, then closes gracefully: stops accepting,
+ * lets in-flight requests finish, closes the database. On a data directory
+ * that does not exist yet it runs `init` first (first run: this is the one
+ * time `start` makes a key); on an existing one it never makes a key.
+ */
+export async function startCommand(ctx: CommandContext): Promise<number> {
+  const { config, deps, now } = ctx
+  const log = createLogger(config.logLevel, deps.stdout as unknown as DestinationStream)
+
+  if (!existsSync(config.dataDir)) {
+    const r = await initDataDir(config)
+    log.info({ dataDir: config.dataDir }, 'first run: data directory created (as `envkeep-server init` does)')
+    if (r.createdKey) log.warn({ keyFile: r.keyFile }, `master key created; ${BACKUP_WARNING}`)
+  }
+  const source = loadKeySource(config)
+  if (source.kind === 'none')
+    log.warn(
+      { keyFile: source.path },
+      'no master key: routes that read or write values answer 503 not_configured; set ENVKEEP_MASTER_KEY or ENVKEEP_MASTER_KEY_FILE',
+    )
+  else if (source.kind === 'file' && source.tooOpen)
+    log.warn({ keyFile: source.path }, 'the master key file can be read by other users; run chmod 600 on it')
+
+  const storage = await createSqliteStorage({ filename: config.databaseFile })
+  const accounts = createSqliteAccountStore(storage.database)
+  let app: Awaited<ReturnType<typeof buildApp>>['app']
+  try {
+    ;({ app } = await buildApp({
+      config,
+      storage,
+      accounts,
+      keyring: source.kind === 'none' ? null : source.keyring,
+      logger: log,
+      now,
+    }))
+    await app.listen({ host: config.host, port: config.port })
+  } catch (err) {
+    await storage.close()
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
+      throw new CommandFailure(`cannot listen on ${config.host}:${config.port} (${code})`, { cause: err })
+    throw err
+  }
+  log.info({ baseUrl: config.baseUrl, dataDir: config.dataDir, masterKey: source.kind }, 'envkeep-server started')
+
+  if ((await accounts.countAccounts()) === 0) {
+    // Only the hash is stored; the link goes to the terminal (stderr), never to the log.
+    const token = newToken()
+    const at = now()
+    await accounts.replaceSetupToken(hashToken(token), at, new Date(at.getTime() + SETUP_LINK_TTL_MS))
+    deps.stderr.write(
+      `\nenvkeep: no account exists yet. Open this one-time link to create the first owner (it works once, for 24 hours):\n\n  ${config.baseUrl}/setup?token=${token}\n\n`,
+    )
+    log.info('setup link printed to the terminal (stderr); it is valid for 24 hours and works once')
+  }
+
+  async function sweep(): Promise<void> {
+    try {
+      const expired = await storage.expireImports(now())
+      await accounts.deleteExpired(now())
+      if (expired > 0) log.info({ expired }, 'expired pending pushes')
+    } catch (err) {
+      log.error({ kind: err instanceof Error ? err.name : typeof err, reason: err instanceof Error ? err.message : '' }, 'sweep failed')
+    }
+  }
+  let sweeping: Promise<void> | null = sweep()
+  const timer = setInterval(() => {
+    if (!sweeping) sweeping = sweep().finally(() => (sweeping = null))
+  }, SWEEP_INTERVAL_MS)
+  timer.unref()
+  void sweeping.finally(() => (sweeping = null))
+
+  return new Promise<number>((resolve) => {
+    let stopping = false
+    const unsubscribe = (deps.onShutdownSignal ?? processSignals)(function onSignal(signal) {
+      if (stopping) return
+      stopping = true
+      log.info({ signal }, 'shutting down: no new connections, in-flight requests finish')
+      clearInterval(timer)
+      const force = setTimeout(() => {
+        log.error('shutdown took too long; closing anyway')
+        void storage.close().finally(() => resolve(1))
+      }, SHUTDOWN_GRACE_MS)
+      force.unref()
+      void (async () => {
+        try {
+          await app.close()
+          await sweeping
+          await storage.close()
+          log.info('envkeep-server stopped; database closed')
+          clearTimeout(force)
+          unsubscribe()
+          resolve(EXIT_OK)
+        } catch (err) {
+          log.error({ kind: err instanceof Error ? err.name : typeof err }, 'shutdown failed')
+          clearTimeout(force)
+          unsubscribe()
+          resolve(1)
+        }
+      })()
+    })
+  })
+}

@@ -1,0 +1,204 @@
+import { isAbsolute, resolve } from 'node:path'
+import type { StorageLimit } from '@envkeep/env-api-plugin'
+
+/** A wrong command line or setting: the process prints it and exits 2, nothing started. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'UsageError'
+  }
+}
+
+export interface ServerConfig {
+  readonly host: string
+  readonly port: number
+  /** absolute path of the data directory */
+  readonly dataDir: string
+  /** public base URL, no trailing slash: the OAuth issuer and the start of every link */
+  readonly baseUrl: string
+  /** path part of baseUrl ('' at the root) */
+  readonly basePath: string
+  /** the master key given in ENVKEEP_MASTER_KEY, or null (then the key file is used) */
+  readonly masterKeyFromEnv: Uint8Array | null
+  /** the key file: ENVKEEP_MASTER_KEY_FILE or `<dataDir>/master.key` */
+  readonly masterKeyFile: string
+  /** true when ENVKEEP_MASTER_KEY_FILE named the file */
+  readonly masterKeyFileExplicit: boolean
+  readonly ratePerMinute: number
+  readonly ratePerDay: number
+  /** lifetime of a pending push, in seconds */
+  readonly importTtlSeconds: number
+  readonly plans: Readonly<Record<string, StorageLimit>>
+  readonly logLevel: string
+  readonly trustProxy: boolean
+  /** the SQLite file inside the data directory */
+  readonly databaseFile: string
+}
+
+export interface Setting {
+  readonly env: string
+  readonly flag?: string
+  readonly default: string
+  readonly meaning: string
+}
+
+export const DEFAULT_PLANS: Readonly<Record<string, StorageLimit>> = Object.freeze({
+  'self-hosted': Object.freeze({ maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 }),
+})
+
+/** Every setting, for --help and the README (keep the README table in step). */
+export const SETTINGS: readonly Setting[] = Object.freeze([
+  { flag: '--host', env: 'ENVKEEP_HOST', default: '127.0.0.1', meaning: 'address to listen on' },
+  { flag: '--port', env: 'ENVKEEP_PORT', default: '8080', meaning: 'port to listen on (1-65535)' },
+  { flag: '--data-dir', env: 'ENVKEEP_DATA_DIR', default: './.envkeep', meaning: 'data directory: SQLite database, master.key' },
+  {
+    flag: '--base-url',
+    env: 'ENVKEEP_BASE_URL',
+    default: 'http://<host>:<port>',
+    meaning: 'public URL of the service (OAuth issuer, links); https makes cookies Secure',
+  },
+  { env: 'ENVKEEP_MASTER_KEY', default: '(none)', meaning: 'master key, 32 bytes in base64url; wins over any key file' },
+  { env: 'ENVKEEP_MASTER_KEY_FILE', default: '<data-dir>/master.key', meaning: 'file holding the master key (base64url)' },
+  { env: 'ENVKEEP_RATE_PER_MINUTE', default: '60', meaning: 'API requests per sign-in per minute' },
+  { env: 'ENVKEEP_RATE_PER_DAY', default: '5000', meaning: 'API requests per sign-in per day' },
+  { env: 'ENVKEEP_IMPORT_TTL', default: '604800', meaning: 'seconds a pending push lives before it expires (7 days)' },
+  {
+    env: 'ENVKEEP_PLANS',
+    default: '{"self-hosted":{"maxVariables":10000,"maxBytes":20971520}}',
+    meaning: 'storage limits per plan, JSON; merged over the default table',
+  },
+  { env: 'ENVKEEP_LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
+  { env: 'ENVKEEP_TRUST_PROXY', default: 'false', meaning: 'true behind a reverse proxy (client address from X-Forwarded-For)' },
+])
+
+export type Flags = Readonly<Record<string, string | boolean | undefined>>
+export type Env = Readonly<Record<string, string | undefined>>
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+/** An env value, with '' meaning unset. */
+function envValue(env: Env, name: string): string | undefined {
+  const v = env[name]
+  return v === undefined || v === '' ? undefined : v
+}
+
+function pick(flags: Flags, flag: string, env: Env, name: string): string | undefined {
+  const f = flags[flag]
+  if (typeof f === 'string') return f
+  return envValue(env, name)
+}
+
+function integer(label: string, raw: string | undefined, dflt: number, min: number, max: number): number {
+  if (raw === undefined) return dflt
+  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${label} must be a whole number from ${min} to ${max}`)
+  const n = Number(raw.trim())
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${label} must be a whole number from ${min} to ${max}`)
+  return n
+}
+
+/**
+ * Decodes a master key given as base64url (32 bytes). The error never
+ * repeats what was given.
+ */
+export function decodeMasterKey(text: string, label: string): Uint8Array {
+  const t = text.trim()
+  if (!/^[A-Za-z0-9_-]{43}=?$/.test(t)) throw new UsageError(`${label} must be 32 bytes in base64url (43 characters)`)
+  const key = Buffer.from(t.replace(/=$/, ''), 'base64url')
+  if (key.length !== 32) throw new UsageError(`${label} must be 32 bytes in base64url (43 characters)`)
+  return new Uint8Array(key)
+}
+
+function parsePlans(raw: string | undefined): Record<string, StorageLimit> {
+  const plans: Record<string, StorageLimit> = { ...DEFAULT_PLANS }
+  if (raw === undefined) return plans
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(raw)
+  } catch {
+    throw new UsageError('ENVKEEP_PLANS must be JSON: {"<plan>": {"maxVariables": <n>, "maxBytes": <n>}, …}')
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new UsageError('ENVKEEP_PLANS must be a JSON object of plans')
+  for (const [name, limit] of Object.entries(parsed as Record<string, unknown>)) {
+    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name))
+      throw new UsageError('ENVKEEP_PLANS: plan names are lower-case letters, digits and dashes')
+    const l = limit as Partial<Record<string, unknown>> | null
+    const ok = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0
+    if (!l || typeof l !== 'object' || !ok(l.maxVariables) || !ok(l.maxBytes) || Object.keys(l).length !== 2)
+      throw new UsageError(`ENVKEEP_PLANS: plan ${name} needs exactly maxVariables and maxBytes, positive whole numbers`)
+    plans[name] = Object.freeze({ maxVariables: l.maxVariables, maxBytes: l.maxBytes })
+  }
+  return plans
+}
+
+function parseBoolean(label: string, raw: string | undefined): boolean {
+  if (raw === undefined) return false
+  const v = raw.trim().toLowerCase()
+  if (v === 'true' || v === '1' || v === 'yes') return true
+  if (v === 'false' || v === '0' || v === 'no') return false
+  throw new UsageError(`${label} must be true or false`)
+}
+
+function defaultBaseUrl(host: string, port: number): string {
+  // a wildcard address is not a place a browser can go: use loopback
+  const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`
+}
+
+function parseBaseUrl(raw: string): { baseUrl: string; basePath: string } {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new UsageError('ENVKEEP_BASE_URL (--base-url) must be an absolute http(s) URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError('ENVKEEP_BASE_URL (--base-url) must be an absolute http(s) URL')
+  if (url.search || url.hash || url.username || url.password)
+    throw new UsageError('ENVKEEP_BASE_URL (--base-url) must have no query, fragment or credentials')
+  const baseUrl = raw.replace(/\/+$/, '')
+  const basePath = url.pathname.replace(/\/+$/, '')
+  return { baseUrl, basePath }
+}
+
+/**
+ * The configuration from flags (win) and environment variables, with the
+ * spec's values as defaults. Throws UsageError on any bad value; never
+ * repeats a key.
+ */
+export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
+  const host = pick(flags, 'host', env, 'ENVKEEP_HOST') ?? '127.0.0.1'
+  if (!/^[A-Za-z0-9.:_-]+$/.test(host)) throw new UsageError('ENVKEEP_HOST (--host) must be a host name or an IP address')
+  const port = integer('ENVKEEP_PORT (--port)', pick(flags, 'port', env, 'ENVKEEP_PORT'), 8080, 1, 65535)
+  const rawDir = pick(flags, 'data-dir', env, 'ENVKEEP_DATA_DIR') ?? './.envkeep'
+  const dataDir = isAbsolute(rawDir) ? resolve(rawDir) : resolve(cwd, rawDir)
+  const { baseUrl, basePath } = parseBaseUrl(pick(flags, 'base-url', env, 'ENVKEEP_BASE_URL') ?? defaultBaseUrl(host, port))
+
+  const keyText = envValue(env, 'ENVKEEP_MASTER_KEY')
+  const keyFileRaw = envValue(env, 'ENVKEEP_MASTER_KEY_FILE')
+  if (keyText !== undefined && keyFileRaw !== undefined)
+    throw new UsageError('set ENVKEEP_MASTER_KEY or ENVKEEP_MASTER_KEY_FILE, not both')
+  const masterKeyFromEnv = keyText === undefined ? null : decodeMasterKey(keyText, 'ENVKEEP_MASTER_KEY')
+  const masterKeyFile = keyFileRaw === undefined ? resolve(dataDir, 'master.key') : resolve(cwd, keyFileRaw)
+
+  const logLevel = envValue(env, 'ENVKEEP_LOG_LEVEL') ?? 'info'
+  if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`ENVKEEP_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+
+  return Object.freeze({
+    host,
+    port,
+    dataDir,
+    baseUrl,
+    basePath,
+    masterKeyFromEnv,
+    masterKeyFile,
+    masterKeyFileExplicit: keyFileRaw !== undefined,
+    ratePerMinute: integer('ENVKEEP_RATE_PER_MINUTE', envValue(env, 'ENVKEEP_RATE_PER_MINUTE'), 60, 1, 1_000_000),
+    ratePerDay: integer('ENVKEEP_RATE_PER_DAY', envValue(env, 'ENVKEEP_RATE_PER_DAY'), 5000, 1, 1_000_000_000),
+    importTtlSeconds: integer('ENVKEEP_IMPORT_TTL', envValue(env, 'ENVKEEP_IMPORT_TTL'), 604_800, 60, 365 * 86_400),
+    plans: Object.freeze(parsePlans(envValue(env, 'ENVKEEP_PLANS'))),
+    logLevel,
+    trustProxy: parseBoolean('ENVKEEP_TRUST_PROXY', envValue(env, 'ENVKEEP_TRUST_PROXY')),
+    databaseFile: resolve(dataDir, 'envkeep.db'),
+  })
+}

@@ -1,0 +1,6 @@
+export { buildCli, helpText, runProcess, type CliDeps } from './main.js'
+export { buildApp, type AppDeps, type BuiltApp } from './build-app.js'
+export { loadConfig, SETTINGS, UsageError, type ServerConfig } from './config.js'
+export { createLocalPeople, SESSION_COOKIE, type LocalPeople } from './people-local.js'
+export { createFileKeyring, loadKeySource, readKeyFile, writeNewKeyFile } from './keyring-file.js'
+export { createLogger } from './logger.js'

@@ -1,0 +1,164 @@
+import { parseArgs } from 'node:util'
+import { loadConfig, SETTINGS, UsageError } from './config.js'
+import { KeyFileError } from './keyring-file.js'
+import { adminEnvCreate } from './commands/admin-env.js'
+import { adminMemberAdd } from './commands/admin-member.js'
+import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
+import { adminSigninsRevoke } from './commands/admin-signins.js'
+import { adminUserCreate } from './commands/admin-user.js'
+import { adminVarList, adminVarSet } from './commands/admin-var.js'
+import { adminVaultCreate } from './commands/admin-vault.js'
+import {
+  CommandFailure,
+  EXIT_FAILURE,
+  EXIT_OK,
+  EXIT_USAGE,
+  UsageFailure,
+  type CliDeps,
+  type CommandContext,
+} from './commands/context.js'
+import { initCommand } from './commands/init.js'
+import { startCommand } from './commands/start.js'
+
+export type { CliDeps } from './commands/context.js'
+
+interface CommandSpec {
+  readonly words: readonly string[]
+  readonly usage: string
+  readonly summary: string
+  /** flags besides the common ones */
+  readonly strings?: readonly string[]
+  readonly booleans?: readonly string[]
+  readonly positionals?: number
+  readonly run: (ctx: CommandContext) => Promise<number>
+}
+
+const SERVER_FLAGS = ['host', 'port', 'base-url']
+
+const COMMANDS: readonly CommandSpec[] = [
+  { words: ['init'], usage: 'init [--data-dir D]', summary: 'create the data directory, the database and a master key file (0600)', strings: SERVER_FLAGS, run: initCommand },
+  {
+    words: ['start'],
+    usage: 'start [--host H] [--port P] [--data-dir D] [--base-url U]',
+    summary: 'serve (runs init first when the data directory does not exist yet)',
+    strings: SERVER_FLAGS,
+    run: startCommand,
+  },
+  {
+    words: ['admin', 'user', 'create'],
+    usage: 'admin user create --email E --name N --password-stdin',
+    summary: 'create an account (password read from stdin)',
+    strings: ['email', 'name'],
+    booleans: ['password-stdin'],
+    run: adminUserCreate,
+  },
+  { words: ['admin', 'vault', 'create'], usage: 'admin vault create --name N --owner EMAIL', summary: 'create a vault with development, preview and production (owners only)', strings: ['name', 'owner'], run: adminVaultCreate },
+  { words: ['admin', 'member', 'add'], usage: 'admin member add --vault V --email E --role owner|editor|viewer', summary: 'add a member to a vault, or change their role', strings: ['vault', 'email', 'role'], run: adminMemberAdd },
+  { words: ['admin', 'env', 'create'], usage: 'admin env create --vault V --name N [--owners-only]', summary: 'add an environment to a vault', strings: ['vault', 'name'], booleans: ['owners-only'], run: adminEnvCreate },
+  { words: ['admin', 'var', 'set'], usage: 'admin var set --vault V --env E NAME', summary: 'set a variable; the value is read from stdin', strings: ['vault', 'env'], positionals: 1, run: adminVarSet },
+  { words: ['admin', 'var', 'list'], usage: 'admin var list --vault V --env E', summary: 'list the variable names of an environment (never values)', strings: ['vault', 'env'], run: adminVarList },
+  { words: ['admin', 'rotate-master-key'], usage: 'admin rotate-master-key', summary: 'new master key; rewraps the vault keys, values untouched; the old key file is kept as a backup', run: adminRotateMasterKey },
+  { words: ['admin', 'signins', 'revoke'], usage: 'admin signins revoke --email E', summary: "revoke a person's CLI sign-ins and end their web sessions", strings: ['email'], run: adminSigninsRevoke },
+]
+
+export function helpText(): string {
+  const width = Math.max(...SETTINGS.map((s) => (s.flag ? `${s.flag}, ${s.env}` : s.env).length))
+  const lines = [
+    'envkeep-server: the self-hosting envkeep server (SQLite, local accounts, web pages)',
+    '',
+    'Usage: envkeep-server <command> [options]',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.usage}\n      ${c.summary}`),
+    '',
+    'Every admin command works on the data directory (safe while the server runs), takes',
+    '--data-dir and --json, and exits 0 ok, 1 failure, 2 usage.',
+    '',
+    'Settings (flags win over environment variables):',
+    ...SETTINGS.map((s) => `  ${(s.flag ? `${s.flag}, ${s.env}` : s.env).padEnd(width)}  ${s.meaning} (default ${s.default})`),
+    '',
+    'First run: `start` on a data directory that does not exist yet runs `init` first: it',
+    'creates the database and master.key (mode 0600) and logs a backup warning. On an',
+    'existing data directory `start` never creates a key; without one, value routes answer',
+    '503 not_configured. With no account yet, `start` prints a one-time setup link.',
+  ]
+  return `${lines.join('\n')}\n`
+}
+
+function findCommand(argv: readonly string[]): { spec: CommandSpec; rest: string[] } | null {
+  for (const spec of COMMANDS) {
+    if (spec.words.every((w, i) => argv[i] === w)) return { spec, rest: argv.slice(spec.words.length) }
+  }
+  return null
+}
+
+/**
+ * The command line as a function of its dependencies: `run(argv)` resolves
+ * to the exit code (0 ok, 1 failure, 2 usage) and never exits the process.
+ */
+export function buildCli(deps: CliDeps): { run(argv: readonly string[]): Promise<number> } {
+  const say = (text: string) => deps.stderr.write(`${text}\n`)
+  return {
+    async run(argv) {
+      if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
+        ;(argv.length === 0 ? deps.stderr : deps.stdout).write(helpText())
+        return argv.length === 0 ? EXIT_USAGE : EXIT_OK
+      }
+      const found = findCommand(argv)
+      if (!found) {
+        say(`envkeep-server: unknown command "${argv.slice(0, 3).join(' ')}"; see envkeep-server --help`)
+        return EXIT_USAGE
+      }
+      const { spec, rest } = found
+      let json = false
+      try {
+        const options: Record<string, { type: 'string' | 'boolean' }> = {
+          'data-dir': { type: 'string' },
+          json: { type: 'boolean' },
+          help: { type: 'boolean' },
+        }
+        for (const s of spec.strings ?? []) options[s] = { type: 'string' }
+        for (const b of spec.booleans ?? []) options[b] = { type: 'boolean' }
+        let parsed: ReturnType<typeof parseArgs>
+        try {
+          parsed = parseArgs({ args: [...rest], options, allowPositionals: true, strict: true })
+        } catch (err) {
+          throw new UsageFailure((err as Error).message.split('\n')[0] ?? 'bad arguments')
+        }
+        const values = parsed.values as Record<string, string | boolean | undefined> // no option is `multiple`
+        json = values.json === true
+        if (values.help === true) {
+          deps.stdout.write(`Usage: envkeep-server ${spec.usage}\n  ${spec.summary}\n`)
+          return EXIT_OK
+        }
+        if (parsed.positionals.length !== (spec.positionals ?? 0))
+          throw new UsageFailure(`usage: envkeep-server ${spec.usage}`)
+        const config = loadConfig(values, deps.env, deps.cwd)
+        return await spec.run({
+          deps,
+          config,
+          json,
+          now: deps.now ?? (() => new Date()),
+          args: parsed.positionals,
+          flags: values,
+        })
+      } catch (err) {
+        const usage = err instanceof UsageFailure || err instanceof UsageError || err instanceof KeyFileError
+        const known = usage || err instanceof CommandFailure
+        const message = known ? (err as Error).message : 'an internal error occurred'
+        if (!known) say(`envkeep-server: ${err instanceof Error ? `${err.name} ${err.stack?.split('\n')[1]?.trim() ?? ''}` : typeof err}`)
+        say(`envkeep-server: ${message}`)
+        if (json) deps.stdout.write(`${JSON.stringify({ ok: false, error: message })}\n`)
+        return usage ? EXIT_USAGE : EXIT_FAILURE
+      }
+    },
+  }
+}
+
+/** The process entry (bin.ts): real streams and signals, exit code set once the command ends. */
+export async function runProcess(): Promise<void> {
+  const cli = buildCli({ stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() })
+  process.exitCode = await cli.run(process.argv.slice(2))
+}
+
+export { EXIT_FAILURE, EXIT_OK, EXIT_USAGE }

@@ -1,0 +1,76 @@
+import type {} from '@fastify/cookie'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { PeopleAdapter, Person } from '@envkeep/env-api-plugin'
+import type { AccountRecord, AccountStore } from '@envkeep/storage-sqlite'
+import { hashToken, newToken } from './secrets.js'
+
+export const SESSION_COOKIE = 'envkeep_session'
+/** A web session lasts 14 days from sign-in. */
+export const SESSION_TTL_MS = 14 * 24 * 60 * 60 * 1000
+
+export interface LocalPeopleOptions {
+  readonly accounts: AccountStore
+  /** path part of the base URL ('' at the root) */
+  readonly basePath: string
+  /** cookies get Secure behind https */
+  readonly secureCookies: boolean
+  readonly now: () => Date
+}
+
+export interface LocalPeople extends PeopleAdapter {
+  /** Starts a web session for an account: a fresh random token in the cookie, its hash in storage. */
+  startSession(reply: FastifyReply, accountId: string): Promise<void>
+  /** Ends the session of this browser (if any) and clears the cookie. */
+  endSession(request: FastifyRequest, reply: FastifyReply): Promise<void>
+}
+
+export function toPerson(a: AccountRecord): Person {
+  return { id: a.id, email: a.email, name: a.name }
+}
+
+/**
+ * The plugin's people adapter over local accounts: the person on a
+ * browser request is the owner of the live session named by the
+ * `envkeep_session` cookie (HttpOnly, SameSite=Lax, Secure behind https).
+ */
+export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
+  const cookiePath = o.basePath === '' ? '/' : o.basePath
+  const cookieOptions = { path: cookiePath, httpOnly: true, sameSite: 'lax' as const, secure: o.secureCookies }
+
+  function cookieToken(request: FastifyRequest): string | null {
+    const v = request.cookies?.[SESSION_COOKIE]
+    return typeof v === 'string' && /^[A-Za-z0-9_-]{43}$/.test(v) ? v : null
+  }
+
+  return {
+    async currentPerson(request) {
+      const token = cookieToken(request)
+      if (!token) return null
+      const session = await o.accounts.findSession(hashToken(token), o.now())
+      return session ? toPerson(session.account) : null
+    },
+    signInUrl(returnTo) {
+      return `${o.basePath}/login?return_to=${encodeURIComponent(returnTo)}`
+    },
+    async getPerson(id) {
+      const a = await o.accounts.getAccount(id)
+      return a ? toPerson(a) : null
+    },
+    async findPersonByEmail(email) {
+      const a = await o.accounts.findAccountByEmail(email.trim())
+      return a ? toPerson(a) : null
+    },
+    async startSession(reply, accountId) {
+      const token = newToken()
+      const now = o.now()
+      const expires = new Date(now.getTime() + SESSION_TTL_MS)
+      await o.accounts.createSession(hashToken(token), accountId, now, expires)
+      reply.setCookie(SESSION_COOKIE, token, { ...cookieOptions, expires })
+    },
+    async endSession(request, reply) {
+      const token = cookieToken(request)
+      if (token) await o.accounts.deleteSession(hashToken(token))
+      reply.clearCookie(SESSION_COOKIE, cookieOptions)
+    },
+  }
+}
