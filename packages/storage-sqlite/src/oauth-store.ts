@@ -11,6 +11,7 @@ import type {
 import type { Kysely, Selectable, Transaction } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import type { DB, SignInsTable } from './schema.js'
+import { wrapStorage } from './sqlite-errors.js'
 
 /** last_used_at is written at most this often per sign-in */
 const LAST_USE_GRANULARITY_MS = 60_000
@@ -249,7 +250,23 @@ async function insertTokens(trx: Transaction<DB>, signInId: string, tokens: Issu
     .execute()
 }
 
-/** The OAuth store over an open database (see storage.ts for the combined adapter). */
+/**
+ * The OAuth store over an open database (see storage.ts for the combined
+ * adapter). Database failures surface as StorageError (sqlite-errors.ts).
+ */
 export function createSqliteOAuthStore(d: OpenDatabase): OAuthStore {
-  return new SqliteOAuthStore(d)
+  const s = new SqliteOAuthStore(d)
+  return {
+    saveAuthorizationCode: (code) => wrapStorage(() => s.saveAuthorizationCode(code), 'oauth_codes'),
+    findAuthorizationCode: (h) => wrapStorage(() => s.findAuthorizationCode(h), 'oauth_codes'),
+    exchangeAuthorizationCode: (h, signIn, tokens, now) =>
+      wrapStorage(() => s.exchangeAuthorizationCode(h, signIn, tokens, now), 'oauth_codes'),
+    findRefreshToken: (h) => wrapStorage(() => s.findRefreshToken(h), 'refresh_tokens'),
+    rotateRefreshToken: (h, tokens, now) => wrapStorage(() => s.rotateRefreshToken(h, tokens, now), 'refresh_tokens'),
+    revokeByToken: (h, clientId, now) => wrapStorage(() => s.revokeByToken(h, clientId, now), 'sign_ins'),
+    findAccessToken: (h, now, idleCutoff) => wrapStorage(() => s.findAccessToken(h, now, idleCutoff), 'access_tokens'),
+    listSignIns: (personId) => wrapStorage(() => s.listSignIns(personId), 'sign_ins'),
+    revokeSignIn: (id, personId, now) => wrapStorage(() => s.revokeSignIn(id, personId, now), 'sign_ins'),
+    revokeAllSignIns: (personId, now) => wrapStorage(() => s.revokeAllSignIns(personId, now), 'sign_ins'),
+  }
 }

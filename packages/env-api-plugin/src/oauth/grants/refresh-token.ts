@@ -1,0 +1,53 @@
+import type { ResolvedOptions } from '../../options.js'
+import { oauthErrors } from '../oauth-errors.js'
+import type { ParamValue } from '../params.js'
+import { parseScope } from '../scopes.js'
+import { sha256hex } from '../tokens.js'
+import { mintTokens, type TokenResponse } from './issue.js'
+
+export interface RefreshTokenParams {
+  readonly clientId: string
+  readonly refreshToken: ParamValue
+  readonly resource: ParamValue
+  readonly scope: ParamValue
+}
+
+/**
+ * `grant_type=refresh_token`. Rotates on every use. Everything that can be
+ * checked without using the token is checked first, so a refresh refused
+ * for another reason (resource, scope, client, missing parameter) leaves the
+ * token usable; only the store's atomic rotation consumes it, and a second
+ * use there revokes the whole sign-in.
+ */
+export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOptions): Promise<TokenResponse> {
+  if (typeof p.refreshToken !== 'string') throw oauthErrors.invalidRequest('refresh_token is required')
+  if (p.resource !== opts.resource) throw oauthErrors.invalidTarget('resource must be exactly the env API of this service')
+  const requested = parseScope(typeof p.scope === 'string' ? p.scope : undefined)
+  if (requested === null) throw oauthErrors.invalidScope('the scope names a scope this service does not have')
+
+  const tokenHash = sha256hex(p.refreshToken)
+  const found = await opts.storage.findRefreshToken(tokenHash)
+  const invalid = () => oauthErrors.invalidGrant('the refresh token is unknown, expired, revoked or was issued to another client')
+  if (!found) {
+    if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
+    throw invalid()
+  }
+  const s = found.signIn
+  // Another client presenting this token: refused, but not treated as reuse.
+  if (s.clientId !== p.clientId) throw invalid()
+  if (s.resource !== p.resource) throw oauthErrors.invalidTarget('resource must be the one the sign-in was made for')
+  if (requested.some((x) => !s.scopes.includes(x))) throw oauthErrors.invalidScope('the scope is wider than the sign-in was granted')
+
+  const now = opts.now()
+  const lastUse = (s.lastUsedAt ?? s.createdAt).getTime()
+  if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || lastUse < now.getTime() - opts.signInIdleMs) {
+    throw oauthErrors.invalidGrant('the sign-in has ended; sign in again')
+  }
+  const tokens = mintTokens(opts, now)
+  const result = await opts.storage.rotateRefreshToken(tokenHash, tokens.hashes, now)
+  if (result.outcome === 'reused') {
+    throw oauthErrors.invalidGrant('the refresh token was already used; the whole sign-in is revoked')
+  }
+  if (result.outcome !== 'rotated') throw invalid()
+  return tokens.respond(result.signIn.scopes)
+}

@@ -1,0 +1,216 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fastifyFormbody from '@fastify/formbody'
+import type { ResolvedOptions } from '../../options.js'
+import { asParams, hasRepeated, param, REPEATED, type RawParams } from '../../oauth/params.js'
+import { isWellFormedS256Challenge } from '../../oauth/pkce.js'
+import { parseLoopbackRedirect, type LoopbackRedirect } from '../../oauth/redirect-uri.js'
+import { grantedScopes, parseScope, SCOPE_PUSH } from '../../oauth/scopes.js'
+import { newAuthorizationCode, sha256hex } from '../../oauth/tokens.js'
+import { CONSENT_HEADERS, renderAuthorizeErrorPage, renderConsentPage } from '../../pages/consent.js'
+import { PAGE_HEADERS } from '../../pages/html.js'
+import { newRef } from '../../ref.js'
+import { cliClientName } from './client-metadata.js'
+
+/** A checked authorization request. */
+export interface AuthorizeRequest {
+  readonly clientId: string
+  readonly redirectUri: string
+  readonly redirect: LoopbackRedirect
+  readonly codeChallenge: string
+  readonly resource: string
+  /** as asked for (validated); what is granted is decided on the consent page */
+  readonly scopes: readonly string[]
+  readonly scope: string | undefined
+  readonly state: string
+}
+
+export type AuthorizeCheck =
+  /** client or redirect URI not acceptable: an error page, never a redirect */
+  | { readonly kind: 'page'; readonly why: string }
+  /** anything else: back to the client with error, error_description, state, iss */
+  | { readonly kind: 'redirect'; readonly redirectUri: string; readonly state: string | undefined; readonly error: string; readonly description: string }
+  | { readonly kind: 'ok'; readonly request: AuthorizeRequest }
+
+/**
+ * Checks an authorization request (query of the GET, or the consent form's
+ * hidden fields on the POST). `client_id` and `redirect_uri` first, since
+ * until both are known good nothing may be sent to the redirect URI.
+ */
+export function checkAuthorizeRequest(p: RawParams, opts: ResolvedOptions): AuthorizeCheck {
+  const clientId = param(p, 'client_id')
+  if (clientId === undefined) return { kind: 'page', why: 'the request names no client (client_id is missing)' }
+  if (clientId === REPEATED) return { kind: 'page', why: 'client_id is given more than once' }
+  if (clientId !== opts.cliClientId) return { kind: 'page', why: 'this service signs in only its own command-line client' }
+  const redirectUri = param(p, 'redirect_uri')
+  if (redirectUri === undefined) return { kind: 'page', why: 'the request has no redirect_uri' }
+  if (redirectUri === REPEATED) return { kind: 'page', why: 'redirect_uri is given more than once' }
+  const redirect = parseLoopbackRedirect(redirectUri)
+  if (!redirect) {
+    return { kind: 'page', why: 'the redirect_uri is not http://127.0.0.1:<port>/callback or http://[::1]:<port>/callback' }
+  }
+
+  const stateValue = param(p, 'state')
+  const state = typeof stateValue === 'string' ? stateValue : undefined
+  const fail = (error: string, description: string): AuthorizeCheck => ({ kind: 'redirect', redirectUri, state, error, description })
+  if (hasRepeated(p)) return fail('invalid_request', 'a parameter is given more than once')
+  if (state === undefined) return fail('invalid_request', 'state is required')
+  const responseType = param(p, 'response_type')
+  if (responseType === undefined) return fail('invalid_request', 'response_type is required')
+  if (responseType !== 'code') return fail('unsupported_response_type', 'only response_type=code is supported')
+  const method = param(p, 'code_challenge_method')
+  if (method === undefined) return fail('invalid_request', 'code_challenge_method=S256 is required')
+  if (method !== 'S256') return fail('invalid_request', 'only the S256 code challenge method is supported')
+  const challenge = param(p, 'code_challenge')
+  if (challenge === undefined) return fail('invalid_request', 'code_challenge is required (PKCE)')
+  if (challenge === REPEATED || !isWellFormedS256Challenge(challenge)) {
+    return fail('invalid_request', 'code_challenge must be 43 base64url characters')
+  }
+  const resource = param(p, 'resource')
+  if (resource !== opts.resource) return fail('invalid_target', 'resource must be exactly the env API of this service')
+  const scope = param(p, 'scope')
+  const scopes = parseScope(scope === REPEATED ? undefined : scope)
+  if (scopes === null) return fail('invalid_scope', 'the scope names a scope this service does not have')
+  return {
+    kind: 'ok',
+    request: { clientId, redirectUri, redirect, codeChallenge: challenge, resource, scopes, scope: scope === REPEATED ? undefined : scope, state },
+  }
+}
+
+/** `redirect_uri` (which has no query) plus the answer, with `iss` last. */
+export function callbackUrl(redirectUri: string, params: Record<string, string | undefined>, issuer: string): string {
+  const q = new URLSearchParams()
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.append(k, v)
+  q.append('iss', issuer)
+  return `${redirectUri}?${q.toString()}`
+}
+
+/** The parameters the consent form carries to its POST, unchanged. */
+function hiddenFields(r: AuthorizeRequest, personId: string): Record<string, string> {
+  const out: Record<string, string> = {
+    response_type: 'code',
+    client_id: r.clientId,
+    redirect_uri: r.redirectUri,
+    code_challenge: r.codeChallenge,
+    code_challenge_method: 'S256',
+    resource: r.resource,
+    state: r.state,
+    person: personId,
+  }
+  if (r.scope !== undefined) out['scope'] = r.scope
+  return out
+}
+
+/**
+ * `GET {basePath}/oauth/authorize` and the consent form's POST. The form
+ * carries the request in hidden fields; the POST checks it all again, checks
+ * the CSRF token and that the same person is signed in, then redirects (303)
+ * with `code`, `state` and `iss`, or `error=access_denied`.
+ */
+export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: ResolvedOptions }): Promise<void> {
+  const path = `${opts.basePath}/oauth/authorize`
+
+  // The consent form posts form-encoded fields only.
+  app.removeAllContentTypeParsers()
+  await app.register(fastifyFormbody)
+
+  function errorPage(request: FastifyRequest, reply: FastifyReply, status: number, why: string): FastifyReply {
+    const ref = newRef()
+    request.log.info({ ref, route: path, method: request.method, status, where: 'OAuth', reason: why }, 'envkeep authorization request refused')
+    return reply
+      .code(status)
+      .headers(PAGE_HEADERS)
+      .type('text/html; charset=utf-8')
+      .send(renderAuthorizeErrorPage({ why, ref, basePath: opts.basePath, serviceName: opts.serviceName }))
+  }
+
+  function answer(request: FastifyRequest, reply: FastifyReply, check: Exclude<AuthorizeCheck, { kind: 'ok' }>): FastifyReply {
+    if (check.kind === 'page') return errorPage(request, reply, 400, check.why)
+    request.log.info(
+      { route: path, method: request.method, error: check.error, where: 'OAuth', reason: check.description },
+      'envkeep authorization request refused by redirect',
+    )
+    const to = callbackUrl(check.redirectUri, { error: check.error, error_description: check.description, state: check.state }, opts.baseUrl)
+    return reply.headers(PAGE_HEADERS).redirect(to, 303)
+  }
+
+  function signInRedirect(reply: FastifyReply, r: AuthorizeRequest): FastifyReply {
+    const q = new URLSearchParams(Object.entries(hiddenFields(r, '')).filter(([k]) => k !== 'person'))
+    return reply.headers(PAGE_HEADERS).redirect(opts.people.signInUrl(`${path}?${q.toString()}`), 303)
+  }
+
+  app.setErrorHandler(function authorizeErrorHandler(err: FastifyError, request, reply) {
+    const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500
+    if (status >= 500) {
+      const ref = newRef()
+      request.log.error({ ref, route: path, method: request.method, status, where: 'OAuth', kind: err.name, stack: err.stack }, 'envkeep authorization failed')
+      return reply
+        .code(500)
+        .headers(PAGE_HEADERS)
+        .type('text/html; charset=utf-8')
+        .send(renderAuthorizeErrorPage({ why: 'an internal error occurred; quote the reference in a report', ref, basePath: opts.basePath, serviceName: opts.serviceName }))
+    }
+    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') {
+      return errorPage(request, reply, 403, 'the form check failed (the page was too old or not ours); start the sign-in again')
+    }
+    return errorPage(request, reply, 400, 'the request is malformed')
+  })
+
+  app.get(path, async function authorizeRequest(request: FastifyRequest, reply: FastifyReply) {
+    const check = checkAuthorizeRequest(asParams(request.query), opts)
+    if (check.kind !== 'ok') return answer(request, reply, check)
+    const r = check.request
+    const person = await opts.people.currentPerson(request)
+    if (!person) return signInRedirect(reply, r)
+    const csrfToken = reply.generateCsrf()
+    const page = renderConsentPage({
+      serviceName: opts.serviceName,
+      clientName: cliClientName(opts),
+      clientHost: new URL(opts.cliClientId).host,
+      redirectHost: `${r.redirect.host}:${r.redirect.port}`,
+      pushRequested: r.scopes.includes(SCOPE_PUSH),
+      personName: person.name,
+      personEmail: person.email,
+      csrfToken,
+      action: path,
+      hidden: hiddenFields(r, person.id),
+      basePath: opts.basePath,
+    })
+    return reply.code(200).headers(CONSENT_HEADERS).type('text/html; charset=utf-8').send(page)
+  })
+
+  app.post(path, { preValidation: app.csrfProtection }, async function consentAnswer(request: FastifyRequest, reply: FastifyReply) {
+    const body = asParams(request.body)
+    const check = checkAuthorizeRequest(body, opts)
+    if (check.kind !== 'ok') return answer(request, reply, check)
+    const r = check.request
+    const person = await opts.people.currentPerson(request)
+    if (!person) return signInRedirect(reply, r)
+    if (param(body, 'person') !== person.id) {
+      return errorPage(request, reply, 400, 'the consent form was shown to another person; start the sign-in again')
+    }
+    if (param(body, 'decision') !== 'allow') {
+      return answer(request, reply, {
+        kind: 'redirect',
+        redirectUri: r.redirectUri,
+        state: r.state,
+        error: 'access_denied',
+        description: 'the person denied the sign-in',
+      })
+    }
+    const now = opts.now()
+    const code = newAuthorizationCode()
+    await opts.storage.saveAuthorizationCode({
+      codeHash: sha256hex(code),
+      clientId: r.clientId,
+      redirectUri: r.redirectUri,
+      codeChallenge: r.codeChallenge,
+      resource: r.resource,
+      scopes: grantedScopes(r.scopes, param(body, 'allow_push') === 'yes'),
+      personId: person.id,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + opts.codeTtlMs),
+      consumedAt: null,
+    })
+    return reply.headers(PAGE_HEADERS).redirect(callbackUrl(r.redirectUri, { code, state: r.state }, opts.baseUrl), 303)
+  })
+}
