@@ -32,6 +32,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 .crumbs { margin: 0; font-size: .92rem; }
 .toc { display: flex; flex-wrap: wrap; gap: .25rem 1rem; font-size: .92rem; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: 1rem; margin: 1rem 0; }
+.card > h2:first-child, .card > h3:first-child { margin-top: 0; }
 .vh { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 .badge, .role, .mark, .status { display: inline-block; font-size: .78rem; font-weight: 600; padding: .05rem .5rem; border-radius: 999px; border: 1px solid var(--line); background: #eef1f6; vertical-align: middle; }
 .badge { background: #fff4e0; border-color: #f0d29a; color: var(--warn); }
