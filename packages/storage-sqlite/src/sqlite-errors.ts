@@ -39,6 +39,8 @@ const CODE_TO_SQLSTATE: readonly (readonly [prefix: string, sqlstate: string])[]
 
 /** better-sqlite3's TypeError once `close()` was called. */
 const CLOSED_MESSAGE = 'The database connection is not open'
+/** kysely's Error once `destroy()` was called (OpenDatabase.close does that). */
+const DESTROYED_MESSAGE = 'driver has already been destroyed'
 
 /**
  * What a constraint message names: `UNIQUE constraint failed: variables.vault_id,
@@ -74,7 +76,7 @@ export function toStorageError(err: unknown, table?: string): unknown {
     const named = code.startsWith('SQLITE_CONSTRAINT') ? CONSTRAINT_RE.exec(message)?.[1] : undefined
     return new StorageError(sqlstateFor(code), named ?? table, { cause: err })
   }
-  if (err instanceof Error && err.message === CLOSED_MESSAGE) {
+  if (err instanceof Error && (err.message === CLOSED_MESSAGE || err.message === DESTROYED_MESSAGE)) {
     return new StorageError('08006', table ?? 'connection closed', { cause: err })
   }
   return err

@@ -1,1 +1,2 @@
 export * from './oauth-store-contract.js'
+export * from './vault-store-contract.js'

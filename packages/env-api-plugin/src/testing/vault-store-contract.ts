@@ -1,0 +1,879 @@
+import assert from 'node:assert/strict'
+import { randomBytes, randomUUID } from 'node:crypto'
+import type {
+  AccessAction,
+  AccessLogEntry,
+  EnvironmentInfo,
+  NewImport,
+  SealedVariable,
+  StorageLimit,
+  VaultStore,
+} from '../adapters/vault-store.js'
+
+/**
+ * The contract every vault store must meet (adapters/vault-store.ts), as
+ * plain async cases that throw (node:assert), so any runner can drive them.
+ * With tap: `runVaultStoreContract(t, makeStore)`.
+ *
+ * `makeStore` returns a fresh, empty store, a `close` for it and, when the
+ * backend can, a `probe` that looks at the stored data directly instead of
+ * trusting the store's own answers (and can make chosen writes fail, to
+ * check that what must be atomic is). Cases that need a probe are skipped
+ * (they pass) without one.
+ */
+export interface VaultStoreFixture {
+  readonly store: VaultStore
+  readonly probe?: VaultStoreProbe
+  close(): Promise<void>
+}
+
+/** A direct look into the backing data, bypassing the store. */
+export interface VaultStoreProbe {
+  /** staged (sealed) values stored for a push, whatever its status */
+  stagedValueCount(importId: string): Promise<number>
+  /** variables stored for an environment */
+  variableCount(vaultId: string, environment: string): Promise<number>
+  /** pushes stored for a vault, whatever their status */
+  importCount(vaultId: string): Promise<number>
+  /** access log entries stored for a vault */
+  accessLogCount(vaultId: string): Promise<number>
+  /**
+   * Makes every later write into `what` fail (for `variables` and
+   * `import_values`, only the rows named `name` when given) until the
+   * returned function is called.
+   */
+  breakWrites(what: 'access_log' | 'variables' | 'import_values', name?: string): Promise<() => Promise<void>>
+}
+
+export type MakeVaultStore = () => Promise<VaultStoreFixture>
+
+export interface VaultStoreContractCase {
+  readonly name: string
+  run(make: MakeVaultStore): Promise<void>
+}
+
+/** The subset of tap's `t` the runner uses. */
+export interface ContractRunner {
+  test(name: string, fn: (t: ContractRunner) => Promise<void>): unknown
+  pass(message?: string): unknown
+}
+
+/** Runs every case of the contract as a subtest of `t` (a case fails by throwing). */
+export function runVaultStoreContract(t: ContractRunner, make: MakeVaultStore): void {
+  for (const c of vaultStoreContract) {
+    t.test(c.name, async (t) => {
+      await c.run(make)
+      t.pass('the case holds')
+    })
+  }
+}
+
+// ---- fixtures -----------------------------------------------------------------
+
+const T0 = new Date('2026-11-21T10:00:00.000Z')
+const MINUTE = 60_000
+const DAY = 24 * 60 * MINUTE
+const OWNER = 'person-owner'
+const EDITOR = 'person-editor'
+const STRANGER = 'person-stranger'
+const LIMIT: StorageLimit = { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 }
+const ENVS: readonly EnvironmentInfo[] = [
+  { name: 'production', ownersOnly: true },
+  { name: 'development', ownersOnly: false },
+  { name: 'preview', ownersOnly: false },
+]
+
+const at = (ms: number): Date => new Date(T0.getTime() + ms)
+
+/** Sealed-looking bytes: random, so a stored value can be compared byte for byte. */
+function sealed(n = 40): Uint8Array {
+  return new Uint8Array(randomBytes(n))
+}
+
+function sv(name: string, n?: number): SealedVariable {
+  return { name, sealed: sealed(n) }
+}
+
+function entry(vaultId: string, action: AccessAction, over: Partial<AccessLogEntry> = {}): AccessLogEntry {
+  return {
+    vaultId,
+    at: T0,
+    personId: OWNER,
+    signInId: 'sign-in-1',
+    clientId: 'https://envkeep.test/cli/oauth-client.json',
+    action,
+    environment: 'development',
+    names: [],
+    address: '127.0.0.1',
+    ...over,
+  }
+}
+
+async function withStore(make: MakeVaultStore, fn: (f: VaultStoreFixture) => Promise<void>): Promise<void> {
+  const f = await make()
+  try {
+    await fn(f)
+  } finally {
+    await f.close()
+  }
+}
+
+async function newVault(store: VaultStore, over: { name?: string; environments?: readonly EnvironmentInfo[] } = {}): Promise<string> {
+  const id = randomUUID()
+  await store.createVault({
+    id,
+    name: over.name ?? `vault-${id.slice(0, 8)}`,
+    ownerId: OWNER,
+    plan: 'self-hosted',
+    environments: over.environments ?? ENVS,
+    now: T0,
+  })
+  return id
+}
+
+function newImport(vaultId: string, values: readonly SealedVariable[], over: Partial<NewImport> = {}): NewImport {
+  return {
+    id: randomUUID(),
+    vaultId,
+    environment: 'development',
+    senderId: EDITOR,
+    signInId: 'sign-in-2',
+    values,
+    refused: [],
+    createdAt: T0,
+    expiresAt: at(7 * DAY),
+    ...over,
+  }
+}
+
+/** Byte-for-byte equality that never prints the bytes (sealed values stay out of test output). */
+function same(a: Uint8Array | null | undefined, b: Uint8Array | null | undefined, message?: string): void {
+  assert.ok(a && b, message ?? 'bytes present')
+  assert.ok(Buffer.from(a).equals(Buffer.from(b)), message ?? 'the same bytes')
+}
+
+/** Names of what the store returned, so a failing assertion never prints sealed bytes. */
+const namesOf = (vs: readonly SealedVariable[]): string[] => vs.map((v) => v.name)
+
+async function rejectsWith(p: Promise<unknown>, sqlstate: string, message?: string): Promise<Error & { sqlstate: string }> {
+  let caught: unknown
+  await p.then(
+    () => assert.fail(message ?? `expected a StorageError ${sqlstate}`),
+    (err: unknown) => {
+      caught = err
+    },
+  )
+  const e = caught as Error & { sqlstate: string }
+  assert.equal(e.name, 'StorageError', message ?? 'a StorageError')
+  assert.equal(e.sqlstate, sqlstate, message)
+  return e
+}
+
+// ---- cases ---------------------------------------------------------------------
+
+export const vaultStoreContract: readonly VaultStoreContractCase[] = [
+  {
+    name: 'createVault: the owner sees it with its environments in name order; others see nothing',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = randomUUID()
+        const rec = await store.createVault({ id, name: 'acme', ownerId: OWNER, plan: 'self-hosted', environments: ENVS, now: T0 })
+        assert.deepEqual(rec, { id, name: 'acme', plan: 'self-hosted', requireSecondPerson: false, createdAt: T0 })
+        const v = await store.getVault(id, OWNER)
+        assert.ok(v)
+        assert.equal(v.role, 'owner')
+        assert.equal(v.name, 'acme')
+        assert.equal(v.plan, 'self-hosted')
+        assert.equal(v.requireSecondPerson, false)
+        assert.equal(v.createdAt.getTime(), T0.getTime())
+        assert.deepEqual(v.environments, [
+          { name: 'development', ownersOnly: false },
+          { name: 'preview', ownersOnly: false },
+          { name: 'production', ownersOnly: true },
+        ])
+        assert.equal(await store.getVault(id, STRANGER), null)
+        assert.equal(await store.getVault(randomUUID(), OWNER), null)
+        assert.deepEqual(await store.listVaults(STRANGER), [])
+        assert.deepEqual(await store.listMembers(id), [{ personId: OWNER, role: 'owner' }])
+      }),
+  },
+  {
+    name: 'createVault is one transaction: a failing environment leaves no vault, member or environment',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = randomUUID()
+        const dup = [
+          { name: 'development', ownersOnly: false },
+          { name: 'development', ownersOnly: true },
+        ]
+        await rejectsWith(store.createVault({ id, name: 'half', ownerId: OWNER, plan: 'self-hosted', environments: dup, now: T0 }), '23505')
+        assert.equal(await store.getVault(id, OWNER), null)
+        assert.deepEqual(await store.listVaults(OWNER), [])
+        assert.deepEqual(await store.listMembers(id), [])
+        assert.equal(await store.getWrappedKey(id), null)
+        // the id is free again
+        await store.createVault({ id, name: 'whole', ownerId: OWNER, plan: 'self-hosted', environments: ENVS, now: T0 })
+        assert.equal((await store.getVault(id, OWNER))?.name, 'whole')
+      }),
+  },
+  {
+    name: 'createVault with an existing id: 23505, the first vault unchanged, no row value in the error',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store, { name: 'first' })
+        const canary = `CANARY-${randomUUID()}`
+        const e = await rejectsWith(
+          store.createVault({ id, name: canary, ownerId: STRANGER, plan: canary, environments: [], now: T0 }),
+          '23505',
+        )
+        assert.ok(!e.message.includes(canary), 'the error does not repeat the row')
+        assert.ok(!String((e as { detail?: unknown }).detail ?? '').includes(canary))
+        assert.ok(!e.message.includes(id), 'nor its id')
+        assert.equal((await store.getVault(id, OWNER))?.name, 'first')
+        assert.equal(await store.getVault(id, STRANGER), null)
+      }),
+  },
+  {
+    name: 'listVaults and findVaultsByName: the person\'s vaults only, in name order, with their role',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const b = await newVault(store, { name: 'bravo' })
+        const a = await newVault(store, { name: 'alpha' })
+        const c = await newVault(store, { name: 'charlie' })
+        const a2 = await newVault(store, { name: 'alpha' })
+        await store.setMember(b, EDITOR, 'editor')
+        await store.setMember(a, EDITOR, 'viewer')
+        const mine = await store.listVaults(OWNER)
+        assert.deepEqual(
+          mine.map((v) => v.name),
+          ['alpha', 'alpha', 'bravo', 'charlie'],
+        )
+        assert.ok(mine.every((v) => v.role === 'owner' && v.environments.length === 3))
+        const theirs = await store.listVaults(EDITOR)
+        assert.deepEqual(
+          theirs.map((v) => [v.id, v.role]),
+          [
+            [a, 'viewer'],
+            [b, 'editor'],
+          ],
+        )
+        assert.deepEqual((await store.findVaultsByName('alpha', OWNER)).map((v) => v.id).sort(), [a, a2].sort())
+        assert.deepEqual((await store.findVaultsByName('alpha', EDITOR)).map((v) => v.id), [a])
+        assert.deepEqual(await store.findVaultsByName('ALPHA', OWNER), [], 'exact name')
+        assert.deepEqual(await store.findVaultsByName('charlie', EDITOR), [])
+        assert.ok(c)
+      }),
+  },
+  {
+    name: 'members: set, change, list, remove',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        await store.setMember(id, EDITOR, 'viewer')
+        assert.equal((await store.getVault(id, EDITOR))?.role, 'viewer')
+        await store.setMember(id, EDITOR, 'editor')
+        assert.equal((await store.getVault(id, EDITOR))?.role, 'editor')
+        const members = await store.listMembers(id)
+        assert.equal(members.length, 2)
+        assert.deepEqual(
+          [...members].sort((x, y) => (x.personId < y.personId ? -1 : 1)),
+          [
+            { personId: EDITOR, role: 'editor' },
+            { personId: OWNER, role: 'owner' },
+          ],
+        )
+        assert.equal(await store.removeMember(id, EDITOR), true)
+        assert.equal(await store.removeMember(id, EDITOR), false)
+        assert.equal(await store.getVault(id, EDITOR), null)
+        assert.deepEqual(await store.listMembers(id), [{ personId: OWNER, role: 'owner' }])
+      }),
+  },
+  {
+    name: 'createEnvironment: appears in name order; an existing name is 23505',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        await store.createEnvironment(id, { name: 'qa', ownersOnly: true }, T0)
+        const v = await store.getVault(id, OWNER)
+        assert.deepEqual(
+          v?.environments.map((e) => [e.name, e.ownersOnly]),
+          [
+            ['development', false],
+            ['preview', false],
+            ['production', true],
+            ['qa', true],
+          ],
+        )
+        await rejectsWith(store.createEnvironment(id, { name: 'qa', ownersOnly: false }, T0), '23505')
+        assert.equal((await store.getVault(id, OWNER))?.environments.length, 4)
+      }),
+  },
+  {
+    name: 'wrapped keys: none at first; ensureWrappedKey keeps the first writer\'s key',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        assert.equal(await store.getWrappedKey(id), null)
+        assert.equal(await store.getWrappedKey(randomUUID()), null)
+        const k1 = sealed(60)
+        const k2 = sealed(60)
+        same(await store.ensureWrappedKey(id, k1), k1)
+        same(await store.ensureWrappedKey(id, k2), k1, 'the existing key wins')
+        same(await store.getWrappedKey(id), k1)
+        // two racing writers agree on one key
+        const other = await newVault(store)
+        const [x, y] = await Promise.all([store.ensureWrappedKey(other, k1), store.ensureWrappedKey(other, k2)])
+        same(x, y, 'both writers get the same key')
+        same(await store.getWrappedKey(other), x)
+      }),
+  },
+  {
+    name: 'rewrapKeys: replaces every key in one transaction; a failing rewrap changes none',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const a = await newVault(store)
+        const b = await newVault(store)
+        const none = await newVault(store)
+        const ka = sealed(60)
+        const kb = sealed(60)
+        await store.ensureWrappedKey(a, ka)
+        await store.ensureWrappedKey(b, kb)
+        let calls = 0
+        await assert.rejects(
+          store.rewrapKeys(async (w) => {
+            if (++calls === 2) throw new Error('keyring refused')
+            return new Uint8Array([...w, 1])
+          }),
+        )
+        same(await store.getWrappedKey(a), ka, 'first key rolled back')
+        same(await store.getWrappedKey(b), kb)
+        const seen: string[] = []
+        const n = await store.rewrapKeys(async (w, vaultId) => {
+          seen.push(vaultId)
+          return new Uint8Array([...w, 7])
+        })
+        assert.equal(n, 2)
+        assert.deepEqual(seen.sort(), [a, b].sort())
+        same(await store.getWrappedKey(a), new Uint8Array([...ka, 7]))
+        same(await store.getWrappedKey(b), new Uint8Array([...kb, 7]))
+        assert.equal(await store.getWrappedKey(none), null)
+      }),
+  },
+  {
+    name: 'variables: set, get, list names, read in name order, byte for byte; delete',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        // a Uint8Array view into a larger buffer: only the view is stored
+        const big = new Uint8Array(randomBytes(100))
+        const view = big.subarray(10, 50)
+        const values = [sv('ZED'), { name: 'ALPHA', sealed: view }, sv('_mid'), sv('Beta')]
+        for (const [i, v] of values.entries()) {
+          await store.setVariable(id, 'development', v, i % 2 ? OWNER : EDITOR, at(i * MINUTE), entry(id, 'variable_set', { names: [v.name] }))
+        }
+        const names = ['ALPHA', 'Beta', 'ZED', '_mid']
+        const meta = await store.listVariableNames(id, 'development')
+        assert.deepEqual(meta.map((m) => m.name), names)
+        const alpha = meta[0]
+        assert.ok(alpha)
+        assert.equal(alpha.updatedAt.getTime(), at(MINUTE).getTime())
+        assert.equal(alpha.updatedBy, OWNER)
+        assert.equal(meta[2]?.updatedBy, EDITOR)
+        const got = await store.getVariable(id, 'development', 'ALPHA')
+        assert.equal(got?.name, 'ALPHA')
+        same(got?.sealed, view)
+        assert.equal(got?.sealed.byteLength, 40)
+        assert.equal(await store.getVariable(id, 'development', 'NOPE'), null)
+        assert.equal(await store.getVariable(id, 'preview', 'ALPHA'), null, 'environments are separate')
+        const { variables } = await store.readVariables(id, 'development', entry(id, 'read'))
+        assert.deepEqual(variables.map((v) => v.name), names)
+        for (const v of values) same(variables.find((x) => x.name === v.name)?.sealed, v.sealed, v.name)
+        // overwrite
+        const next = sealed()
+        await store.setVariable(id, 'development', { name: 'ZED', sealed: next }, OWNER, at(DAY), entry(id, 'variable_set'))
+        same((await store.getVariable(id, 'development', 'ZED'))?.sealed, next)
+        assert.equal((await store.listVariableNames(id, 'development')).find((m) => m.name === 'ZED')?.updatedAt.getTime(), at(DAY).getTime())
+        // delete
+        assert.equal(await store.deleteVariable(id, 'development', 'ZED', entry(id, 'variable_deleted', { names: ['ZED'] })), true)
+        assert.equal(await store.deleteVariable(id, 'development', 'ZED', entry(id, 'variable_deleted', { names: ['ZED'] })), false)
+        assert.equal(await store.getVariable(id, 'development', 'ZED'), null)
+        assert.deepEqual((await store.listVariableNames(id, 'development')).map((m) => m.name), ['ALPHA', 'Beta', '_mid'])
+        assert.deepEqual(await store.listVariableNames(id, 'preview'), [])
+      }),
+  },
+  {
+    name: 'version: changes on set, delete and apply; not on read, reject or a delete of nothing',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const read = async (env = 'development') => (await store.readVariables(id, env, entry(id, 'read', { environment: env }))).version
+        const v0 = await read()
+        assert.equal(await read(), v0, 'a read changes nothing')
+        await store.setVariable(id, 'development', sv('A'), OWNER, T0, entry(id, 'variable_set'))
+        const v1 = await read()
+        assert.notEqual(v1, v0)
+        await store.setVariable(id, 'development', sv('A'), OWNER, T0, entry(id, 'variable_set'))
+        const v2 = await read()
+        assert.notEqual(v2, v1, 'an overwrite changes it')
+        const pv = await read('preview')
+        await store.setVariable(id, 'preview', sv('P'), OWNER, T0, entry(id, 'variable_set'))
+        assert.equal(await read(), v2, 'another environment\'s change does not')
+        assert.notEqual(await read('preview'), pv)
+        await store.deleteVariable(id, 'development', 'NOPE', entry(id, 'variable_deleted'))
+        assert.equal(await read(), v2, 'deleting nothing changes nothing')
+        await store.deleteVariable(id, 'development', 'A', entry(id, 'variable_deleted'))
+        const v3 = await read()
+        assert.notEqual(v3, v2)
+        const rejected = await store.createImport(newImport(id, [sv('R')]), LIMIT, entry(id, 'push_created'))
+        assert.ok(rejected.ok)
+        await store.decideImport(rejected.import.id, 'rejected', OWNER, T0, entry(id, 'push_rejected'))
+        assert.equal(await read(), v3, 'a rejected push changes nothing')
+        const applied = await store.createImport(newImport(id, [sv('R')]), LIMIT, entry(id, 'push_created'))
+        assert.ok(applied.ok)
+        assert.equal(await read(), v3, 'a pending push changes nothing')
+        await store.decideImport(applied.import.id, 'applied', OWNER, T0, entry(id, 'push_applied'))
+        assert.notEqual(await read(), v3, 'an applied push changes it')
+      }),
+  },
+  {
+    name: 'readVariables appends its log entry with the names read (the caller\'s names are replaced)',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        await store.setVariable(id, 'development', sv('B'), OWNER, T0, entry(id, 'variable_set', { names: ['B'] }))
+        await store.setVariable(id, 'development', sv('A'), OWNER, T0, entry(id, 'variable_set', { names: ['A'] }))
+        await store.readVariables(id, 'development', entry(id, 'read', { names: ['SOMETHING_ELSE'], at: at(MINUTE) }))
+        const [last] = await store.listAccessLog(id, { limit: 1 })
+        assert.ok(last)
+        assert.equal(last.action, 'read')
+        assert.deepEqual(last.names, ['A', 'B'])
+        assert.equal(last.at.getTime(), at(MINUTE).getTime())
+        assert.equal(last.personId, OWNER)
+        assert.equal(last.signInId, 'sign-in-1')
+        assert.equal(last.clientId, 'https://envkeep.test/cli/oauth-client.json')
+        assert.equal(last.environment, 'development')
+        assert.equal(last.address, '127.0.0.1')
+        await store.readVariables(id, 'preview', entry(id, 'read', { environment: 'preview', names: ['X'] }))
+        const [empty] = await store.listAccessLog(id, { limit: 1 })
+        assert.deepEqual(empty?.names, [], 'an empty read logs no names')
+      }),
+  },
+  {
+    name: 'readVariables: if the log entry cannot be written, the read fails and nothing is logged',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        if (!probe) return
+        const id = await newVault(store)
+        await store.setVariable(id, 'development', sv('A'), OWNER, T0, entry(id, 'variable_set'))
+        const before = await probe.accessLogCount(id)
+        const undo = await probe.breakWrites('access_log')
+        try {
+          await assert.rejects(store.readVariables(id, 'development', entry(id, 'read')))
+        } finally {
+          await undo()
+        }
+        assert.equal(await probe.accessLogCount(id), before)
+        const ok = await store.readVariables(id, 'development', entry(id, 'read'))
+        assert.equal(ok.variables.length, 1, 'works again once the log can be written')
+        assert.equal(await probe.accessLogCount(id), before + 1)
+      }),
+  },
+  {
+    name: 'setVariable and deleteVariable are one transaction with their log entry',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        if (!probe) return
+        const id = await newVault(store)
+        const first = sv('A')
+        await store.setVariable(id, 'development', first, OWNER, T0, entry(id, 'variable_set'))
+        const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
+        const undo = await probe.breakWrites('access_log')
+        try {
+          await assert.rejects(store.setVariable(id, 'development', sv('A'), OWNER, T0, entry(id, 'variable_set')))
+          await assert.rejects(store.setVariable(id, 'development', sv('NEW'), OWNER, T0, entry(id, 'variable_set')))
+          await assert.rejects(store.deleteVariable(id, 'development', 'A', entry(id, 'variable_deleted')))
+        } finally {
+          await undo()
+        }
+        same((await store.getVariable(id, 'development', 'A'))?.sealed, first.sealed, 'not overwritten')
+        assert.equal(await store.getVariable(id, 'development', 'NEW'), null, 'not inserted')
+        assert.equal(await probe.variableCount(id, 'development'), 1)
+        assert.equal((await store.readVariables(id, 'development', entry(id, 'read'))).version, version)
+      }),
+  },
+  {
+    name: 'setVariable into an environment that does not exist: 23503, nothing stored',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        await rejectsWith(store.setVariable(id, 'nowhere', sv('A'), OWNER, T0, entry(id, 'variable_set')), '23503')
+        assert.deepEqual(await store.listVariableNames(id, 'nowhere'), [])
+      }),
+  },
+  {
+    name: 'concurrent setVariable calls all land',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const v0 = (await store.readVariables(id, 'development', entry(id, 'read'))).version
+        const names = Array.from({ length: 20 }, (_, i) => `V${String(i).padStart(2, '0')}`)
+        await Promise.all(names.map((n) => store.setVariable(id, 'development', sv(n), OWNER, T0, entry(id, 'variable_set'))))
+        const r = await store.readVariables(id, 'development', entry(id, 'read'))
+        assert.deepEqual(r.variables.map((v) => v.name), names)
+        assert.notEqual(r.version, v0)
+      }),
+  },
+  {
+    name: 'access log: newest first, filtered by environment, action and cursor; every field kept',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const other = await newVault(store)
+        await store.appendAccessLog(entry(id, 'read', { names: ['A', 'B'], at: at(1) }))
+        await store.appendAccessLog(entry(id, 'refused', { environment: 'production', at: at(2) }))
+        await store.appendAccessLog(
+          entry(id, 'member_added', { environment: null, personId: null, signInId: null, clientId: null, address: null, at: at(3) }),
+        )
+        await store.appendAccessLog(entry(id, 'read', { environment: 'preview', names: ['C'], at: at(4) }))
+        await store.appendAccessLog(entry(other, 'read', { at: at(5) }))
+        const all = await store.listAccessLog(id, { limit: 10 })
+        assert.deepEqual(all.map((r) => r.action), ['read', 'member_added', 'refused', 'read'])
+        assert.ok(all.every((r) => r.vaultId === id))
+        const ids = all.map((r) => r.id)
+        assert.deepEqual([...ids].sort((a, b) => b - a), ids, 'ids descend')
+        const nulls = all[1]
+        assert.deepEqual(
+          { ...nulls, id: 0 },
+          { id: 0, vaultId: id, at: at(3), personId: null, signInId: null, clientId: null, action: 'member_added', environment: null, names: [], address: null },
+        )
+        assert.deepEqual(all[3]?.names, ['A', 'B'])
+        assert.deepEqual((await store.listAccessLog(id, { limit: 10, environment: 'production' })).map((r) => r.action), ['refused'])
+        assert.deepEqual((await store.listAccessLog(id, { limit: 10, action: 'read' })).map((r) => r.environment), ['preview', 'development'])
+        assert.equal((await store.listAccessLog(id, { limit: 2 })).length, 2)
+        const page2 = await store.listAccessLog(id, { limit: 10, before: ids[1] as number })
+        assert.deepEqual(page2.map((r) => r.id), ids.slice(2))
+        assert.deepEqual(await store.listAccessLog(randomUUID(), { limit: 10 }), [])
+      }),
+  },
+  {
+    name: 'createImport: pending, names in order, overwrites, refused lines, staged values, push_created logged',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        const id = await newVault(store)
+        await store.setVariable(id, 'development', sv('EXISTS'), OWNER, T0, entry(id, 'variable_set'))
+        await store.setVariable(id, 'preview', sv('ELSEWHERE'), OWNER, T0, entry(id, 'variable_set'))
+        const values = [sv('NEW_B'), sv('EXISTS'), sv('ELSEWHERE'), sv('NEW_A')]
+        const refused = [
+          { line: 3, name: '', reason: 'not a NAME=value line' },
+          { line: 9, name: 'NEW_A', reason: 'duplicate of line 12, which was sent' },
+        ]
+        const input = newImport(id, values, { refused })
+        const r = await store.createImport(input, LIMIT, entry(id, 'push_created', { personId: EDITOR, names: ['X'] }))
+        assert.ok(r.ok)
+        assert.deepEqual(r.import, {
+          id: input.id,
+          vaultId: id,
+          environment: 'development',
+          senderId: EDITOR,
+          signInId: 'sign-in-2',
+          status: 'pending',
+          names: ['ELSEWHERE', 'EXISTS', 'NEW_A', 'NEW_B'],
+          overwrites: ['EXISTS'],
+          refused,
+          createdAt: T0,
+          expiresAt: at(7 * DAY),
+          decidedAt: null,
+          decidedBy: null,
+        })
+        assert.deepEqual(await store.getImport(input.id, T0), r.import, 'read back the same')
+        const staged = await store.getImportValues(input.id)
+        assert.deepEqual(staged.map((v) => v.name), ['ELSEWHERE', 'EXISTS', 'NEW_A', 'NEW_B'])
+        for (const v of values) same(staged.find((s) => s.name === v.name)?.sealed, v.sealed, v.name)
+        assert.deepEqual((await store.listVariableNames(id, 'development')).map((m) => m.name), ['EXISTS'], 'staged values are not variables')
+        const [last] = await store.listAccessLog(id, { limit: 1 })
+        assert.equal(last?.action, 'push_created')
+        assert.equal(last?.personId, EDITOR)
+        if (probe) assert.equal(await probe.stagedValueCount(input.id), 4)
+        assert.equal(await store.getImport(randomUUID(), T0), null)
+        assert.deepEqual(await store.getImportValues(randomUUID()), [])
+      }),
+  },
+  {
+    name: 'createImport with an existing id: 23505, nothing else written',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        const id = await newVault(store)
+        const first = newImport(id, [sv('A')])
+        assert.ok((await store.createImport(first, LIMIT, entry(id, 'push_created'))).ok)
+        const logs = (await store.listAccessLog(id, { limit: 100 })).length
+        const canary = sealed(32)
+        const e = await rejectsWith(
+          store.createImport({ ...first, values: [{ name: 'B', sealed: canary }] }, LIMIT, entry(id, 'push_created')),
+          '23505',
+        )
+        assert.ok(!e.message.includes(Buffer.from(canary).toString('hex')) && !e.message.includes(Buffer.from(canary).toString('base64')))
+        assert.deepEqual((await store.getImportValues(first.id)).map((v) => v.name), ['A'])
+        assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs)
+        if (probe) assert.equal(await probe.importCount(id), 1)
+      }),
+  },
+  {
+    name: 'createImport is one transaction: a failing log entry or staged value leaves nothing',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        if (!probe) return
+        const id = await newVault(store)
+        for (const [what, name] of [
+          ['access_log', undefined],
+          ['import_values', 'SECOND'],
+        ] as const) {
+          const input = newImport(id, [sv('FIRST'), sv('SECOND'), sv('THIRD')])
+          const undo = await probe.breakWrites(what, name)
+          try {
+            await assert.rejects(store.createImport(input, LIMIT, entry(id, 'push_created')), what)
+          } finally {
+            await undo()
+          }
+          assert.equal(await store.getImport(input.id, T0), null, what)
+          assert.equal(await probe.stagedValueCount(input.id), 0, what)
+          assert.equal(await probe.importCount(id), 0, what)
+          assert.equal(await probe.accessLogCount(id), 0, what)
+        }
+      }),
+  },
+  {
+    name: 'storage limit: variables and staged values of pending pushes count, the new push included',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        const id = await newVault(store)
+        await store.setVariable(id, 'development', sv('A', 100), OWNER, T0, entry(id, 'variable_set'))
+        await store.setVariable(id, 'preview', sv('B', 100), OWNER, T0, entry(id, 'variable_set'))
+        const pending = await store.createImport(newImport(id, [sv('C', 100)]), LIMIT, entry(id, 'push_created'))
+        assert.ok(pending.ok)
+        // 3 stored or staged; another vault's data does not count
+        const other = await newVault(store)
+        await store.setVariable(other, 'development', sv('Z', 1000), OWNER, T0, entry(other, 'variable_set'))
+
+        const byCount: StorageLimit = { maxVariables: 5, maxBytes: 1_000_000 }
+        const atLimit = await store.createImport(newImport(id, [sv('D', 10), sv('E', 10)]), byCount, entry(id, 'push_created'))
+        assert.ok(atLimit.ok, 'exactly at the limit is allowed')
+        const over = await store.createImport(newImport(id, [sv('F', 10)]), byCount, entry(id, 'push_created'))
+        assert.deepEqual(over, { ok: false, limit: 'variables', usage: 5, max: 5 })
+
+        // bytes: 100 + 100 + 100 + 10 + 10 = 320 used
+        const byBytes: StorageLimit = { maxVariables: 1000, maxBytes: 400 }
+        const fits = await store.createImport(newImport(id, [sv('G', 80)]), byBytes, entry(id, 'push_created'))
+        assert.ok(fits.ok, '320 + 80 = 400 fits')
+        const logs = (await store.listAccessLog(id, { limit: 100 })).length
+        const rejected = newImport(id, [sv('H', 1)])
+        const tooBig = await store.createImport(rejected, byBytes, entry(id, 'push_created'))
+        assert.deepEqual(tooBig, { ok: false, limit: 'bytes', usage: 400, max: 400 })
+        assert.equal(await store.getImport(rejected.id, T0), null, 'a refused push is not stored')
+        assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs, 'nor logged')
+        if (probe) assert.equal(await probe.stagedValueCount(rejected.id), 0)
+
+        // decided pushes free their staged space
+        await store.decideImport(fits.import.id, 'rejected', OWNER, T0, entry(id, 'push_rejected'))
+        assert.ok((await store.createImport(newImport(id, [sv('H', 80)]), byBytes, entry(id, 'push_created'))).ok)
+      }),
+  },
+  {
+    name: 'getImport expires a pending push lazily: decidedAt = expiresAt, staged values deleted, push_expired logged once',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        const id = await newVault(store)
+        const input = newImport(id, [sv('A'), sv('B')], { expiresAt: at(DAY) })
+        assert.ok((await store.createImport(input, LIMIT, entry(id, 'push_created'))).ok)
+        assert.equal((await store.getImport(input.id, at(DAY - 1)))?.status, 'pending')
+        assert.equal((await store.getImportValues(input.id)).length, 2)
+        const r = await store.getImport(input.id, at(DAY))
+        assert.equal(r?.status, 'expired')
+        assert.equal(r?.decidedAt?.getTime(), at(DAY).getTime())
+        assert.equal(r?.decidedBy, null)
+        assert.deepEqual(r?.names, ['A', 'B'], 'names are kept')
+        assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
+        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        const expiredLogs = async () => (await store.listAccessLog(id, { limit: 100, action: 'push_expired' })).length
+        assert.equal(await expiredLogs(), 1)
+        const [log] = await store.listAccessLog(id, { limit: 1, action: 'push_expired' })
+        assert.deepEqual(log?.names, ['A', 'B'])
+        assert.equal(log?.environment, 'development')
+        const again = await store.getImport(input.id, at(2 * DAY))
+        assert.equal(again?.decidedAt?.getTime(), at(DAY).getTime(), 'terminal: never changes')
+        assert.equal(await expiredLogs(), 1)
+        assert.deepEqual((await store.listVariableNames(id, 'development')), [], 'nothing applied')
+      }),
+  },
+  {
+    name: 'decideImport applied: every staged value becomes a variable byte for byte, in one go',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        const id = await newVault(store)
+        const old = sv('A')
+        await store.setVariable(id, 'development', old, OWNER, T0, entry(id, 'variable_set'))
+        const values = [sv('A'), sv('B'), sv('C')]
+        const input = newImport(id, values)
+        assert.ok((await store.createImport(input, LIMIT, entry(id, 'push_created'))).ok)
+        const r = await store.decideImport(input.id, 'applied', OWNER, at(MINUTE), entry(id, 'push_applied', { names: ['A', 'B', 'C'] }))
+        assert.ok(r.ok)
+        assert.equal(r.import.status, 'applied')
+        assert.equal(r.import.decidedAt?.getTime(), at(MINUTE).getTime())
+        assert.equal(r.import.decidedBy, OWNER)
+        assert.deepEqual(await store.getImport(input.id, at(MINUTE)), r.import)
+        const read = await store.readVariables(id, 'development', entry(id, 'read'))
+        assert.deepEqual(read.variables.map((v) => v.name), ['A', 'B', 'C'])
+        for (const v of values) same(read.variables.find((x) => x.name === v.name)?.sealed, v.sealed, v.name)
+        const meta = await store.listVariableNames(id, 'development')
+        assert.ok(meta.every((m) => m.updatedBy === OWNER && m.updatedAt.getTime() === at(MINUTE).getTime()))
+        assert.deepEqual(namesOf(await store.getImportValues(input.id)), [], 'staged values deleted')
+        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        const actions = (await store.listAccessLog(id, { limit: 100 })).map((l) => l.action)
+        assert.ok(actions.includes('push_applied'))
+        // terminal
+        const twice = await store.decideImport(input.id, 'rejected', EDITOR, at(2 * MINUTE), entry(id, 'push_rejected'))
+        assert.equal(twice.ok, false)
+        assert.equal(twice.import.status, 'applied')
+        assert.equal(twice.import.decidedBy, OWNER)
+        assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_rejected' })).length, 0)
+      }),
+  },
+  {
+    name: 'decideImport rejected: variables untouched, staged values deleted, names kept',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        const id = await newVault(store)
+        const keep = sv('A')
+        await store.setVariable(id, 'development', keep, OWNER, T0, entry(id, 'variable_set'))
+        const input = newImport(id, [sv('A'), sv('B')])
+        assert.ok((await store.createImport(input, LIMIT, entry(id, 'push_created'))).ok)
+        const r = await store.decideImport(input.id, 'rejected', EDITOR, at(MINUTE), entry(id, 'push_rejected'))
+        assert.ok(r.ok)
+        assert.equal(r.import.status, 'rejected')
+        assert.equal(r.import.decidedBy, EDITOR)
+        assert.deepEqual(r.import.names, ['A', 'B'])
+        same((await store.getVariable(id, 'development', 'A'))?.sealed, keep.sealed)
+        assert.equal(await store.getVariable(id, 'development', 'B'), null)
+        assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
+        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_rejected' })).length, 1)
+      }),
+  },
+  {
+    name: 'decideImport on a push past its expiry: not applied, recorded as expired, ok false',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const input = newImport(id, [sv('A')], { expiresAt: at(DAY) })
+        assert.ok((await store.createImport(input, LIMIT, entry(id, 'push_created'))).ok)
+        const r = await store.decideImport(input.id, 'applied', OWNER, at(DAY), entry(id, 'push_applied'))
+        assert.equal(r.ok, false)
+        assert.equal(r.import.status, 'expired')
+        assert.equal(r.import.decidedAt?.getTime(), at(DAY).getTime())
+        assert.equal(await store.getVariable(id, 'development', 'A'), null)
+        assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
+        assert.equal((await store.getImport(input.id, at(DAY)))?.status, 'expired')
+        const actions = (await store.listAccessLog(id, { limit: 100 })).map((l) => l.action)
+        assert.ok(actions.includes('push_expired'))
+        assert.ok(!actions.includes('push_applied'))
+      }),
+  },
+  {
+    name: 'decideImport is all or none: one failing value leaves every variable and the push as they were',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        if (!probe) return
+        const id = await newVault(store)
+        const old = sv('A')
+        await store.setVariable(id, 'development', old, OWNER, T0, entry(id, 'variable_set'))
+        const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
+        const input = newImport(id, [sv('A'), sv('B'), sv('C')])
+        assert.ok((await store.createImport(input, LIMIT, entry(id, 'push_created'))).ok)
+        for (const [what, name] of [
+          ['variables', 'C'],
+          ['access_log', undefined],
+        ] as const) {
+          const undo = await probe.breakWrites(what, name)
+          try {
+            await assert.rejects(store.decideImport(input.id, 'applied', OWNER, at(MINUTE), entry(id, 'push_applied')), what)
+          } finally {
+            await undo()
+          }
+          same((await store.getVariable(id, 'development', 'A'))?.sealed, old.sealed, `${what}: A not overwritten`)
+          assert.equal(await store.getVariable(id, 'development', 'B'), null, `${what}: B not written`)
+          assert.equal(await probe.variableCount(id, 'development'), 1)
+          assert.equal((await store.getImport(input.id, at(MINUTE)))?.status, 'pending', `${what}: still pending`)
+          assert.equal(await probe.stagedValueCount(input.id), 3, `${what}: staged values kept`)
+          assert.equal((await store.readVariables(id, 'development', entry(id, 'read'))).version, version)
+        }
+        const r = await store.decideImport(input.id, 'applied', OWNER, at(MINUTE), entry(id, 'push_applied'))
+        assert.ok(r.ok, 'applies once writes work again')
+        assert.equal(await probe.variableCount(id, 'development'), 3)
+      }),
+  },
+  {
+    name: 'decideImport: two racing decisions, exactly one wins',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const input = newImport(id, [sv('A')])
+        assert.ok((await store.createImport(input, LIMIT, entry(id, 'push_created'))).ok)
+        const [a, b] = await Promise.all([
+          store.decideImport(input.id, 'applied', OWNER, at(MINUTE), entry(id, 'push_applied')),
+          store.decideImport(input.id, 'rejected', EDITOR, at(MINUTE), entry(id, 'push_rejected')),
+        ])
+        assert.equal([a.ok, b.ok].filter(Boolean).length, 1)
+        const final = await store.getImport(input.id, at(MINUTE))
+        assert.equal(final?.status, a.ok ? 'applied' : 'rejected')
+        assert.equal(final?.status === 'applied', (await store.getVariable(id, 'development', 'A')) !== null)
+      }),
+  },
+  {
+    name: 'expireImports sweeps the pending pushes due by now, and only those',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        const id = await newVault(store)
+        const due1 = newImport(id, [sv('A')], { expiresAt: at(DAY) })
+        const due2 = newImport(id, [sv('B')], { expiresAt: at(2 * DAY) })
+        const later = newImport(id, [sv('C')], { expiresAt: at(3 * DAY) })
+        const decided = newImport(id, [sv('D')], { expiresAt: at(DAY) })
+        for (const i of [due1, due2, later, decided]) assert.ok((await store.createImport(i, LIMIT, entry(id, 'push_created'))).ok)
+        await store.decideImport(decided.id, 'rejected', OWNER, at(MINUTE), entry(id, 'push_rejected'))
+        assert.equal(await store.expireImports(at(2 * DAY)), 2)
+        assert.equal(await store.expireImports(at(2 * DAY)), 0, 'a second sweep finds nothing')
+        for (const [i, exp] of [
+          [due1, at(DAY)],
+          [due2, at(2 * DAY)],
+        ] as const) {
+          const r = await store.getImport(i.id, at(2 * DAY))
+          assert.equal(r?.status, 'expired')
+          assert.equal(r?.decidedAt?.getTime(), exp.getTime())
+          if (probe) assert.equal(await probe.stagedValueCount(i.id), 0)
+        }
+        assert.equal((await store.getImport(later.id, at(2 * DAY)))?.status, 'pending')
+        assert.equal((await store.getImport(decided.id, at(2 * DAY)))?.status, 'rejected')
+        assert.equal((await store.getImportValues(later.id)).length, 1)
+        assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_expired' })).length, 2)
+      }),
+  },
+  {
+    name: 'listImports: newest first, by status, limited, per vault',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const other = await newVault(store)
+        const made: string[] = []
+        for (let i = 0; i < 4; i++) {
+          const input = newImport(id, [sv(`V${i}`)], { createdAt: at(i * MINUTE) })
+          assert.ok((await store.createImport(input, LIMIT, entry(id, 'push_created'))).ok)
+          made.push(input.id)
+        }
+        assert.ok((await store.createImport(newImport(other, [sv('X')]), LIMIT, entry(other, 'push_created'))).ok)
+        await store.decideImport(made[1] as string, 'rejected', OWNER, at(DAY), entry(id, 'push_rejected'))
+        assert.deepEqual((await store.listImports(id, { limit: 10 })).map((i) => i.id), [...made].reverse())
+        assert.deepEqual((await store.listImports(id, { limit: 10, status: 'pending' })).map((i) => i.id), [made[3], made[2], made[0]])
+        assert.deepEqual((await store.listImports(id, { limit: 10, status: 'rejected' })).map((i) => i.id), [made[1]])
+        assert.deepEqual((await store.listImports(id, { limit: 2 })).map((i) => i.id), [made[3], made[2]])
+        assert.deepEqual(await store.listImports(randomUUID(), { limit: 10 }), [])
+      }),
+  },
+]

@@ -1,0 +1,26 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { runVaultStoreContract } from '@envkeep/env-api-plugin/testing'
+import { createSqliteStorage, createSqliteVaultStore, openDatabase } from '../src/index.js'
+import { createSqliteProbe } from './vault-probe.js'
+
+// The shared vault store contract, on SQLite in memory (the store alone) …
+t.test('contract on :memory:', async (t) => {
+  runVaultStoreContract(t, async () => {
+    const d = await openDatabase({ filename: ':memory:' })
+    return { store: createSqliteVaultStore(d), probe: createSqliteProbe(d.sqlite), close: () => d.close() }
+  })
+})
+
+// … and on a file (WAL), through the composed storage whose methods are bound copies.
+t.test('contract on a file, through createSqliteStorage', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'envkeep-vault-store-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  let n = 0
+  runVaultStoreContract(t, async () => {
+    const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
+    return { store: storage, probe: createSqliteProbe(storage.database.sqlite), close: () => storage.close() }
+  })
+})
