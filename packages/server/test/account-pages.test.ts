@@ -1,0 +1,158 @@
+import t from 'tap'
+import { hashToken, newToken } from '../src/secrets.js'
+import { SESSION_COOKIE } from '../src/people-local.js'
+import { addAccount, browser, buildTestApp, csrfOf } from './helpers.js'
+
+const PASSWORD_CANARY = 'canary-password-7Qx9-do-not-log'
+
+async function withSetupToken(accounts: import('@envkeep/storage-sqlite').AccountStore, now: Date): Promise<string> {
+  const token = newToken()
+  await accounts.replaceSetupToken(hashToken(token), now, new Date(now.getTime() + 3_600_000))
+  return token
+}
+
+t.test('the setup link creates the first account once, then signs in', async (t) => {
+  const { app, accounts, clock, log } = await buildTestApp(t)
+  const token = await withSetupToken(accounts, new Date(clock.ms))
+  const b = browser(app)
+  const page = await b.get(`/setup?token=${token}`)
+  t.equal(page.statusCode, 200)
+  for (const label of ['<label for="email">Email</label>', '<label for="name">Name</label>', '<label for="password">Password</label>'])
+    t.ok(page.body.includes(label), label)
+  t.match(page.headers['content-security-policy'], /script-src 'self'/)
+  const res = await b.post('/setup', { _csrf: csrfOf(page.body), token, email: 'Owner@Example.com', name: 'Owner', password: PASSWORD_CANARY })
+  t.equal(res.statusCode, 303)
+  t.equal(res.headers.location, '/')
+  const cookie = res.cookies.find((c) => c.name === SESSION_COOKIE)
+  t.ok(cookie, 'session cookie set')
+  t.equal(cookie?.httpOnly, true)
+  t.equal(cookie?.sameSite, 'Lax')
+  t.notOk(cookie?.secure, 'not Secure over http')
+  t.equal(await accounts.countAccounts(), 1)
+  const account = await accounts.findAccountByEmail('owner@example.com')
+  t.equal(account?.name, 'Owner')
+  t.match(account?.passwordHash, /^\$argon2id\$/)
+
+  // the same link again: refused, on GET and POST
+  const again = await b.get(`/setup?token=${token}`)
+  t.equal(again.statusCode, 404)
+  t.notOk(again.body.includes('name="password"'))
+  const replay = await b.post('/setup', { _csrf: csrfOf(page.body), token, email: 'x@example.com', name: 'X', password: 'another-password' })
+  t.equal(replay.statusCode, 404)
+  t.equal(await accounts.countAccounts(), 1)
+  t.notOk(log.text.includes(PASSWORD_CANARY), 'password not in the log')
+  t.notOk(log.text.includes(token), 'setup token not in the log')
+})
+
+t.test('setup refuses unknown and expired tokens and a POST without CSRF', async (t) => {
+  const { app, accounts, clock } = await buildTestApp(t)
+  const token = await withSetupToken(accounts, new Date(clock.ms))
+  const b = browser(app)
+  t.equal((await b.get(`/setup?token=${newToken()}`)).statusCode, 404)
+  t.equal((await b.get('/setup')).statusCode, 404)
+  const page = await b.get(`/setup?token=${token}`)
+  const noCsrf = await b.post('/setup', { token, email: 'a@example.com', name: 'A', password: PASSWORD_CANARY })
+  t.equal(noCsrf.statusCode, 403, 'no CSRF token → 403')
+  t.match(noCsrf.body, /Reference/)
+  t.equal(await accounts.countAccounts(), 0)
+  const short = await b.post('/setup', { _csrf: csrfOf(page.body), token, email: 'a@example.com', name: 'A', password: 'short' })
+  t.equal(short.statusCode, 400)
+  t.match(short.body, /at least 10 characters/)
+  t.notOk(short.body.includes('value="short"'), 'a refused password is never echoed')
+  clock.ms += 2 * 3_600_000
+  t.equal((await b.get(`/setup?token=${token}`)).statusCode, 404, 'expired')
+})
+
+t.test('login: right password signs in, wrong email and wrong password answer the same', async (t) => {
+  const { app, accounts, log } = await buildTestApp(t)
+  await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY, 'Ana')
+  const b = browser(app)
+  const page = await b.get('/login?return_to=%2Fv%2F123')
+  t.equal(page.statusCode, 200)
+  t.ok(page.body.includes('<label for="email">Email</label>'))
+  t.ok(page.body.includes('<label for="password">Password</label>'))
+  t.ok(page.body.includes('<button type="submit">Sign in</button>'))
+  const csrf = csrfOf(page.body)
+
+  const wrongPassword = await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: 'wrong-password-1', return_to: '/v/123' })
+  const wrongEmail = await b.post('/login', { _csrf: csrf, email: 'nobody@example.com', password: 'wrong-password-1', return_to: '/v/123' })
+  t.equal(wrongPassword.statusCode, 401)
+  t.equal(wrongEmail.statusCode, 401)
+  const strip = (s: string) => s.replace(/value="[^"]*"/g, '').replace(/<code>[0-9A-Z]{10}<\/code>/g, '').replace(/What: [^<]*|Reference: [0-9A-Z]+|failure-\d+/g, '')
+  t.equal(strip(wrongPassword.body), strip(wrongEmail.body), 'same page for both')
+  t.notOk(wrongPassword.cookies.some((c) => c.name === 'envkeep_session'))
+
+  const ok = await b.post('/login', { _csrf: csrf, email: 'ANA@example.com', password: PASSWORD_CANARY, return_to: '/v/123' })
+  t.equal(ok.statusCode, 303)
+  t.equal(ok.headers.location, '/v/123')
+  const session = b.jar[SESSION_COOKIE]
+  t.ok(session)
+  // only the hash is stored
+  t.ok(await accounts.findSession(hashToken(session!), new Date()), 'session found by its hash')
+  t.notOk(log.text.includes(PASSWORD_CANARY))
+  t.notOk(log.text.includes(session!), 'session token not in the log')
+})
+
+t.test('login without CSRF is refused; an outside return_to goes home', async (t) => {
+  const { app, accounts } = await buildTestApp(t)
+  await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY)
+  const b = browser(app)
+  const page = await b.get('/login')
+  const noToken = await b.post('/login', { email: 'ana@example.com', password: PASSWORD_CANARY })
+  t.equal(noToken.statusCode, 403)
+  t.notOk(b.jar[SESSION_COOKIE])
+  for (const bad of ['https://evil.example/', '//evil.example/x', '/\\evil', 'javascript:alert(1)']) {
+    const res = await b.post('/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY, return_to: bad })
+    t.equal(res.headers.location, '/', bad)
+  }
+})
+
+t.test('logout needs CSRF, ends the session and clears the cookie', async (t) => {
+  const { app, accounts } = await buildTestApp(t)
+  await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY)
+  const b = browser(app)
+  const page = await b.get('/login')
+  await b.post('/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY })
+  const token = b.jar[SESSION_COOKIE]!
+  t.ok(await accounts.findSession(hashToken(token), new Date()))
+
+  const noCsrf = await b.post('/logout', {})
+  t.equal(noCsrf.statusCode, 403)
+  t.ok(await accounts.findSession(hashToken(token), new Date()), 'still signed in after a CSRF-less POST')
+
+  const logoutPage = await b.get('/logout')
+  t.ok(logoutPage.body.includes('Sign out'))
+  const res = await b.post('/logout', { _csrf: csrfOf(logoutPage.body) })
+  t.equal(res.statusCode, 303)
+  t.equal(res.headers.location, '/login')
+  t.equal(await accounts.findSession(hashToken(token), new Date()), null)
+  const cleared = res.cookies.find((c) => c.name === SESSION_COOKIE)
+  t.equal(cleared?.value, '')
+})
+
+t.test('sign-in attempts are limited per address', async (t) => {
+  const { app, accounts, clock } = await buildTestApp(t, { loginAttemptsPerMinute: 3 })
+  await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY)
+  const b = browser(app)
+  const csrf = csrfOf((await b.get('/login')).body)
+  const statuses: number[] = []
+  for (let i = 0; i < 4; i++) statuses.push((await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: 'nope-nope-nope' })).statusCode)
+  t.same(statuses, [401, 401, 401, 429])
+  const limited = await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: PASSWORD_CANARY })
+  t.equal(limited.statusCode, 429, 'even the right password waits')
+  t.ok(Number(limited.headers['retry-after']) > 0)
+  clock.ms += 61_000
+  t.equal((await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: PASSWORD_CANARY })).statusCode, 303)
+})
+
+t.test('the people adapter reads the session cookie; expired sessions are nobody', async (t) => {
+  const { app, accounts, clock } = await buildTestApp(t)
+  const ana = await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY, 'Ana')
+  const b = browser(app)
+  const page = await b.get('/login')
+  await b.post('/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY })
+  const token = b.jar[SESSION_COOKIE]!
+  const s = await accounts.findSession(hashToken(token), new Date(clock.ms))
+  t.equal(s?.account.id, ana.id)
+  t.equal(await accounts.findSession(hashToken(token), new Date(clock.ms + 15 * 86_400_000)), null, 'after 14 days: gone')
+})

@@ -1,0 +1,123 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PassThrough, Writable } from 'node:stream'
+import type { Test } from 'tap'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { createSqliteAccountStore, createSqliteStorage, type AccountStore, type SqliteStorage } from '@envkeep/storage-sqlite'
+import type { Keyring } from '@envkeep/env-api-plugin'
+import { buildApp } from '../src/build-app.js'
+import { loadConfig, type Env, type ServerConfig } from '../src/config.js'
+import { createLogger } from '../src/logger.js'
+import { hashPassword } from '../src/secrets.js'
+import { buildCli } from '../src/main.js'
+
+/** A temporary directory removed after the test. */
+export function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'envkeep-server-test-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** A writable that keeps everything written, as text. */
+export class Capture extends Writable {
+  text = ''
+  override _write(chunk: Buffer | string, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.text += typeof chunk === 'string' ? chunk : chunk.toString('utf8')
+    cb()
+  }
+}
+
+export interface TestApp {
+  readonly app: FastifyInstance
+  readonly storage: SqliteStorage
+  readonly accounts: AccountStore
+  readonly config: ServerConfig
+  readonly log: Capture
+  /** the test's clock; move it with `clock.ms += …` */
+  readonly clock: { ms: number }
+}
+
+export async function buildTestApp(
+  t: Test,
+  o: { env?: Env; keyring?: Keyring | null; loginAttemptsPerMinute?: number } = {},
+): Promise<TestApp> {
+  const dir = tempDir(t)
+  const config = loadConfig({}, { ENVKEEP_DATA_DIR: dir, ...o.env }, dir)
+  const storage = await createSqliteStorage({ filename: ':memory:' })
+  const accounts = createSqliteAccountStore(storage.database)
+  const log = new Capture()
+  const clock = { ms: Date.parse('2026-11-21T12:00:00.000Z') }
+  const { app } = await buildApp({
+    config,
+    storage,
+    accounts,
+    keyring: o.keyring ?? null,
+    logger: createLogger('debug', log),
+    now: () => new Date(clock.ms),
+    ...(o.loginAttemptsPerMinute === undefined ? {} : { loginAttemptsPerMinute: o.loginAttemptsPerMinute }),
+  })
+  await app.ready()
+  t.teardown(async () => {
+    await app.close()
+    await storage.close()
+  })
+  return { app, storage, accounts, config, log, clock }
+}
+
+/** Cookies a response sets, as name → value. */
+export function setCookies(res: LightMyRequestResponse): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const c of res.cookies as { name: string; value: string }[]) out[c.name] = c.value
+  return out
+}
+
+/** The hidden CSRF token of the first form on a page. */
+export function csrfOf(body: string): string {
+  const m = /name="_csrf" value="([^"]+)"/.exec(body)
+  if (!m) throw new Error('no CSRF field on the page')
+  return m[1]!
+}
+
+export function cookieHeader(cookies: Record<string, string>): string {
+  return Object.entries(cookies)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('; ')
+}
+
+/** A browser-ish session for inject: keeps cookies across requests. */
+export function browser(app: FastifyInstance) {
+  const jar: Record<string, string> = {}
+  return {
+    jar,
+    async get(url: string) {
+      const res = await app.inject({ method: 'GET', url, headers: { cookie: cookieHeader(jar) } })
+      Object.assign(jar, setCookies(res))
+      return res
+    },
+    async post(url: string, form: Record<string, string>) {
+      const res = await app.inject({
+        method: 'POST',
+        url,
+        headers: { cookie: cookieHeader(jar), 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams(form).toString(),
+      })
+      Object.assign(jar, setCookies(res))
+      return res
+    },
+  }
+}
+
+export async function addAccount(accounts: AccountStore, email: string, password: string, name = 'Test Person') {
+  return accounts.createAccount({ id: crypto.randomUUID(), email, name, passwordHash: await hashPassword(password) }, new Date())
+}
+
+/** Runs the CLI with fake streams; stdin gets `input`. */
+export async function runCli(argv: readonly string[], env: Env, input = '', cwd = '/') {
+  const stdin = new PassThrough()
+  stdin.end(input)
+  const stdout = new Capture()
+  const stderr = new Capture()
+  const code = await buildCli({ stdin, stdout, stderr, env, cwd }).run(argv)
+  return { code, stdout: stdout.text, stderr: stderr.text }
+}
