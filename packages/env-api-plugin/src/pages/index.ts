@@ -19,6 +19,33 @@ const FORM_BODY_LIMIT = 256 * 1024
  * The person-facing pages (vault list, vault, push review, sign-ins) and
  * their assets. Encapsulated: their error handler and form parser stay here.
  * The consent page is registered by the OAuth routes.
+ *
+ * Routes, under the path of baseUrl (GET pages; POST forms, each behind CSRF):
+ *   GET  /                                   the person's vaults; POST /vaults creates one
+ *   GET  /v/:vault                           environments, variables, pushes, members, access log
+ *        (?environment=&action=&before= filter the log)
+ *   POST /v/:vault/reveal                    environment [+ name]: shows values, logs `read`
+ *   POST /v/:vault/variables/{add,change,delete}
+ *   POST /v/:vault/members/{add,change,remove}, /v/:vault/environments   (owners)
+ *   GET  /v/:vault/variables/imports/:import  the review page; POST …/reveal, …/apply, …/reject
+ *   GET  /sign-ins; POST /sign-ins/revoke
+ *   GET  /assets/envkeep.css, /assets/envkeep.js
+ *
+ * Decisions where the spec is silent:
+ * - every member sees the vault page, the names of every environment, the
+ *   pending pushes and the access log (names only, never values); values and
+ *   value forms only where the role may read (access.ts);
+ * - "Add variable" refuses a name that exists (409: use "Change"), so a typo
+ *   never overwrites a value silently;
+ * - a revealed value is rendered into the answer of the POST, never put in a
+ *   URL; successful forms answer 303 to the page (post/redirect/get);
+ * - a refused form re-renders its page with the refusal on top (status of the
+ *   refusal); a failure of the server itself is a whole error page;
+ * - the review page is visible to every member; Reveal needs read access,
+ *   Apply/Reject need canDecideImport; revealing an overwrite also shows the
+ *   value it would replace (one `read` entry with the push's names);
+ * - member changes and new environments are logged (member_*, environment_created);
+ * - a vault keeps at least one owner: the last owner cannot be demoted or removed.
  */
 export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOptions }): Promise<void> {
   const { opts } = o

@@ -62,7 +62,12 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
   async function render(
     reply: FastifyReply,
     ctx: ReviewContext,
-    extra: { problem?: PageFailure | null; revealed?: Readonly<Record<string, string>> | null } = {},
+    extra: {
+      problem?: PageFailure | null
+      revealed?: Readonly<Record<string, string>> | null
+      /** current values of the names the push overwrites, shown beside the new ones */
+      current?: Readonly<Record<string, string>> | null
+    } = {},
   ): Promise<FastifyReply> {
     const { person, vault, push, env } = ctx
     const people = personCache(deps)
@@ -74,6 +79,7 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
     const action = pagePath(deps, reviewPath(vault.id, push.id))
     const overwrites = new Set(push.overwrites)
     const revealed = extra.revealed ?? null
+    const current = extra.current ?? {}
 
     const nameRows = push.names.map((name) => {
       const kind = overwrites.has(name) ? 'overwrite' : 'new'
@@ -81,7 +87,13 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
       return html`<tr>
 <td data-label="Name"><code class="name">${name}</code></td>
 <td data-label="Change"><span class="mark mark-${kind}">${kind}</span></td>
-${pending ? html`<td data-label="Value">${value !== undefined ? html`<code class="value" data-name="${name}">${value}</code>` : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`}</td>` : ''}
+${pending
+  ? html`<td data-label="Value">${value !== undefined
+      ? html`<code class="value" data-name="${name}">${value}</code>${Object.prototype.hasOwnProperty.call(current, name)
+          ? html`<span class="small muted">now:</span> <code class="value current" data-current="${name}">${current[name]}</code>`
+          : ''}`
+      : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`}</td>`
+  : ''}
 </tr>`
     })
     const refusedRows = push.refused.map(
@@ -192,10 +204,14 @@ ${canDecide
       throw pageError(403, 'database (your role)', `your role (${ctx.vault.role}) cannot read the values of this environment`)
     }
     const staged = await storage.getImportValues(ctx.push.id)
+    const existing = (
+      await Promise.all(ctx.push.overwrites.map((name) => storage.getVariable(ctx.vault.id, ctx.push.environment, name)))
+    ).filter((v) => v !== null)
     // logged before the values leave the server; if the log fails, nothing is shown
     await storage.appendAccessLog({ ...logEntry(request, ctx, 'read'), names: staged.map((s) => s.name) })
     const values = await deps.crypto.openValues(ctx.vault.id, ctx.push.environment, staged)
-    return render(reply, ctx, { revealed: values })
+    const current = await deps.crypto.openValues(ctx.vault.id, ctx.push.environment, existing)
+    return render(reply, ctx, { revealed: values, current })
   })
 
   for (const decision of ['applied', 'rejected'] as const) {

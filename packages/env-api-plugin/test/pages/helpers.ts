@@ -62,7 +62,7 @@ export const TTL = 7 * 24 * 60 * 60 * 1000
 /** A ready app with the plugin on SQLite in memory, a vault with three members; closed at teardown. */
 export async function build(
   t: { teardown(fn: () => unknown): void },
-  opts: { vaultName?: string; listen?: boolean } = {},
+  opts: { vaultName?: string; baseUrl?: string } = {},
 ): Promise<Built> {
   const storage = await createSqliteStorage({ filename: ':memory:' })
   const keyring = createLocalKeyring(randomBytes(32))
@@ -75,7 +75,7 @@ export async function build(
     },
   })
   await app.register(envApi, {
-    baseUrl: 'http://127.0.0.1',
+    baseUrl: opts.baseUrl ?? 'http://127.0.0.1',
     storage,
     keyring,
     people: createTestPeople(),
