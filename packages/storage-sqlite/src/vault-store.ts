@@ -496,12 +496,11 @@ class SqliteVaultStore implements VaultStore {
       const usedCount = stored.n + staged.n
       const usedBytes = stored.bytes + staged.bytes
       const newBytes = input.values.reduce((s, v) => s + v.sealed.byteLength, 0)
-      if (usedCount + input.values.length > limit.maxVariables) {
-        return { ok: false, limit: 'variables', usage: usedCount, max: limit.maxVariables }
-      }
-      if (usedBytes + newBytes > limit.maxBytes) {
-        return { ok: false, limit: 'bytes', usage: usedBytes, max: limit.maxBytes }
-      }
+      // usage is what the vault would hold with this push: the figure that went over
+      const withCount = usedCount + input.values.length
+      if (withCount > limit.maxVariables) return { ok: false, limit: 'variables', usage: withCount, max: limit.maxVariables }
+      const withBytes = usedBytes + newBytes
+      if (withBytes > limit.maxBytes) return { ok: false, limit: 'bytes', usage: withBytes, max: limit.maxBytes }
 
       const existing = new Set(
         this.#all(

@@ -127,6 +127,7 @@ export type CreateImportResult =
   | {
       readonly ok: false
       readonly limit: 'variables' | 'bytes'
+      /** what the vault would hold with this push included (count or bytes): the figure over `max` */
       readonly usage: number
       readonly max: number
     }

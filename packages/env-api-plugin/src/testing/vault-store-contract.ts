@@ -658,7 +658,7 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         const atLimit = await store.createImport(newImport(id, [sv('D', 10), sv('E', 10)]), byCount, entry(id, 'push_created'))
         assert.ok(atLimit.ok, 'exactly at the limit is allowed')
         const over = await store.createImport(newImport(id, [sv('F', 10)]), byCount, entry(id, 'push_created'))
-        assert.deepEqual(over, { ok: false, limit: 'variables', usage: 5, max: 5 })
+        assert.deepEqual(over, { ok: false, limit: 'variables', usage: 6, max: 5 }, 'usage counts the new push')
 
         // bytes: 100 + 100 + 100 + 10 + 10 = 320 used
         const byBytes: StorageLimit = { maxVariables: 1000, maxBytes: 400 }
@@ -667,7 +667,7 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         const logs = (await store.listAccessLog(id, { limit: 100 })).length
         const rejected = newImport(id, [sv('H', 1)])
         const tooBig = await store.createImport(rejected, byBytes, entry(id, 'push_created'))
-        assert.deepEqual(tooBig, { ok: false, limit: 'bytes', usage: 400, max: 400 })
+        assert.deepEqual(tooBig, { ok: false, limit: 'bytes', usage: 401, max: 400 }, 'usage counts the new push')
         assert.equal(await store.getImport(rejected.id, T0), null, 'a refused push is not stored')
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs, 'nor logged')
         if (probe) assert.equal(await probe.stagedValueCount(rejected.id), 0)
