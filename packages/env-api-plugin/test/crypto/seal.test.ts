@@ -1,0 +1,37 @@
+import t from 'tap'
+import { open, placeOf, seal } from '../../src/crypto/seal.js'
+import { createLocalKeyring } from '../../src/index.js'
+import { createBrokenKeyring, createTestKeyring } from '../../src/testing/keyring.js'
+
+const key = Buffer.alloc(32, 1)
+
+t.test('seal: a random nonce each time, opens only in its place', async (t) => {
+  const place = placeOf('v1', 'development', 'A')
+  const a = seal(key, Buffer.from('value'), place)
+  const b = seal(key, Buffer.from('value'), place)
+  t.notSame(a, b, 'two seals of one value differ')
+  t.equal(a.length, 12 + 5 + 16, 'nonce ‖ ciphertext ‖ tag')
+  t.equal(open(key, a, place).toString(), 'value')
+  for (const other of [placeOf('v2', 'development', 'A'), placeOf('v1', 'preview', 'A'), placeOf('v1', 'development', 'B'), placeOf('v1d', 'evelopment', 'A')]) {
+    t.throws(() => open(key, a, other), 'another place does not open')
+  }
+  t.throws(() => open(Buffer.alloc(32, 2), a, place), 'another key does not open')
+  const flipped = Buffer.from(a)
+  flipped[13] = (flipped[13] as number) ^ 1
+  t.throws(() => open(key, flipped, place), 'a flipped byte does not open')
+  t.throws(() => open(key, a.subarray(0, 20), place), 'a short value does not open')
+})
+
+t.test('local keyring: wraps per vault, refuses bad keys and the wrong vault', async (t) => {
+  t.throws(() => createLocalKeyring(Buffer.alloc(31)), TypeError)
+  const k = createLocalKeyring(key)
+  const dataKey = Buffer.alloc(32, 9)
+  const wrapped = await k.wrap(dataKey, 'vault-1')
+  t.notOk(Buffer.from(wrapped).includes(dataKey), 'the data key is not stored in plain')
+  t.same(Buffer.from(await k.unwrap(wrapped, 'vault-1')), dataKey)
+  await t.rejects(k.unwrap(wrapped, 'vault-2'), 'bound to its vault')
+  await t.rejects(createLocalKeyring(Buffer.alloc(32, 3)).unwrap(wrapped, 'vault-1'), 'another master key fails')
+  await t.rejects(createBrokenKeyring().unwrap(wrapped, 'vault-1'))
+  const tk = createTestKeyring('x')
+  t.same(Buffer.from(await createTestKeyring('x').unwrap(await tk.wrap(dataKey, 'v'), 'v')), dataKey, 'same label, same key')
+})
