@@ -96,11 +96,17 @@ function lineOf(starts: readonly number[], offset: number): number {
 }
 
 /** Reads dotenv entries with their line numbers, plus the lines dotenv would skip. */
-export function readEntries(text: string): { entries: Array<ParsedEntry & { unclosedQuote: boolean }>; unparsed: number[] } {
+export interface ReadEntry extends ParsedEntry {
+  readonly unclosedQuote: boolean
+  /** First and last line the entry takes (a multi-line value, or blank lines and `export` before it). */
+  readonly span: readonly [number, number]
+}
+
+export function readEntries(text: string): { entries: ReadEntry[]; unparsed: number[] } {
   const src = text.replace(/\r\n?/g, '\n')
   const starts = lineStarts(src)
   const covered = new Uint8Array(starts.length + 1)
-  const entries: Array<ParsedEntry & { unclosedQuote: boolean }> = []
+  const entries: ReadEntry[] = []
   LINE.lastIndex = 0
   for (let m = LINE.exec(src); m !== null; m = LINE.exec(src)) {
     if (m[0].length === 0) {
@@ -112,7 +118,7 @@ export function readEntries(text: string): { entries: Array<ParsedEntry & { uncl
     const last = lineOf(starts, Math.max(m.index, m.index + m[0].length - 1))
     for (let l = first; l <= last; l++) covered[l] = 1
     const { value, unclosedQuote } = dotenvValue(m[2])
-    entries.push({ line: lineOf(starts, keyAt), name: m[1]!, value, unclosedQuote })
+    entries.push({ line: lineOf(starts, keyAt), name: m[1]!, value, unclosedQuote, span: [first, last] })
   }
   const unparsed: number[] = []
   for (let l = 1; l <= starts.length; l++) {

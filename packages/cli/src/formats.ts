@@ -45,7 +45,7 @@ function formatDotenv(variables: Readonly<Record<string, string>>): string {
   }
   if (impossible.length > 0) {
     throw new CliError(
-      `the dotenv format cannot hold the value of ${impossible.join(', ')} so that dotenv reads it back exactly (it mixes quote characters with line breaks or carriage returns)`,
+      `the dotenv format cannot hold the value of ${impossible.join(', ')} so that dotenv reads it back exactly (it mixes all three quote characters with # or line breaks)`,
       { hint: 'use --format json or --format shell, which carry any value' },
     )
   }

@@ -1,0 +1,120 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import dotenv from 'dotenv'
+import fc from 'fast-check'
+import { CliError } from '../src/errors.js'
+import { dotenvEntry, formatVariables, shellQuote } from '../src/formats.js'
+
+export const NASTY: Record<string, string> = {
+  NEWLINES: 'line one\nline two\n',
+  CRLF: 'dos\r\nline',
+  LONE_CR: 'a\rb',
+  DOUBLE_QUOTES: 'say "hi"',
+  SINGLE_QUOTES: "it's",
+  BACKTICKS: 'run `whoami`',
+  DOLLARS: '$HOME ${PATH} $(id) $$',
+  BACKSLASHES: 'C:\\path\\to\\n\\r\\\\',
+  LITERAL_BACKSLASH_N: 'not a newline: \\n',
+  HASH: 'value # not a comment',
+  EQUALS: 'a=b=c',
+  SPACES: '  padded  ',
+  TAB: 'a\tb',
+  UNICODE: 'héllo ✓ 日本 🙂 \u2028 \u00a0',
+  ALL_QUOTES: `'single' "double" \`back\``,
+  QUOTES_AND_NEWLINE_1: `it's\n"quoted"`,
+  JSONISH: '{"a": [1, "two"]}',
+  LEADING_QUOTE: '"starts with a quote',
+  ONLY_QUOTE: "'",
+  EXPORT_LIKE: 'export X=1',
+  LONG: 'x'.repeat(65_536),
+}
+
+function shellRead(text: string, names: string[]): Record<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), 'envkeep-fmt-'))
+  try {
+    const file = join(dir, 'vars.sh')
+    writeFileSync(file, text)
+    const script = `. "$0" && printf '%s\\0' ${names.map((n) => `"$${n}"`).join(' ')}`
+    const out = execFileSync('sh', ['-c', script, file], { env: { PATH: process.env.PATH }, maxBuffer: 64 << 20 })
+    const values = out.toString('utf8').split('\0').slice(0, -1)
+    return Object.fromEntries(names.map((n, i) => [n, values[i]!]))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+t.test('json: JSON.parse reads back every value', async (t) => {
+  t.same(JSON.parse(formatVariables(NASTY, 'json')), NASTY)
+})
+
+t.test('shell: a real sh reads back every value', async (t) => {
+  const back = shellRead(formatVariables(NASTY, 'shell'), Object.keys(NASTY))
+  for (const [n, v] of Object.entries(NASTY)) t.equal(back[n], v, n)
+})
+
+t.test('shell: the output is export lines that run nothing', async (t) => {
+  const text = formatVariables({ A: '$(touch /tmp/envkeep-pwned)`touch /tmp/envkeep-pwned`' }, 'shell')
+  t.equal(text, `export A='$(touch /tmp/envkeep-pwned)\`touch /tmp/envkeep-pwned\`'\n`)
+})
+
+t.test('dotenv: the dotenv package reads back every value that the format can carry', async (t) => {
+  const text = formatVariables(NASTY, 'dotenv')
+  const back = dotenv.parse(text)
+  t.same(Object.keys(back).sort(), Object.keys(NASTY).sort())
+  for (const [n, v] of Object.entries(NASTY)) t.equal(back[n], v, n)
+})
+
+t.test('dotenv: a value dotenv cannot carry is an error naming the variable, not its value', async (t) => {
+  const value = `'CANARY_7f3a' "q" \`b\` # hash\nand a line`
+  t.equal(dotenvEntry('X', value), null)
+  try {
+    formatVariables({ OK: 'fine', IMPOSSIBLE: value }, 'dotenv')
+    t.fail('should throw')
+  } catch (err) {
+    t.ok(err instanceof CliError)
+    t.match((err as CliError).message, /IMPOSSIBLE/)
+    t.notMatch(`${(err as CliError).message} ${(err as CliError).hint}`, /CANARY_7f3a|hash/)
+    t.match((err as CliError).hint, /--format json/)
+  }
+})
+
+t.test('names that are not plain names never reach a shell or dotenv file', async (t) => {
+  for (const format of ['shell', 'dotenv'] as const) {
+    t.throws(() => formatVariables({ 'A;touch x': 'v' }, format), CliError, format)
+  }
+  t.same(JSON.parse(formatVariables({ 'A;touch x': 'v' }, 'json')), { 'A;touch x': 'v' })
+})
+
+t.test('shellQuote', async (t) => {
+  t.equal(shellQuote(''), "''")
+  t.equal(shellQuote("a'b"), `'a'\\''b'`)
+})
+
+const valueArb = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom('\n', '\r', '"', "'", '`', '\\', '$', '#', ' ', '=', 'n', 'r', 'é', '🙂', '\t'),
+    fc.constantFrom('a', 'b', 'Z', '0'),
+  ),
+  maxLength: 20,
+})
+
+t.test('property: json and shell carry any value; dotenv carries it or refuses, never alters it', async (t) => {
+  const batches = fc.sample(fc.array(valueArb, { minLength: 1, maxLength: 30 }), 8)
+  for (const values of batches) {
+    const vars = Object.fromEntries(values.map((v, i) => [`V${i}`, v]))
+    t.same(JSON.parse(formatVariables(vars, 'json')), vars)
+    t.same(shellRead(formatVariables(vars, 'shell'), Object.keys(vars)), vars)
+    const carried = Object.fromEntries(Object.entries(vars).filter(([n, v]) => dotenvEntry(n, v) !== null))
+    t.same(dotenv.parse(formatVariables(carried, 'dotenv')), carried)
+  }
+  fc.assert(
+    fc.property(valueArb, (v) => {
+      const line = dotenvEntry('K', v)
+      return line === null || dotenv.parse(line).K === v
+    }),
+    { numRuns: 2000 },
+  )
+})
