@@ -85,6 +85,18 @@ const ENV_VERSION_SQL = 'select "version" from "environments" where "vault_id" =
 const INSERT_LOG_SQL =
   'insert into "access_log" ("vault_id", "at", "person_id", "sign_in_id", "client_id", "action", "environment", "names", "address") values (?, ?, ?, ?, ?, ?, ?, ?, ?)'
 
+/** A person's vaults: all of them, one by id, or those with a name (parameters: person, then id or name). */
+const ACCESS_VAULTS_SQL = {
+  all: 'select v.id, v.name, v.plan, v.require_second_person, v.created_at, m.role from vaults v join members m on m.vault_id = v.id where m.person_id = ? order by v.name, v.id',
+  id: 'select v.id, v.name, v.plan, v.require_second_person, v.created_at, m.role from vaults v join members m on m.vault_id = v.id where m.person_id = ? and v.id = ? order by v.name, v.id',
+  name: 'select v.id, v.name, v.plan, v.require_second_person, v.created_at, m.role from vaults v join members m on m.vault_id = v.id where m.person_id = ? and v.name = ? order by v.name, v.id',
+} as const
+const ACCESS_ENVIRONMENTS_SQL = {
+  all: 'select e.vault_id, e.name, e.owners_only from environments e join members m on m.vault_id = e.vault_id where m.person_id = ? order by e.vault_id, e.name',
+  id: 'select e.vault_id, e.name, e.owners_only from environments e join members m on m.vault_id = e.vault_id where m.person_id = ? and e.vault_id = ? order by e.name',
+  name: 'select e.vault_id, e.name, e.owners_only from environments e join members m on m.vault_id = e.vault_id join vaults v on v.id = e.vault_id where m.person_id = ? and v.name = ? order by e.vault_id, e.name',
+} as const
+
 /** Prepared statements are cached by SQL text; past this many the cache starts over. */
 const STATEMENT_CACHE_MAX = 256
 
@@ -170,25 +182,17 @@ class SqliteVaultStore implements VaultStore {
     )
   }
 
-  /** The vaults a person sees, with role and environments; `filter` narrows the vault rows. */
+  /**
+   * The vaults a person sees, with role and environments. Hand-written,
+   * prepared-once SQL: every API request starts here.
+   */
   #access(personId: string, filter: { vaultId?: string; name?: string }): VaultAccess[] {
-    let q = this.#db
-      .selectFrom('vaults as v')
-      .innerJoin('members as m', 'm.vault_id', 'v.id')
-      .select(['v.id', 'v.name', 'v.plan', 'v.require_second_person', 'v.created_at', 'm.role'])
-      .where('m.person_id', '=', personId)
-    if (filter.vaultId !== undefined) q = q.where('v.id', '=', filter.vaultId)
-    if (filter.name !== undefined) q = q.where('v.name', '=', filter.name)
-    const vaults = this.#all<VaultRow>(q.orderBy('v.name').orderBy('v.id'))
+    const by = filter.vaultId !== undefined ? 'id' : filter.name !== undefined ? 'name' : 'all'
+    const args = by === 'id' ? [personId, filter.vaultId] : by === 'name' ? [personId, filter.name] : [personId]
+    const vaults = this.#stmt(ACCESS_VAULTS_SQL[by]).all(...args) as VaultRow[]
     if (vaults.length === 0) return []
-    let eq = this.#db
-      .selectFrom('environments as e')
-      .innerJoin('members as m', 'm.vault_id', 'e.vault_id')
-      .select(['e.vault_id', 'e.name', 'e.owners_only'])
-      .where('m.person_id', '=', personId)
-    if (filter.vaultId !== undefined) eq = eq.where('e.vault_id', '=', filter.vaultId)
     const envs = new Map<string, EnvironmentInfo[]>()
-    for (const e of this.#all<EnvRow>(eq.orderBy('e.vault_id').orderBy('e.name'))) {
+    for (const e of this.#stmt(ACCESS_ENVIRONMENTS_SQL[by]).all(...args) as EnvRow[]) {
       let list = envs.get(e.vault_id)
       if (!list) envs.set(e.vault_id, (list = []))
       list.push({ name: e.name, ownersOnly: e.owners_only === 1 })
