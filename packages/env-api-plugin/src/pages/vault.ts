@@ -119,12 +119,15 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
   const people = personCache(deps)
   const filter = logFilter(view.query, vault)
 
-  const [variables, members, log, pushes] = await Promise.all([
+  const [variables, members, log, pending] = await Promise.all([
     Promise.all(vault.environments.map((e) => storage.listVariableNames(vault.id, e.name))),
     storage.listMembers(vault.id),
     storage.listAccessLog(vault.id, { ...filter, limit: LOG_PAGE }),
     storage.listImports(vault.id, { status: 'pending', limit: 50 }),
   ])
+  // a push past its expiry is expired on its next read; do not offer it for review
+  const now = deps.opts.now().getTime()
+  const pushes = pending.filter((p) => p.expiresAt.getTime() > now)
   const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
   const logPeople = await Promise.all(log.map((l) => people(l.personId)))
   const pushPeople = await Promise.all(pushes.map((p) => people(p.senderId)))

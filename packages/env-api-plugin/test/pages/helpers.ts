@@ -62,7 +62,7 @@ export const TTL = 7 * 24 * 60 * 60 * 1000
 /** A ready app with the plugin on SQLite in memory, a vault with three members; closed at teardown. */
 export async function build(
   t: { teardown(fn: () => unknown): void },
-  opts: { vaultName?: string; baseUrl?: string } = {},
+  opts: { vaultName?: string; baseUrl?: string; noKey?: boolean } = {},
 ): Promise<Built> {
   const storage = await createSqliteStorage({ filename: ':memory:' })
   const keyring = createLocalKeyring(randomBytes(32))
@@ -77,7 +77,7 @@ export async function build(
   await app.register(envApi, {
     baseUrl: opts.baseUrl ?? 'http://127.0.0.1',
     storage,
-    keyring,
+    keyring: opts.noKey ? null : keyring,
     people: createTestPeople(),
     now: () => clock.now,
     importTtlMs: TTL,

@@ -226,3 +226,27 @@ t.test('an unknown or unshared vault is a 404 error page with the four fields', 
     t.notMatch(res.body, '<script>')
   }
 })
+
+t.test('without a key for variables, value forms answer a 503 error page and the rest works', async (t) => {
+  const b = await build(t, { noKey: true })
+  const s = session(b.app, 'owner')
+  const url = `/v/${b.vaultId}`
+  t.equal((await s.get(url)).statusCode, 200)
+  const add = await s.post(`${url}/variables/add`, { environment: 'development', name: 'A', value: CANARY })
+  t.equal(add.statusCode, 503)
+  t.match(add.body, '<dt>Where</dt><dd>encryption</dd>')
+  t.match(add.body, 'the server has no key for variables')
+  t.equal((await s.post(`${url}/reveal`, { environment: 'development' })).statusCode, 503)
+  t.equal((await s.post(`${url}/environments`, { name: 'staging' })).statusCode, 303)
+})
+
+t.test('pending pushes past their expiry are not offered for review', async (t) => {
+  const b = await build(t)
+  const id = await b.push('preview', { A: 'x' })
+  const s = session(b.app, 'owner')
+  t.match((await s.get(`/v/${b.vaultId}`)).body, id)
+  b.clock.now = new Date(b.clock.now.getTime() + 8 * 86_400_000)
+  const page = await s.get(`/v/${b.vaultId}`)
+  t.notMatch(page.body, id)
+  t.match(page.body, 'No pushes are waiting for review.')
+})
