@@ -37,6 +37,14 @@ export function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (fe && typeof fe.statusCode === 'number' && fe.statusCode === 400 && /JSON/i.test(String(fe.message))) {
     return errors.invalidRequest('the body is not valid JSON')
   }
+  // Any other client error Fastify raises itself (e.g. QUERY without a
+  // content type): its status holds, its message (which may quote the
+  // request) never reaches the wire.
+  if (fe && typeof fe.code === 'string' && fe.code.startsWith('FST_ERR_') && typeof fe.statusCode === 'number') {
+    if (fe.statusCode === 413) return errors.tooLarge(bodyLimit)
+    if (fe.statusCode === 415) return errors.unsupportedMediaType()
+    if (fe.statusCode >= 400 && fe.statusCode < 500) return errors.invalidRequest('the request is malformed')
+  }
   return errors.internal(err)
 }
 
