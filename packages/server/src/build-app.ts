@@ -17,6 +17,8 @@ export interface AppDeps {
   readonly now?: () => Date
   /** sign-in and setup attempts per client address per minute. Default 10. */
   readonly loginAttemptsPerMinute?: number
+  /** true once shutdown began: answers then carry `Connection: close`, so kept-alive sockets end */
+  readonly isShuttingDown?: () => boolean
 }
 
 export interface BuiltApp {
@@ -40,6 +42,13 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   })
+  const isShuttingDown = deps.isShuttingDown
+  if (isShuttingDown) {
+    app.addHook('onSend', async function closeWhenShuttingDown(_request, reply, payload) {
+      if (isShuttingDown()) reply.header('connection', 'close')
+      return payload
+    })
+  }
   await app.register(fastifyCookie)
   await app.register(fastifyCsrf, {
     cookieKey: 'envkeep_csrf',

@@ -48,6 +48,7 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
   else if (source.kind === 'file' && source.tooOpen)
     log.warn({ keyFile: source.path }, 'the master key file can be read by other users; run chmod 600 on it')
 
+  let stopping = false
   const storage = await createSqliteStorage({ filename: config.databaseFile })
   const accounts = createSqliteAccountStore(storage.database)
   let app: Awaited<ReturnType<typeof buildApp>>['app']
@@ -59,6 +60,7 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       keyring: source.kind === 'none' ? null : source.keyring,
       logger: log,
       now,
+      isShuttingDown: () => stopping,
     }))
     await app.listen({ host: config.host, port: config.port })
   } catch (err) {
@@ -98,7 +100,6 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
   void sweeping.finally(() => (sweeping = null))
 
   return new Promise<number>((resolve) => {
-    let stopping = false
     const unsubscribe = (deps.onShutdownSignal ?? processSignals)(function onSignal(signal) {
       if (stopping) return
       stopping = true
