@@ -1,0 +1,103 @@
+import t from 'tap'
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { createLocalKeyring } from '@envkeep/env-api-plugin'
+import type { SqliteStorage } from '@envkeep/storage-sqlite'
+import type { ServerConfig } from '../src/config.js'
+import { addAccount, buildTestApp } from './helpers.js'
+
+const sha256hex = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex')
+
+/** A live CLI sign-in made straight in storage, and its access token. */
+async function signIn(storage: SqliteStorage, config: ServerConfig, personId: string, now: Date): Promise<string> {
+  const token = `ekat_${randomBytes(32).toString('base64url')}`
+  const codeHash = sha256hex(randomUUID())
+  const clientId = `${config.baseUrl}/cli/oauth-client.json`
+  const resource = `${config.baseUrl}/api/env`
+  await storage.saveAuthorizationCode({
+    codeHash,
+    clientId,
+    redirectUri: 'http://127.0.0.1:5555/callback',
+    codeChallenge: 'x'.repeat(43),
+    resource,
+    scopes: ['env:read', 'env:push'],
+    personId,
+    createdAt: now,
+    expiresAt: new Date(now.getTime() + 60_000),
+    consumedAt: null,
+  })
+  const r = await storage.exchangeAuthorizationCode(
+    codeHash,
+    { id: randomUUID(), personId, clientId, resource, scopes: ['env:read', 'env:push'], createdAt: now, expiresAt: new Date(now.getTime() + 86_400_000) },
+    { accessTokenHash: sha256hex(token), accessExpiresAt: new Date(now.getTime() + 3_600_000), refreshTokenHash: sha256hex(randomUUID()) },
+    now,
+  )
+  if (r.outcome !== 'issued') throw new Error('sign-in not issued')
+  return token
+}
+
+async function vaultWithOwner(storage: SqliteStorage, ownerId: string, now: Date): Promise<string> {
+  const id = randomUUID()
+  await storage.createVault({
+    id,
+    name: 'shop',
+    ownerId,
+    plan: 'self-hosted',
+    environments: [
+      { name: 'development', ownersOnly: false },
+      { name: 'production', ownersOnly: true },
+    ],
+    now,
+  })
+  return id
+}
+
+t.test('with no master key, value routes answer 503 not_configured and the rest works', async (t) => {
+  const { app, storage, accounts, config, clock } = await buildTestApp(t, { keyring: null })
+  const ana = await addAccount(accounts, 'ana@example.com', 'password-ana-1')
+  const now = new Date(clock.ms)
+  const vaultId = await vaultWithOwner(storage, ana.id, now)
+  const token = await signIn(storage, config, ana.id, now)
+  const auth = { authorization: `Bearer ${token}` }
+
+  const read = await app.inject({ method: 'GET', url: `/api/env/${vaultId}/development`, headers: auth })
+  t.equal(read.statusCode, 503)
+  t.equal(read.json().error, 'not_configured')
+  t.equal(read.json().where, 'encryption')
+  const push = await app.inject({
+    method: 'POST',
+    url: `/api/env/${vaultId}/development/imports`,
+    headers: { ...auth, 'content-type': 'application/json' },
+    payload: { variables: { A: 'b' } },
+  })
+  t.equal(push.statusCode, 503)
+  t.equal(push.json().error, 'not_configured')
+
+  const list = await app.inject({ method: 'GET', url: '/api/env/vaults', headers: auth })
+  t.equal(list.statusCode, 200, 'the vault list needs no key')
+  t.equal(list.json().vaults[0].id, vaultId)
+  t.equal((await app.inject({ method: 'GET', url: '/login' })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server' })).statusCode, 200)
+})
+
+t.test('with a key, a value written through the API reads back; the log never holds it', async (t) => {
+  const VALUE = `canary-value-${randomUUID()}`
+  const { app, storage, accounts, config, clock, log } = await buildTestApp(t, { keyring: createLocalKeyring(randomBytes(32)) })
+  const ana = await addAccount(accounts, 'ana@example.com', 'password-ana-1')
+  const now = new Date(clock.ms)
+  const vaultId = await vaultWithOwner(storage, ana.id, now)
+  const token = await signIn(storage, config, ana.id, now)
+  const auth = { authorization: `Bearer ${token}`, cookie: 'envkeep_session=canary-cookie-value' }
+  const push = await app.inject({
+    method: 'POST',
+    url: `/api/env/${vaultId}/development/imports?canary=query-canary`,
+    headers: { ...auth, 'content-type': 'application/json' },
+    payload: { variables: { DATABASE_URL: VALUE } },
+  })
+  t.equal(push.statusCode, 201, push.body)
+  t.match(push.json().url, new RegExp(`^${config.baseUrl}/v/${vaultId}/variables/imports/`))
+  const bad = await app.inject({ method: 'GET', url: '/api/env/vaults', headers: { authorization: 'Bearer ekat_canary-bearer-wrong' } })
+  t.equal(bad.statusCode, 401)
+  for (const canary of [VALUE, token, 'canary-cookie-value', 'query-canary', 'canary-bearer-wrong'])
+    t.notOk(log.text.includes(canary), `log free of ${canary.slice(0, 14)}…`)
+  t.match(log.text, /"path":"\/api\/env\//, 'requests are logged by path')
+})
