@@ -80,7 +80,12 @@ export function defaultDeps(): CliDeps {
     timeoutMs: 30_000,
     loginTimeoutMs: 5 * 60_000,
     pollIntervalMs: 3_000,
-    raiseSignal: (sig) => void process.kill(process.pid, sig),
+    raiseSignal: (sig) => {
+      // Listeners (ours, or signal-exit's from proper-lockfile) would turn the signal into a
+      // handled event; without them the default action ends the process with that signal.
+      process.removeAllListeners(sig)
+      process.kill(process.pid, sig)
+    },
   }
 }
 

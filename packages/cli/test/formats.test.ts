@@ -7,30 +7,8 @@ import dotenv from 'dotenv'
 import fc from 'fast-check'
 import { CliError } from '../src/errors.js'
 import { dotenvEntry, formatVariables, shellQuote } from '../src/formats.js'
+import { NASTY } from './helpers/nasty.js'
 
-export const NASTY: Record<string, string> = {
-  NEWLINES: 'line one\nline two\n',
-  CRLF: 'dos\r\nline',
-  LONE_CR: 'a\rb',
-  DOUBLE_QUOTES: 'say "hi"',
-  SINGLE_QUOTES: "it's",
-  BACKTICKS: 'run `whoami`',
-  DOLLARS: '$HOME ${PATH} $(id) $$',
-  BACKSLASHES: 'C:\\path\\to\\n\\r\\\\',
-  LITERAL_BACKSLASH_N: 'not a newline: \\n',
-  HASH: 'value # not a comment',
-  EQUALS: 'a=b=c',
-  SPACES: '  padded  ',
-  TAB: 'a\tb',
-  UNICODE: 'héllo ✓ 日本 🙂 \u2028 \u00a0',
-  ALL_QUOTES: `'single' "double" \`back\``,
-  QUOTES_AND_NEWLINE_1: `it's\n"quoted"`,
-  JSONISH: '{"a": [1, "two"]}',
-  LEADING_QUOTE: '"starts with a quote',
-  ONLY_QUOTE: "'",
-  EXPORT_LIKE: 'export X=1',
-  LONG: 'x'.repeat(65_536),
-}
 
 function shellRead(text: string, names: string[]): Record<string, string> {
   const dir = mkdtempSync(join(tmpdir(), 'envkeep-fmt-'))
