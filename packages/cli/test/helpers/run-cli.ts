@@ -19,13 +19,12 @@ function collect(stream: PassThrough): () => string {
 /** Runs the CLI in-process with fake streams and a private config dir. */
 export async function runCli(args: string[], deps: Partial<CliDeps> = {}): Promise<CliResult> {
   const stdout = new PassThrough()
-  const stderr = new PassThrough()
+  const stderr = (deps.stderr as PassThrough | undefined) ?? new PassThrough()
   const out = collect(stdout)
   const err = collect(stderr)
   const cli = buildCli({
     stdin: new PassThrough(),
     stdout,
-    stderr,
     isTTY: false,
     sleep: async () => {},
     openBrowser: async () => {},
@@ -33,6 +32,7 @@ export async function runCli(args: string[], deps: Partial<CliDeps> = {}): Promi
     loginTimeoutMs: 10_000,
     timeoutMs: 10_000,
     ...deps,
+    stderr,
   })
   const code = await cli.run(args)
   return { code, stdout: out(), stderr: err() }
