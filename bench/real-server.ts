@@ -1,0 +1,54 @@
+/**
+ * The real stack, in its own process: the envkeep plugin on SQLite (the
+ * seeded file, WAL) with a local master key, the access log on, and rate
+ * limits raised through options. Talks to bench/run.ts over IPC:
+ * sends `{ ready, port }`, answers `stats` with its peak RSS.
+ */
+import Fastify from 'fastify'
+import envApi, { createLocalKeyring } from '@envkeep/env-api-plugin'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { BASE_URL, BENCH_PLANS, BENCH_RATE_LIMIT } from './seed.js'
+
+const filename = process.env.BENCH_DB
+const masterKey = process.env.BENCH_MASTER_KEY
+if (!filename || !masterKey || !process.send) throw new Error('bench/real-server.ts is started by bench/run.ts')
+
+const storage = await createSqliteStorage({ filename })
+const app = Fastify({ logger: false })
+await app.register(envApi, {
+  baseUrl: BASE_URL,
+  storage,
+  keyring: createLocalKeyring(Buffer.from(masterKey, 'base64url')),
+  people: {
+    currentPerson: async () => null,
+    signInUrl: (returnTo: string) => `/login?return_to=${encodeURIComponent(returnTo)}`,
+    getPerson: async () => null,
+    findPersonByEmail: async () => null,
+  },
+  rateLimit: BENCH_RATE_LIMIT,
+  plans: BENCH_PLANS,
+})
+app.addHook('onClose', () => storage.close())
+await app.listen({ host: '127.0.0.1', port: 0 })
+const address = app.server.address()
+const port = typeof address === 'object' && address ? address.port : 0
+
+// Peak RSS is sampled too (maxRSS of getrusage is the process's high-water mark).
+let peakRss = process.memoryUsage.rss()
+const sampler = setInterval(() => {
+  peakRss = Math.max(peakRss, process.memoryUsage.rss())
+}, 100)
+sampler.unref()
+
+process.on('message', (m: unknown) => {
+  if (m === 'cpu') {
+    const u = process.cpuUsage()
+    process.send?.({ cpu: u.user + u.system })
+  } else if (m === 'stats') {
+    peakRss = Math.max(peakRss, process.memoryUsage.rss())
+    process.send?.({ stats: { peakRssBytes: Math.max(peakRss, process.resourceUsage().maxRSS * 1024), rssBytes: process.memoryUsage.rss() } })
+  } else if (m === 'stop') {
+    void app.close().then(() => process.exit(0))
+  }
+})
+process.send({ ready: true, port })

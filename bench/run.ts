@@ -1,0 +1,298 @@
+/**
+ * `pnpm bench`: the real envkeep stack against a bare Fastify app answering
+ * the same bytes, loaded from this process with autocannon. See README.md.
+ *
+ * Process tree: this process (seeding, then the load generator, pinned to
+ * the last core) → bench/real-server.ts and bench/bare-server.ts (pinned to
+ * core 0, one loaded at a time). Settings: BENCH_DURATION (seconds per
+ * case, default 5), BENCH_ONLY (comma-separated case ids), BENCH_PROFILE=1
+ * (V8 CPU profile of the real server in bench/results/profile/).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { availableParallelism, cpus, tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import { createLocalKeyring } from '@envkeep/env-api-plugin'
+import type { BareAnswer } from './bare-server.js'
+import { BENCH_RATE_LIMIT, MANY_SIGN_INS, MANY_VAULTS, READ_SIZES, seed, value40, varName } from './seed.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const DURATION = Number(process.env.BENCH_DURATION ?? 5)
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null
+const CONNECTIONS = 10
+const cores = availableParallelism()
+const canPin = cores >= 2 && hasTaskset()
+
+interface Case {
+  id: string
+  label: string
+  method: 'GET' | 'POST'
+  url: string
+  /** a token, or every sign-in in turn */
+  auth: string | string[]
+  body?: string
+  connections: number
+  /** requests per second over all connections (fixed-rate cases) */
+  rate?: number
+}
+
+interface Measure {
+  rps: number
+  p50: number
+  p99: number
+  non2xx: number
+  errors: number
+  /** CPU time the server spent per answered request (user + system), microseconds: robust when the machine is shared */
+  cpuUs: number
+}
+
+interface CaseResult {
+  id: string
+  label: string
+  connections: number
+  rate: number | null
+  real: Measure
+  bare: Measure
+  /** real req/s ÷ bare req/s */
+  ratio: number
+  /** bare CPU per request ÷ real CPU per request: the ratio the machine would give if it were not shared */
+  cpuRatio: number
+}
+
+function hasTaskset(): boolean {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
+
+function startChild(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; port: number }> {
+  const node = [process.execPath, ...nodeArgs, '--import', 'tsx', join(here, script)]
+  const [cmd, ...args] = canPin ? ['taskset', '-c', '0', ...node] : node
+  const child = spawn(cmd as string, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } })
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench: ${script} exited with ${code}`)))
+    child.once('message', (m: { ready?: boolean; port?: number }) => {
+      if (m.ready && m.port) resolve({ child, port: m.port })
+    })
+  })
+}
+
+function ask<T>(child: ChildProcess, message: string, key: string): Promise<T> {
+  return new Promise((resolve) => {
+    const on = (m: Record<string, unknown>) => {
+      if (key in m) {
+        child.off('message', on)
+        resolve(m[key] as T)
+      }
+    }
+    child.on('message', on)
+    child.send(message)
+  })
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve()
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
+    child.removeAllListeners('exit')
+    child.once('exit', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    child.send('stop')
+  })
+}
+
+async function load(server: { child: ChildProcess; port: number }, c: Case, duration: number): Promise<Measure> {
+  const port = server.port
+  const cpu0 = await ask<number>(server.child, 'cpu', 'cpu')
+  const tokens = typeof c.auth === 'string' ? [c.auth] : c.auth
+  let next = 0
+  const headers: Record<string, string> = { authorization: `Bearer ${tokens[0]}` }
+  if (c.body !== undefined) headers['content-type'] = 'application/json'
+  const request: autocannon.Request = { method: c.method, path: c.url, headers, ...(c.body === undefined ? {} : { body: c.body }) }
+  if (tokens.length > 1) {
+    request.setupRequest = (req) => {
+      const token = tokens[next++ % tokens.length] as string
+      return { ...req, headers: { ...headers, authorization: `Bearer ${token}` } }
+    }
+  }
+  const r = await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections: c.connections,
+    duration,
+    pipelining: 1,
+    requests: [request],
+    ...(c.rate ? { overallRate: c.rate } : {}),
+  })
+  const cpu1 = await ask<number>(server.child, 'cpu', 'cpu')
+  return {
+    cpuUs: (cpu1 - cpu0) / Math.max(1, r.requests.total),
+    rps: r.requests.total / r.duration,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  }
+}
+
+async function sample(port: number, c: Case): Promise<BareAnswer> {
+  const token = typeof c.auth === 'string' ? c.auth : (c.auth[0] as string)
+  const res = await fetch(`http://127.0.0.1:${port}${c.url}`, {
+    method: c.method,
+    headers: { authorization: `Bearer ${token}`, ...(c.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(c.body === undefined ? {} : { body: c.body }),
+  })
+  const body = await res.text()
+  const expected = c.method === 'POST' ? 201 : 200
+  if (res.status !== expected) throw new Error(`bench: ${c.id} answered ${res.status}, expected ${expected}`)
+  return { method: c.method, url: c.url, status: res.status, body }
+}
+
+function bodyOf(count: number, valueBytes: number, prefix: string): string {
+  const variables: Record<string, string> = {}
+  for (let i = 0; i < count; i++) variables[varName(prefix, i)] = valueBytes === 40 ? value40() : randomBytes(valueBytes).toString('base64url').slice(0, valueBytes)
+  return JSON.stringify({ variables })
+}
+
+const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })
+const ms = (n: number): string => (n < 10 ? n.toFixed(2) : n.toFixed(0))
+
+async function main(): Promise<void> {
+  const started = Date.now()
+  const dir = mkdtempSync(join(tmpdir(), 'envkeep-bench-'))
+  const children: ChildProcess[] = []
+  try {
+    if (canPin) execFileSync('taskset', ['-a', '-p', '-c', String(cores - 1), String(process.pid)], { stdio: 'ignore' })
+    const masterKey = randomBytes(32)
+    const filename = join(dir, 'envkeep.db')
+    process.stdout.write('seeding (vaults of 1 … 10,000 variables, a person in 1,000 vaults, 1,002 sign-ins)… ')
+    const s = await seed(filename, createLocalKeyring(masterKey))
+    process.stdout.write(`${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+
+    const pushPath = `/api/env/${s.pushVault}/development/imports`
+    const push30 = bodyOf(30, 40, 'VAR')
+    const push1MiB = bodyOf(1000, 1000, 'BIG')
+    const cases: Case[] = [
+      ...READ_SIZES.map((n) => ({
+        id: `read-${n}`,
+        label: `GET /api/env/:vault/:env, ${fmt(n)} variable${n === 1 ? '' : 's'}`,
+        method: 'GET' as const,
+        url: `/api/env/${s.readVaults[n]}/development`,
+        auth: s.ownerToken,
+        connections: CONNECTIONS,
+      })),
+      { id: 'read-10000-c1', label: 'GET /api/env/:vault/:env, 10,000 variables, 1 connection', method: 'GET', url: `/api/env/${s.readVaults[10_000]}/development`, auth: s.ownerToken, connections: 1 },
+      { id: 'vaults-1000', label: `GET /api/env/vaults, person in ${fmt(MANY_VAULTS)} vaults`, method: 'GET', url: '/api/env/vaults', auth: s.manyVaultsToken, connections: CONNECTIONS },
+      { id: 'sign-ins-1000', label: `GET 30 variables, ${fmt(MANY_SIGN_INS)} sign-ins round-robin`, method: 'GET', url: `/api/env/${s.readVaults[30]}/development`, auth: s.signInTokens, connections: CONNECTIONS },
+      { id: 'push-30', label: 'POST …/imports, 30 variables', method: 'POST', url: pushPath, auth: s.ownerToken, body: push30, connections: CONNECTIONS },
+      { id: 'push-1mib', label: `POST …/imports, ${fmt(push1MiB.length)} B body, 1 connection`, method: 'POST', url: pushPath, auth: s.ownerToken, body: push1MiB, connections: 1 },
+    ].filter((c) => !ONLY || ONLY.has(c.id))
+    if (push1MiB.length > 1_048_576) throw new Error('bench: the 1 MiB push is over the limit')
+
+    // BENCH_PROFILE=1: a V8 CPU profile of the real server in bench/results/profile/
+    const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(here, 'results', 'profile')}`] : []
+    const real = await startChild('real-server.ts', { BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
+    children.push(real.child)
+    const answers: BareAnswer[] = []
+    for (const c of cases) answers.push(await sample(real.port, c))
+    const answersFile = join(dir, 'bare-answers.json')
+    writeFileSync(answersFile, JSON.stringify(answers))
+    const bare = await startChild('bare-server.ts', { BENCH_BARE_ANSWERS: answersFile })
+    children.push(bare.child)
+
+    // warm both up (JIT, statement caches, data keys) on the headline route
+    const warm = cases.find((c) => c.id === 'read-30')
+    if (warm) {
+      await load(real, warm, 2)
+      await load(bare, warm, 2)
+    }
+
+    const results: CaseResult[] = []
+    const run = async (c: Case): Promise<CaseResult> => {
+      process.stdout.write(`  ${c.id}… `)
+      const r = await load(real, c, DURATION)
+      const b = await load(bare, c, DURATION)
+      process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request\n`)
+      const out = { id: c.id, label: c.label, connections: c.connections, rate: c.rate ?? null, real: r, bare: b, ratio: r.rps / b.rps, cpuRatio: b.cpuUs / r.cpuUs }
+      results.push(out)
+      return out
+    }
+    console.log(`load: autocannon, ${DURATION} s per case and server${canPin ? ', servers pinned to core 0, load generator to core ' + (cores - 1) : ' (not pinned)'}`)
+    for (const c of cases) {
+      const r = await run(c)
+      if (c.id === 'read-30') {
+        // p99 at half of the real stack's peak, the same rate on both
+        await run({ ...c, id: 'read-30-half', label: 'GET 30 variables at half the peak rate', rate: Math.max(1, Math.round(r.real.rps / 2)) })
+      }
+    }
+    const stats = await ask<{ peakRssBytes: number }>(real.child, 'stats', 'stats')
+    const peakRssMb = stats.peakRssBytes / 1024 / 1024
+
+    // ---- report ------------------------------------------------------------
+    const header = ['case', 'conns', 'real req/s', 'p50 ms', 'p99 ms', 'cpu µs', 'bare req/s', 'p50 ms', 'p99 ms', 'cpu µs', 'ratio', 'cpu ratio']
+    const rows = results.map((r) => [
+      r.label + (r.rate ? ` (${fmt(r.rate)}/s)` : ''),
+      String(r.connections),
+      fmt(r.real.rps),
+      ms(r.real.p50),
+      ms(r.real.p99),
+      fmt(r.real.cpuUs),
+      fmt(r.bare.rps),
+      ms(r.bare.p50),
+      ms(r.bare.p99),
+      fmt(r.bare.cpuUs),
+      r.ratio.toFixed(2),
+      r.cpuRatio.toFixed(2) + (r.real.non2xx + r.real.errors > 0 ? ` !${r.real.non2xx + r.real.errors} failed` : ''),
+    ])
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)))
+    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ')
+    console.log('')
+    console.log(line(header))
+    console.log(widths.map((w) => '-'.repeat(w)).join('  '))
+    for (const row of rows) console.log(line(row))
+    console.log('')
+    console.log(`peak RSS of the real server: ${peakRssMb.toFixed(0)} MB`)
+    console.log(
+      `rate limits raised for the run through options: rateLimit ${JSON.stringify(BENCH_RATE_LIMIT)} (defaults 60/minute, 5000/day); ` +
+        'plan storage limits raised too (pushes pile up in one vault)',
+    )
+
+    const by = (id: string) => results.find((r) => r.id === id)
+    const targets = [
+      { name: '30-variable read ≥ 0.75× bare (req/s)', value: by('read-30')?.ratio, met: (v: number) => v >= 0.75, unit: '×' },
+      { name: '30-variable read ≥ 0.75× bare (CPU a request)', value: by('read-30')?.cpuRatio, met: (v: number) => v >= 0.75, unit: '×' },
+      { name: 'p99 ≤ 5 ms at half the peak rate', value: by('read-30-half')?.real.p99, met: (v: number) => v <= 5, unit: 'ms' },
+      { name: '10,000 variables < 50 ms (p50, 1 connection)', value: by('read-10000-c1')?.real.p50, met: (v: number) => v < 50, unit: 'ms' },
+      { name: '1 MiB push < 300 ms (p50, 1 connection)', value: by('push-1mib')?.real.p50, met: (v: number) => v < 300, unit: 'ms' },
+      { name: 'peak RSS < 150 MB', value: peakRssMb, met: (v: number) => v < 150, unit: 'MB' },
+    ].map((t) => ({ name: t.name, value: t.value ?? null, unit: t.unit, met: t.value === undefined ? null : t.met(t.value) }))
+    console.log('targets:')
+    for (const t of targets) console.log(`  ${t.met === null ? '-   ' : t.met ? 'met ' : 'MISS'} ${t.name}: ${t.value === null ? 'not run' : t.value.toFixed(2) + ' ' + t.unit}`)
+
+    const cpu = cpus()[0]?.model ?? 'unknown'
+    const out = {
+      date: new Date().toISOString(),
+      machine: { cores, cpu, node: process.version, platform: `${process.platform} ${process.arch}` },
+      settings: { durationSeconds: DURATION, connections: CONNECTIONS, pinned: canPin, rateLimit: BENCH_RATE_LIMIT, tool: 'autocannon' },
+      cases: results,
+      server: { peakRssMb: Number(peakRssMb.toFixed(1)) },
+      targets,
+      wallSeconds: Math.round((Date.now() - started) / 1000),
+    }
+    mkdirSync(join(here, 'results'), { recursive: true })
+    writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify(out, null, 2) + '\n')
+    console.log(`written bench/results/latest.json (${out.wallSeconds} s in all)`)
+  } finally {
+    for (const c of children) await stop(c)
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+await main()
