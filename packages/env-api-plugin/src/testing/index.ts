@@ -1,2 +1,3 @@
 export * from './oauth-store-contract.js'
 export * from './vault-store-contract.js'
+export { createTestKeyring, createBrokenKeyring } from './keyring.js'
