@@ -1,12 +1,11 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { createServer } from 'node:http'
-import { createServer as createNetServer } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as oauth from 'oauth4webapi'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { runCli, tempDir } from './helpers.js'
+import { freePort, runCli, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -15,19 +14,8 @@ const OWNER_PASSWORD = 'canary-owner-password-e2e'
 const VIEWER_PASSWORD = 'canary-viewer-password-e2e'
 const VALUES = ['first-secret-e2e', 'postgres://db-e2e', 'pushed-secret-e2e', 'rejected-secret-e2e', 'pending-secret-e2e']
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
-
 /** The loopback listener a CLI runs for the OAuth redirect: it keeps the callback URL. */
-async function loopback(t: Tap.Test): Promise<{ redirectUri: string; callback: Promise<URL> }> {
+async function loopback(t: Test): Promise<{ redirectUri: string; callback: Promise<URL> }> {
   let resolve!: (u: URL) => void
   const callback = new Promise<URL>((r) => (resolve = r))
   const server = createServer((req, res) => {
@@ -37,10 +25,6 @@ async function loopback(t: Tap.Test): Promise<{ redirectUri: string; callback: P
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
   t.teardown(() => server.close())
   return { redirectUri: `http://127.0.0.1:${(server.address() as { port: number }).port}/callback`, callback }
-}
-
-declare namespace Tap {
-  type Test = Parameters<Parameters<typeof t.test>[1]>[0]
 }
 
 t.test('in Chromium against the real server: setup → sign in → vault → variables → CLI consent → push → review (Apply, Reject)', async (t) => {

@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { PassThrough, Writable } from 'node:stream'
 import type { Test } from 'tap'
@@ -120,4 +121,16 @@ export async function runCli(argv: readonly string[], env: Env, input = '', cwd 
   const stderr = new Capture()
   const code = await buildCli({ stdin, stdout, stderr, env, cwd }).run(argv)
   return { code, stdout: stdout.text, stderr: stderr.text }
+}
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
 }

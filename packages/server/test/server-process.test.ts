@@ -4,23 +4,12 @@ import { existsSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { tempDir } from './helpers.js'
+import { freePort, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
 const PASSWORD = 'canary-process-password-9876'
 const BEARER = `ekat_${'C'.repeat(43)}`
 const QUERY_CANARY = 'canary-in-a-query-string'
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 interface Running {
   child: ChildProcess

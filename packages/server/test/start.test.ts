@@ -1,0 +1,70 @@
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import { PassThrough } from 'node:stream'
+import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
+import { buildCli } from '../src/main.js'
+import { Capture, freePort, runCli, tempDir } from './helpers.js'
+
+t.test('start: the sweep expires pushes past their end; a shutdown signal closes and exits 0', async (t) => {
+  const dir = tempDir(t)
+  const env = { ENVKEEP_DATA_DIR: join(dir, 'data') }
+  const envFixed = env
+  t.equal((await runCli(['init'], envFixed, '', dir)).code, 0)
+  t.equal((await runCli(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin'], envFixed, 'password-ana-1', dir)).code, 0)
+  t.equal((await runCli(['admin', 'vault', 'create', '--name', 'shop', '--owner', 'ana@example.com'], envFixed, '', dir)).code, 0)
+
+  // a pending push that ended an hour ago, written straight to storage
+  const storage = await createSqliteStorage({ filename: join(dir, 'data', 'envkeep.db') })
+  const ana = (await createSqliteAccountStore(storage.database).findAccountByEmail('ana@example.com'))!
+  const vault = (await storage.findVaultsByName('shop', ana.id))[0]!
+  const now = new Date()
+  const id = randomUUID()
+  const created = await storage.createImport(
+    {
+      id,
+      vaultId: vault.id,
+      environment: 'development',
+      senderId: ana.id,
+      signInId: null,
+      values: [{ name: 'A', sealed: new Uint8Array(40) }],
+      refused: [],
+      createdAt: new Date(now.getTime() - 7_200_000),
+      expiresAt: new Date(now.getTime() - 3_600_000),
+    },
+    { maxVariables: 100, maxBytes: 1_000_000 },
+    { vaultId: vault.id, at: now, personId: ana.id, signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null },
+  )
+  t.equal(created.ok, true)
+  await storage.close()
+
+  let signal: ((s: string) => void) | null = null
+  const stdout = new Capture()
+  const stderr = new Capture()
+  const port = await freePort()
+  const running = buildCli({
+    stdin: new PassThrough(),
+    stdout,
+    stderr,
+    env: { ...env, ENVKEEP_PORT: String(port) },
+    cwd: dir,
+    onShutdownSignal: (h) => {
+      signal = h
+      return () => (signal = null)
+    },
+  }).run(['start'])
+  for (let i = 0; i < 1000 && !/expired pending pushes/.test(stdout.text); i++) {
+    if (/"level":50/.test(stdout.text)) break
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  t.match(stdout.text, /"expired":1/, 'the sweep expired the push')
+  t.ok(signal, 'a shutdown handler is registered')
+  signal!('SIGTERM')
+  t.equal(await running, 0)
+  t.match(stdout.text, /database closed/)
+  t.equal(stderr.text.includes('/setup?token='), false, 'no setup link: an account exists')
+
+  const after = await createSqliteStorage({ filename: join(dir, 'data', 'envkeep.db') })
+  t.teardown(() => after.close())
+  t.equal((await after.getImport(id, now))?.status, 'expired')
+})
