@@ -188,6 +188,16 @@ t.test('envkeep against envkeep-server', async (t) => {
     t.equal(statSync(signInsFile).mode & 0o777, 0o600)
   })
 
+  await t.test('four commands at once with an expired token: one refresh, nobody presents it twice', async (t) => {
+    server.clock.ms += 2 * 60 * 60 * 1000
+    const before = JSON.parse(readFileSync(signInsFile, 'utf8')).signIns[baseUrl]
+    const results = await Promise.all([0, 1, 2, 3].map(() => bin(['vaults', '--json'])))
+    t.same(results.map((r) => r.code), [0, 0, 0, 0], results.map((r) => r.stderr).join(''))
+    const after = JSON.parse(readFileSync(signInsFile, 'utf8')).signIns[baseUrl]
+    t.not(after.refreshToken, before.refreshToken)
+    t.equal((await bin(['vaults', '--json'])).code, 0, 'the sign-in is still alive (a reuse would have ended it)')
+  })
+
   await t.test('a reused refresh token ends the sign-in: exit 4 and sign in again', async (t) => {
     // A stale copy of the config presents the refresh token that was already used.
     copyFileSync(join(home, 'sign-ins.before.json'), signInsFile)
