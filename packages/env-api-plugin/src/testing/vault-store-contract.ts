@@ -419,8 +419,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         await store.setVariable(id, 'preview', sv('P'), OWNER, T0, entry(id, 'variable_set'))
         assert.equal(await read(), v2, 'another environment\'s change does not')
         assert.notEqual(await read('preview'), pv)
-        await store.deleteVariable(id, 'development', 'NOPE', entry(id, 'variable_deleted'))
+        const logged = (await store.listAccessLog(id, { limit: 1000, action: 'variable_deleted' })).length
+        assert.equal(await store.deleteVariable(id, 'development', 'NOPE', entry(id, 'variable_deleted')), false)
         assert.equal(await read(), v2, 'deleting nothing changes nothing')
+        assert.equal((await store.listAccessLog(id, { limit: 1000, action: 'variable_deleted' })).length, logged, 'and logs nothing')
         await store.deleteVariable(id, 'development', 'A', entry(id, 'variable_deleted'))
         const v3 = await read()
         assert.notEqual(v3, v2)
@@ -702,6 +704,29 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         assert.equal(again?.decidedAt?.getTime(), at(DAY).getTime(), 'terminal: never changes')
         assert.equal(await expiredLogs(), 1)
         assert.deepEqual((await store.listVariableNames(id, 'development')), [], 'nothing applied')
+      }),
+  },
+  {
+    name: 'expiring is atomic too: if push_expired cannot be logged, the push stays pending with its staged values',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        if (!probe) return
+        const id = await newVault(store)
+        const a = newImport(id, [sv('A')], { expiresAt: at(DAY) })
+        const b = newImport(id, [sv('B')], { expiresAt: at(DAY) })
+        for (const i of [a, b]) assert.ok((await store.createImport(i, LIMIT, entry(id, 'push_created'))).ok)
+        const undo = await probe.breakWrites('access_log')
+        try {
+          await assert.rejects(store.getImport(a.id, at(DAY)), 'lazy expiry')
+          await assert.rejects(store.expireImports(at(DAY)), 'sweep')
+        } finally {
+          await undo()
+        }
+        for (const i of [a, b]) {
+          assert.equal((await store.getImport(i.id, at(DAY - 1)))?.status, 'pending')
+          assert.equal(await probe.stagedValueCount(i.id), 1)
+        }
+        assert.equal(await store.expireImports(at(DAY)), 2, 'expires once the log works')
       }),
   },
   {
