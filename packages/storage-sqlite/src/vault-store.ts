@@ -26,9 +26,11 @@ import { runSync, wrapStorage, type TransactionMode } from './sqlite-errors.js'
 
 /**
  * The vault store on SQLite. Every method runs synchronous better-sqlite3
- * work (queries built with kysely and compiled, or hand-written for the hot
- * read) in one transaction through `runSync`, so nothing else on the shared
+ * work in one transaction through `runSync`, so nothing else on the shared
  * connection can interleave with it, and failures become `StorageError`.
+ * Queries are built with kysely and compiled (typed against schema.ts), except
+ * on the per-request paths (vault look-ups, readVariables, the log insert),
+ * which are hand-written and prepared once: compiling costs more than running.
  */
 export function createSqliteVaultStore(d: OpenDatabase): VaultStore {
   return new SqliteVaultStore(d)
@@ -58,7 +60,7 @@ interface EnvRow {
   owners_only: number
 }
 
-type ImportRow = Omit<ImportsTable, never>
+type ImportRow = ImportsTable
 
 function toImport(r: ImportRow): ImportRecord {
   return {
