@@ -64,12 +64,22 @@ async function defaultOpenBrowser(url: string): Promise<void> {
   })
 }
 
+/** `envkeep pull … | head` closes the pipe early: that is not a failure worth a stack trace. */
+function ignoreEpipe(stream: NodeJS.WriteStream): NodeJS.WriteStream {
+  if (stream.listenerCount('error') === 0) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err
+    })
+  }
+  return stream
+}
+
 export function defaultDeps(): CliDeps {
   return {
     env: process.env,
     stdin: process.stdin,
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout: ignoreEpipe(process.stdout),
+    stderr: ignoreEpipe(process.stderr),
     fetch: globalThis.fetch,
     now: () => new Date(),
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),

@@ -132,6 +132,15 @@ t.test('login stores a 0600 sign-in; vaults, pull and logout use it', async (t) 
   t.equal(after.code, EXIT.needsSignIn)
 })
 
+t.test('a new login revokes the sign-in it replaces', async (t) => {
+  const { fake, env } = await setup(t)
+  t.equal(fake.calls.revoke, 0)
+  const again = await runCli(['login', '--no-browser'], { env, stderr: linkFollower() })
+  t.equal(again.code, 0, again.stderr)
+  t.equal(fake.calls.revoke, 1)
+  t.equal((await runCli(['vaults'], { env })).code, 0, 'the new sign-in works')
+})
+
 t.test('tokens never reach the output', async (t) => {
   const { fake, dir, env } = await setup(t)
   const stored = JSON.parse(await readFile(join(dir, 'sign-ins.json'), 'utf8')).signIns[fake.baseUrl]

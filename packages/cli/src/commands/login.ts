@@ -7,6 +7,7 @@ import {
   exchangeCode,
   listenForCallback,
   newState,
+  revokeToken,
   SCOPE_PUSH,
   SCOPE_READ,
   type TokenSet,
@@ -65,12 +66,16 @@ Without a terminal (CI, scripts) login fails at once with exit code 4, unless
     }
 
     const record = signInRecord(baseUrl, as, tokens, ctx.deps.now())
-    await ctx.store.withLock(async (tx) => {
+    const replaced = await ctx.store.withLock(async (tx) => {
       const file = await tx.read()
+      const previous = file.signIns[baseUrl] ?? null
       file.signIns[baseUrl] = record
       file.current = baseUrl
       await tx.write(file)
+      return previous
     })
+    // The sign-in this one replaces would otherwise stay valid on the server until it expires.
+    if (replaced) await revokeToken(replaced, replaced.refreshToken, oauthDeps).catch(() => {})
     const canPush = record.scope.split(' ').includes(SCOPE_PUSH)
     ctx.err(
       `${ctx.paint.green('Signed in')} to ${baseUrl}${canPush ? ' (may send .env files)' : ''}.\n` +
