@@ -18,6 +18,8 @@ export interface BuildOptions {
   /** wraps the storage the plugin sees (failure injection); tests still see the real one */
   wrapStorage?: (s: Storage) => Storage
   extra?: Partial<EnvApiOptions>
+  /** runs on the host app before the plugin is registered (host hooks, plugins) */
+  host?: (app: FastifyInstance) => void | Promise<void>
 }
 
 export interface Built {
@@ -42,6 +44,7 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
   const logs: string[] = []
   const clock = { now: new Date(T0) }
   const app = Fastify({ logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } })
+  if (o.host) await o.host(app)
   await app.register(envApi, {
     baseUrl: BASE_URL,
     storage: o.wrapStorage ? o.wrapStorage(storage) : storage,

@@ -52,3 +52,39 @@ t.test('paths outside /api/env are left to the host', async (t) => {
   t.equal(res.statusCode, 404)
   t.not(res.headers['cache-control'], 'no-store, private')
 })
+
+t.test('unknown paths answer before the body is read', async (t) => {
+  const b = await build(t)
+  for (const [type, payload] of [
+    ['text/plain', 'canary-404'],
+    ['application/json', `{"a":"canary-404${'x'.repeat(2_000_000)}"}`],
+    ['application/json', '{not json canary-404'],
+  ] as const) {
+    const res = await b.app.inject({ method: 'POST', url: '/api/env/a/b/c/d', headers: { 'content-type': type }, payload })
+    expectError(t, res, 404, 'not_found', "database (only what's shared with you is visible)", { secrets: ['canary-404'] })
+  }
+})
+
+t.test("a host's CORS headers never reach an API answer", async (t) => {
+  const b = await build(t, {
+    host: (app) => {
+      app.addHook('onRequest', async (_request, reply) => {
+        reply.header('access-control-allow-origin', '*')
+        reply.header('Access-Control-Allow-Credentials', 'true')
+      })
+    },
+  })
+  const token = await b.signIn('alice')
+  for (const [method, url, auth] of [
+    ['GET', '/api/env/vaults', token],
+    ['GET', '/api/env/vaults', null],
+    ['OPTIONS', '/api/env/vaults', null],
+    ['GET', '/api/env/nowhere/x/y/z', null],
+  ] as const) {
+    const res = await b.app.inject({ method, url, headers: auth ? { authorization: `Bearer ${auth}` } : {} })
+    t.notOk(Object.keys(res.headers).some((h) => h.startsWith('access-control-')), `${method} ${url} ${res.statusCode}`)
+    t.equal(res.headers['cache-control'], 'no-store, private')
+  }
+  const outside = await b.app.inject({ method: 'GET', url: '/elsewhere' })
+  t.equal(outside.headers['access-control-allow-origin'], '*', "the host's own routes keep their headers")
+})

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox'
 import { API_HEADERS, renderApiError } from '../../error-handler.js'
-import { errors } from '../../errors.js'
+import { errors, type ApiError } from '../../errors.js'
 import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
 import { createRateLimitHook } from '../../hooks/rate-limit.js'
 import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../../options.js'
@@ -48,8 +48,21 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   })
   api.addHook('onRequest', createAuthenticate(opts))
   api.addHook('onRequest', rateLimit)
+  const prefix = `${opts.basePath}/api/env`
+  /** 405 for a method the router does not know (PROPFIND…) on an API path, else 404. */
+  function unknownPathError(request: FastifyRequest): ApiError {
+    const pathname = request.url.split('?')[0] ?? ''
+    const m = pathname.startsWith(prefix) ? matchApiPath(pathname.slice(prefix.length)) : null
+    if (m) {
+      request.envkeepOperation = m.path.phrase(m.segments)
+      return errors.methodNotAllowed(m.path.allow)
+    }
+    request.envkeepOperation = 'finding a path of the env API'
+    return errors.notFound('the path')
+  }
   api.addHook('onRequest', async function signInRequired(request: FastifyRequest, reply: FastifyReply) {
-    if (request.is404) return
+    // Unknown paths are answered here, before any body is read; they need no sign-in.
+    if (request.is404) throw unknownPathError(request)
     await requireSignIn(request, reply)
   })
   api.addHook('onSend', async function apiHeaders(_request: FastifyRequest, reply: FastifyReply) {
@@ -62,17 +75,8 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   api.setErrorHandler(function envApiErrors(err, request, reply) {
     return renderApiError(err, request, reply, PUSH_BODY_LIMIT)
   })
-  const prefix = `${opts.basePath}/api/env`
   api.setNotFoundHandler(async function unknownPath(request: FastifyRequest) {
-    // A method the router does not know (PROPFIND…) on an API path is still a 405.
-    const pathname = request.url.split('?')[0] ?? ''
-    const m = pathname.startsWith(prefix) ? matchApiPath(pathname.slice(prefix.length)) : null
-    if (m) {
-      request.envkeepOperation = m.path.phrase(m.segments)
-      throw errors.methodNotAllowed(m.path.allow)
-    }
-    request.envkeepOperation = 'finding a path of the env API'
-    throw errors.notFound('the path')
+    throw unknownPathError(request) // reached only if the onRequest answer was skipped
   })
 
   vaultsRoutes(api, opts)
