@@ -261,3 +261,15 @@ t.test('the status route reports decisions and expiry', async (t) => {
   const expired = (await b.get(`/api/env/imports/${third.import}`, await b.signIn('bob'))).json()
   t.match(expired, { status: 'expired', decided_at: third.expires_at }, 'decided_at of an expired push is its expiry')
 })
+
+t.test('a database failure while storing a push: server_error with the SQLSTATE, no value anywhere', async (t) => {
+  const { StorageError } = await import('../../src/index.js')
+  const { failing } = await import('./helpers.js')
+  for (const [code, status] of [['55P03', 504], ['23505', 500], ['57P01', 503]] as const) {
+    const b = await build(t, { wrapStorage: failing('createImport', () => new StorageError(code, 'imports')) })
+    const v = await b.createVault('alice')
+    const res = await b.push(v, 'development', await b.signIn('alice'), { variables: { A: CANARY } })
+    expectError(t, res, status, 'server_error', 'env API: database', { vault: v, secrets: [CANARY], message: new RegExp(`^sending a push to development of vault [0-9a-f]{8}: ${code} `) })
+    t.notOk(b.logs.some((l) => l.includes(CANARY)))
+  }
+})
