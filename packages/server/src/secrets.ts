@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { hash, verify, type Algorithm } from '@node-rs/argon2'
 
 /** A random token: 32 bytes, base64url (43 characters). */
@@ -9,13 +9,6 @@ export function newToken(): string {
 /** What storage keeps of a token: its SHA-256, lowercase hex. */
 export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex')
-}
-
-/** Constant-time comparison of two strings (by their SHA-256, so lengths never leak). */
-export function constantEquals(a: string, b: string): boolean {
-  const ha = createHash('sha256').update(a, 'utf8').digest()
-  const hb = createHash('sha256').update(b, 'utf8').digest()
-  return timingSafeEqual(ha, hb)
 }
 
 // argon2id with the OWASP baseline (19 MiB, 2 passes, 1 lane): ~14 ms here.
