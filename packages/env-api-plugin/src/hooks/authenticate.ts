@@ -36,29 +36,33 @@ export function createAuthenticate(opts: ResolvedOptions) {
   const unauthorized = (): ApiError => errors.invalidToken(opts.serviceName, opts.resourceMetadataUrl)
 
   return async function authenticate(request: FastifyRequest): Promise<void> {
-    request.signIn = null
-    request.envkeepAuthFailure = unauthorized()
+    const signIn = await liveSignIn(request)
+    request.signIn = signIn
+    // the 401 (an Error with its stack) is only built for a request that will need it
+    request.envkeepAuthFailure = signIn ? null : unauthorized()
+  }
+
+  async function liveSignIn(request: FastifyRequest): Promise<SignInRecord | null> {
     const raw = request.raw.rawHeaders
     let count = 0
     for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === 'authorization') count++
-    if (count !== 1) return
-    if (hasQueryToken(request.url)) return
+    if (count !== 1) return null
+    if (hasQueryToken(request.url)) return null
     const header = request.headers.authorization
-    if (typeof header !== 'string') return
+    if (typeof header !== 'string') return null
     const m = BEARER_RE.exec(header)
-    if (!m) return
+    if (!m) return null
     const now = opts.now()
     const grant = await opts.storage.findAccessToken(
       tokenHash(m[1] as string),
       now,
       new Date(now.getTime() - opts.signInIdleMs),
     )
-    if (!grant) return
+    if (!grant) return null
     const s = grant.signIn
-    if (s.clientId !== opts.cliClientId || s.resource !== opts.resource || !s.scopes.includes(SCOPE_READ)) return
-    if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || now.getTime() >= grant.tokenExpiresAt.getTime()) return
-    request.signIn = s
-    request.envkeepAuthFailure = null
+    if (s.clientId !== opts.cliClientId || s.resource !== opts.resource || !s.scopes.includes(SCOPE_READ)) return null
+    if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || now.getTime() >= grant.tokenExpiresAt.getTime()) return null
+    return s
   }
 }
 
