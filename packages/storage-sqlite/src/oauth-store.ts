@@ -8,10 +8,15 @@ import type {
   RotateRefreshResult,
   SignInRecord,
 } from '@envkeep/env-api-plugin'
+import type { Statement } from 'better-sqlite3'
 import type { Kysely, Selectable, Transaction } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import type { DB, SignInsTable } from './schema.js'
-import { wrapStorage } from './sqlite-errors.js'
+import { runSync, wrapStorage } from './sqlite-errors.js'
+
+const FIND_ACCESS_TOKEN_SQL =
+  'select "s"."id", "s"."person_id", "s"."client_id", "s"."resource", "s"."scopes", "s"."code_hash", "s"."created_at", "s"."expires_at", "s"."last_used_at", "s"."revoked_at", "a"."expires_at" as "token_expires_at" from "access_tokens" as "a" inner join "sign_ins" as "s" on "s"."id" = "a"."sign_in_id" where "a"."token_hash" = ?'
+const TOUCH_SIGN_IN_SQL = 'update "sign_ins" set "last_used_at" = ? where "id" = ?'
 
 /** last_used_at is written at most this often per sign-in */
 const LAST_USE_GRANULARITY_MS = 60_000
@@ -41,9 +46,13 @@ function toSignIn(row: Selectable<SignInsTable>): SignInRecord {
  */
 class SqliteOAuthStore implements OAuthStore {
   readonly #db: Kysely<DB>
+  readonly #d: OpenDatabase
+  #findAccess: Statement | undefined
+  #touchSignIn: Statement | undefined
 
   constructor(d: OpenDatabase) {
     this.#db = d.db
+    this.#d = d
   }
 
   async saveAuthorizationCode(code: AuthorizationCodeRecord): Promise<void> {
@@ -185,25 +194,35 @@ class SqliteOAuthStore implements OAuthStore {
     })
   }
 
-  async findAccessToken(tokenHash: string, now: Date, idleCutoff: Date): Promise<AccessGrant | null> {
-    const row = await this.#db
-      .selectFrom('access_tokens as a')
-      .innerJoin('sign_ins as s', 's.id', 'a.sign_in_id')
-      .selectAll('s')
-      .select(['a.expires_at as token_expires_at'])
-      .where('a.token_hash', '=', tokenHash)
-      .executeTakeFirst()
-    if (!row) return null
-    const t = ms(now)
-    if (row.revoked_at !== null || t >= row.token_expires_at || t >= row.expires_at) return null
-    const lastUse = row.last_used_at ?? row.created_at
-    if (lastUse < ms(idleCutoff)) return null
-    let signInRow = row
-    if (row.last_used_at === null || t - row.last_used_at >= LAST_USE_GRANULARITY_MS) {
-      await this.#db.updateTable('sign_ins').set({ last_used_at: t }).where('id', '=', row.id).execute()
-      signInRow = { ...row, last_used_at: t }
-    }
-    return Object.freeze({ signIn: toSignIn(signInRow), tokenExpiresAt: date(row.token_expires_at) })
+  /**
+   * Every API request starts here, so it runs hand-written statements
+   * prepared once (kysely compiles and prepares per call), synchronously on
+   * the shared connection through `runSync` (which waits for an open kysely
+   * transaction). Still one database read per request: a revocation is seen
+   * by the next request.
+   */
+  findAccessToken(tokenHash: string, now: Date, idleCutoff: Date): Promise<AccessGrant | null> {
+    return runSync(
+      this.#d,
+      'none',
+      (): AccessGrant | null => {
+        this.#findAccess ??= this.#d.sqlite.prepare(FIND_ACCESS_TOKEN_SQL)
+        const row = this.#findAccess.get(tokenHash) as (Selectable<SignInsTable> & { token_expires_at: number }) | undefined
+        if (!row) return null
+        const t = ms(now)
+        if (row.revoked_at !== null || t >= row.token_expires_at || t >= row.expires_at) return null
+        const lastUse = row.last_used_at ?? row.created_at
+        if (lastUse < ms(idleCutoff)) return null
+        let signInRow: Selectable<SignInsTable> = row
+        if (row.last_used_at === null || t - row.last_used_at >= LAST_USE_GRANULARITY_MS) {
+          this.#touchSignIn ??= this.#d.sqlite.prepare(TOUCH_SIGN_IN_SQL)
+          this.#touchSignIn.run(t, row.id)
+          signInRow = { ...row, last_used_at: t }
+        }
+        return Object.freeze({ signIn: toSignIn(signInRow), tokenExpiresAt: date(row.token_expires_at) })
+      },
+      'access_tokens',
+    )
   }
 
   async listSignIns(personId: string): Promise<SignInRecord[]> {
