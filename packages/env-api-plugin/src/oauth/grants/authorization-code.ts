@@ -48,7 +48,8 @@ export async function authorizationCodeGrant(p: AuthorizationCodeParams, opts: R
       resource: code.resource,
       scopes: code.scopes,
       createdAt: now,
-      expiresAt: new Date(now.getTime() + opts.signInTtlMs),
+      // 365 days from consent (when the code was issued), absolute
+      expiresAt: new Date(code.createdAt.getTime() + opts.signInTtlMs),
     },
     tokens.hashes,
     now,
