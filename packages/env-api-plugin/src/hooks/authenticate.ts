@@ -35,14 +35,7 @@ declare module 'fastify' {
 export function createAuthenticate(opts: ResolvedOptions) {
   const unauthorized = (): ApiError => errors.invalidToken(opts.serviceName, opts.resourceMetadataUrl)
 
-  return async function authenticate(request: FastifyRequest): Promise<void> {
-    const signIn = await liveSignIn(request)
-    request.signIn = signIn
-    // the 401 (an Error with its stack) is only built for a request that will need it
-    request.envkeepAuthFailure = signIn ? null : unauthorized()
-  }
-
-  async function liveSignIn(request: FastifyRequest): Promise<SignInRecord | null> {
+  async function resolve(request: FastifyRequest): Promise<SignInRecord | null> {
     const raw = request.raw.rawHeaders
     let count = 0
     for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === 'authorization') count++
@@ -63,6 +56,11 @@ export function createAuthenticate(opts: ResolvedOptions) {
     if (s.clientId !== opts.cliClientId || s.resource !== opts.resource || !s.scopes.includes(SCOPE_READ)) return null
     if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || now.getTime() >= grant.tokenExpiresAt.getTime()) return null
     return s
+  }
+
+  return async function authenticate(request: FastifyRequest): Promise<void> {
+    request.signIn = await resolve(request)
+    request.envkeepAuthFailure = request.signIn ? null : unauthorized()
   }
 }
 
