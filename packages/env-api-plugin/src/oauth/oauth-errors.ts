@@ -11,6 +11,7 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'invalid_target'
   | 'method_not_allowed'
+  | 'rate_limited'
   | 'server_error'
 
 /** Headers of every token endpoint answer (OAuth 2.1 §3.2.3). */
@@ -27,12 +28,13 @@ export class OAuthError extends Error {
   readonly error: OAuthErrorCode
   readonly description: string
   readonly headers: Readonly<Record<string, string>>
+  readonly where: 'OAuth' | 'rate limit'
 
   constructor(
     status: number,
     error: OAuthErrorCode,
     description: string,
-    options?: { headers?: Record<string, string>; cause?: unknown },
+    options?: { headers?: Record<string, string>; cause?: unknown; where?: 'OAuth' | 'rate limit' },
   ) {
     super(description, options?.cause === undefined ? undefined : { cause: options.cause })
     if (!DESCRIPTION_SAFE.test(description)) throw new TypeError('OAuth error descriptions are ASCII without quote or backslash')
@@ -41,6 +43,7 @@ export class OAuthError extends Error {
     this.error = error
     this.description = description
     this.headers = options?.headers ?? {}
+    this.where = options?.where ?? 'OAuth'
   }
 }
 
@@ -56,6 +59,8 @@ export const oauthErrors = {
   invalidTarget: (d: string): OAuthError => new OAuthError(400, 'invalid_target', d),
   methodNotAllowed: (allow: string): OAuthError =>
     new OAuthError(405, 'method_not_allowed', `this endpoint accepts only ${allow}`, { headers: { allow } }),
+  rateLimited: (retryAfterSeconds: number, description: string): OAuthError =>
+    new OAuthError(429, 'rate_limited', description, { headers: { 'retry-after': String(retryAfterSeconds) }, where: 'rate limit' }),
   serverError: (cause: unknown): OAuthError =>
     new OAuthError(500, 'server_error', 'an internal error occurred; quote the reference in a report', { cause }),
 } as const
@@ -79,7 +84,7 @@ export function toOAuthError(err: unknown): OAuthError {
 }
 
 /**
- * Renders `{error, error_description, where: "OAuth", ref}` as application/json
+ * Renders `{error, error_description, where: "OAuth", ref}` (`where: "rate limit"` for 429) as application/json
  * with no-store, and logs the full record under the ref (never a token, code or body).
  */
 export function sendOAuthError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -91,7 +96,7 @@ export function sendOAuthError(err: unknown, request: FastifyRequest, reply: Fas
     method: request.method,
     status: e.status,
     error: e.error,
-    where: 'OAuth',
+    where: e.where,
     reason: e.description,
   }
   if (e.status >= 500) {
@@ -104,5 +109,5 @@ export function sendOAuthError(err: unknown, request: FastifyRequest, reply: Fas
     request.log.info(record, 'envkeep OAuth request refused')
   }
   reply.code(e.status).headers(OAUTH_HEADERS).headers(e.headers).type('application/json')
-  return reply.send({ error: e.error, error_description: e.description, where: 'OAuth', ref })
+  return reply.send({ error: e.error, error_description: e.description, where: e.where, ref })
 }

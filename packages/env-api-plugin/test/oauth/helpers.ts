@@ -68,6 +68,8 @@ export async function build(t: Tap, o: { listen?: boolean; baseUrl?: string; ext
     keyring: null,
     people: createTestPeople(),
     now: () => clock.now,
+    // the tests make many requests from one address; rate-limit.test.ts sets its own
+    rateLimit: { perMinute: 1_000_000, perDay: 1_000_000 },
     ...o.extra,
   })
   if (o.listen) await app.listen({ host: '127.0.0.1', port })

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
 import type { ResolvedOptions } from '../../options.js'
+import { OAuthError } from '../../oauth/oauth-errors.js'
 import { asParams, hasRepeated, param, REPEATED, type RawParams } from '../../oauth/params.js'
 import { isWellFormedS256Challenge } from '../../oauth/pkce.js'
 import { parseLoopbackRedirect, type LoopbackRedirect } from '../../oauth/redirect-uri.js'
@@ -139,6 +140,10 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
   }
 
   app.setErrorHandler(function authorizeErrorHandler(err: FastifyError, request, reply) {
+    if (err instanceof OAuthError && err.status === 429) {
+      void reply.headers(err.headers)
+      return errorPage(request, reply, 429, err.description)
+    }
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500
     if (status >= 500) {
       const ref = newRef()
