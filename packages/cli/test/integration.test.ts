@@ -15,6 +15,9 @@ import { createPerson, runBin, startRealServer } from './helpers/real-server.js'
  * refresh token, server down.
  */
 
+// About 30 spawned binaries: ~25 s alone, over a minute when the whole suite runs beside it.
+t.setTimeout(300_000)
+
 const PASSWORD = 'canary-person-password-5521'
 const CANARY = 'CANARY_value_do_not_print_81c2'
 
