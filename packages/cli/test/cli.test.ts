@@ -207,7 +207,7 @@ t.test('429 on a read: waits Retry-After once and says so; a second 429 fails', 
   t.match(r2.stderr, /try again in 3 s/)
 })
 
-t.test('server errors: the CLI sentence, then reason, where and ref; control characters removed', async (t) => {
+t.test('server errors: the CLI sentence, then reason, where and ref', async (t) => {
   const { env } = await setup(t)
   const r = await runCli(['pull', 'app', 'staging'], { env })
   t.equal(r.code, EXIT.failure)
