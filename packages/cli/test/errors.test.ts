@@ -22,9 +22,13 @@ t.test('a failure with no answer is named: DNS, refused, reset, TLS, timeout', a
 
 t.test('a server that accepts but never answers: timed out, with the host', async (t) => {
   const { runCli, tempConfig } = await import('./helpers/run-cli.js')
-  const silent = createServer(() => {})
+  const sockets = new Set<import('node:net').Socket>()
+  const silent = createServer((s) => void sockets.add(s))
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()))
-  t.teardown(() => silent.close())
+  t.teardown(() => {
+    for (const s of sockets) s.destroy()
+    silent.close()
+  })
   const port = (silent.address() as { port: number }).port
   const dir = await tempConfig(t)
   const r = await runCli(['login', '--no-browser', '--base-url', `http://127.0.0.1:${port}`], { env: { ENVKEEP_CONFIG_DIR: dir }, timeoutMs: 200 })
