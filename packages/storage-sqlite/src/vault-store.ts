@@ -102,9 +102,19 @@ const ACCESS_ENVIRONMENTS_SQL = {
 /** Prepared statements are cached by SQL text; past this many the cache starts over. */
 const STATEMENT_CACHE_MAX = 256
 
+/** A readVariables call waiting for the next group commit. */
+interface PendingRead {
+  readonly vaultId: string
+  readonly environment: string
+  readonly log: AccessLogEntry
+  resolve(r: { variables: SealedVariable[]; version: number }): void
+  reject(err: unknown): void
+}
+
 class SqliteVaultStore implements VaultStore {
   readonly #d: OpenDatabase
   readonly #statements = new Map<string, Statement>()
+  #pendingReads: PendingRead[] = []
 
   constructor(d: OpenDatabase) {
     this.#d = d
@@ -384,12 +394,38 @@ class SqliteVaultStore implements VaultStore {
     environment: string,
     log: AccessLogEntry,
   ): Promise<{ variables: SealedVariable[]; version: number }> {
-    return this.#tx('immediate', 'variables', () => {
-      const variables = this.#stmt(READ_VARIABLES_SQL).all(vaultId, environment) as SealedVariable[]
-      const v = this.#stmt(ENV_VERSION_SQL).get(vaultId, environment) as { version: number } | undefined
-      this.#log({ ...log, names: variables.map((x) => x.name) }) // the log names exactly what was read
-      return { variables, version: v?.version ?? 0 }
+    return new Promise((resolve, reject) => {
+      this.#pendingReads.push({ vaultId, environment, log, resolve, reject })
+      if (this.#pendingReads.length === 1) setImmediate(() => this.#commitReads())
     })
+  }
+
+  /** One read with its log entry; runs inside the caller's transaction. */
+  #readOne(r: PendingRead): { variables: SealedVariable[]; version: number } {
+    const variables = this.#stmt(READ_VARIABLES_SQL).all(r.vaultId, r.environment) as SealedVariable[]
+    const v = this.#stmt(ENV_VERSION_SQL).get(r.vaultId, r.environment) as { version: number } | undefined
+    this.#log({ ...r.log, names: variables.map((x) => x.name) }) // the log names exactly what was read
+    return { variables, version: v?.version ?? 0 }
+  }
+
+  /**
+   * Group commit: the reads asked for during one turn of the event loop run
+   * in one IMMEDIATE transaction, each with its log entry, and each promise
+   * settles only once that transaction has committed (so no value leaves
+   * before its entry is written). If the shared transaction fails, every
+   * read is retried alone, so one bad entry fails only its own read.
+   */
+  #commitReads(): void {
+    const batch = this.#pendingReads
+    this.#pendingReads = []
+    const alone = (r: PendingRead): void => {
+      this.#tx('immediate', 'variables', () => this.#readOne(r)).then(r.resolve, r.reject)
+    }
+    if (batch.length === 1) return alone(batch[0] as PendingRead)
+    this.#tx('immediate', 'variables', () => batch.map((r) => this.#readOne(r))).then(
+      (results) => batch.forEach((r, i) => r.resolve(results[i] as { variables: SealedVariable[]; version: number })),
+      () => batch.forEach(alone),
+    )
   }
 
   listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]> {
