@@ -31,13 +31,49 @@ export interface VaultCrypto {
   openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
 }
 
+export interface VaultCryptoOptions {
+  /**
+   * Bytes of opened values to remember (0, the default: none). A value is
+   * only reused when the sealed bytes read now are exactly the bytes that
+   * opened before under the same vault, environment and name; anything else
+   * (a changed value, a tampered row) is opened again, so `decrypt_failed`
+   * and 503 answer as without it. Saves one cipher object per value on
+   * repeated reads (the read route's main cost).
+   */
+  readonly openedCacheBytes?: number
+}
+
+/** Opened values of one environment: name → the sealed bytes and what they opened to. */
+type OpenedEnvironment = Map<string, { readonly sealed: Buffer; readonly value: string }>
+
 /**
  * Envelope encryption for values: one random data key per vault, stored
  * only wrapped by the keyring, unwrapped once and cached in memory.
  * With no keyring every call answers 503 not_configured.
  */
-export function createVaultCrypto(storage: Storage, keyring: Keyring | null): VaultCrypto {
+export function createVaultCrypto(storage: Storage, keyring: Keyring | null, options: VaultCryptoOptions = {}): VaultCrypto {
   const keys = new Map<string, Promise<Uint8Array>>()
+  const cacheMax = options.openedCacheBytes ?? 0
+  // least recently read environment first; sizes in bytes (UTF-16 values + sealed)
+  const opened = new Map<string, { entries: OpenedEnvironment; bytes: number }>()
+  let openedBytes = 0
+
+  function openedEnvironment(vaultId: string, environment: string): { entries: OpenedEnvironment; bytes: number } {
+    const k = `${vaultId}/${environment}`
+    let e = opened.get(k)
+    if (e) opened.delete(k)
+    else e = { entries: new Map(), bytes: 0 }
+    opened.set(k, e) // now the most recent
+    return e
+  }
+
+  function evict(): void {
+    for (const [k, e] of opened) {
+      if (openedBytes <= cacheMax) return
+      opened.delete(k)
+      openedBytes -= e.bytes
+    }
+  }
 
   async function dataKey(vaultId: string, create: boolean): Promise<Uint8Array> {
     if (!keyring) throw errors.notConfigured()
@@ -75,10 +111,31 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null): Va
       }
       const key = await dataKey(vaultId, false)
       const out: Record<string, string> = {}
+      const memo = cacheMax > 0 ? openedEnvironment(vaultId, environment) : null
+      const bytesBefore = memo?.bytes ?? 0
       try {
-        for (const v of sealed) out[v.name] = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
+        for (const v of sealed) {
+          const hit = memo?.entries.get(v.name)
+          if (hit && hit.sealed.equals(v.sealed)) {
+            out[v.name] = hit.value
+            continue
+          }
+          const value = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
+          out[v.name] = value
+          if (memo) {
+            const size = v.sealed.byteLength + 2 * value.length + 2 * v.name.length
+            if (hit) memo.bytes -= hit.sealed.byteLength + 2 * hit.value.length + 2 * v.name.length
+            memo.entries.set(v.name, { sealed: Buffer.from(v.sealed), value })
+            memo.bytes += size
+          }
+        }
       } catch (cause) {
         throw errors.decryptFailed(cause)
+      } finally {
+        if (memo) {
+          openedBytes += memo.bytes - bytesBefore
+          evict()
+        }
       }
       return out
     },

@@ -28,9 +28,13 @@ export async function apiRoutes(app: FastifyInstance, o: { opts: ResolvedOptions
   await app.register(envApiScope, { prefix: `${o.opts.basePath}/api/env`, opts: o.opts })
 }
 
+/** Bytes of opened values the read route may remember (see createVaultCrypto). */
+const OPENED_CACHE_BYTES = 8 * 1024 * 1024
+
 async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): Promise<void> {
   const opts = o.opts
-  const vaultCrypto = createVaultCrypto(opts.storage, opts.keyring)
+  // Remembers opened values (checked against their exact sealed bytes) so a repeated read opens no cipher per value.
+  const vaultCrypto = createVaultCrypto(opts.storage, opts.keyring, { openedCacheBytes: OPENED_CACHE_BYTES })
 
   if (!api.hasRequestDecorator('signIn')) api.decorateRequest('signIn', null)
   if (!api.hasRequestDecorator('envkeepAuthFailure')) api.decorateRequest('envkeepAuthFailure', null)
