@@ -33,20 +33,13 @@ await app.listen({ host: '127.0.0.1', port: 0 })
 const address = app.server.address()
 const port = typeof address === 'object' && address ? address.port : 0
 
-// Peak RSS is sampled too (maxRSS of getrusage is the process's high-water mark).
-let peakRss = process.memoryUsage.rss()
-const sampler = setInterval(() => {
-  peakRss = Math.max(peakRss, process.memoryUsage.rss())
-}, 100)
-sampler.unref()
-
 process.on('message', (m: unknown) => {
   if (m === 'cpu') {
     const u = process.cpuUsage()
     process.send?.({ cpu: u.user + u.system })
   } else if (m === 'stats') {
-    peakRss = Math.max(peakRss, process.memoryUsage.rss())
-    process.send?.({ stats: { peakRssBytes: Math.max(peakRss, process.resourceUsage().maxRSS * 1024), rssBytes: process.memoryUsage.rss() } })
+    // maxRSS (getrusage) is the process's high-water mark, in KiB
+    process.send?.({ stats: { peakRssBytes: process.resourceUsage().maxRSS * 1024, rssBytes: process.memoryUsage.rss() } })
   } else if (m === 'stop') {
     void app.close().then(() => process.exit(0))
   }

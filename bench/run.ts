@@ -6,7 +6,7 @@
  * the last core) → bench/real-server.ts and bench/bare-server.ts (pinned to
  * core 0, one loaded at a time). Settings: BENCH_DURATION (seconds per
  * case, default 5), BENCH_ONLY (comma-separated case ids), BENCH_PROFILE=1
- * (V8 CPU profile of the real server in bench/results/profile/).
+ * (V8 CPU profile of the real server, in the temp folder).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -196,8 +196,10 @@ async function main(): Promise<void> {
     ].filter((c) => !ONLY || ONLY.has(c.id))
     if (push1MiB.length > 1_048_576) throw new Error('bench: the 1 MiB push is over the limit')
 
-    // BENCH_PROFILE=1: a V8 CPU profile of the real server in bench/results/profile/
-    const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(here, 'results', 'profile')}`] : []
+    // BENCH_PROFILE=1: a V8 CPU profile of the real server, kept in the system's temp folder
+    const profileDir = join(tmpdir(), 'envkeep-bench-profile')
+    const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []
+    if (process.env.BENCH_PROFILE) console.log(`CPU profile of the real server: ${profileDir}`)
     const real = await startChild('real-server.ts', { BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
     children.push(real.child)
     const answers: BareAnswer[] = []
