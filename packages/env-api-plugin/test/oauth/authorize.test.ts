@@ -29,6 +29,8 @@ function expectRedirect(t: Tap.Test, res: Awaited<ReturnType<typeof get>>, redir
   t.equal(u.searchParams.get('state'), state, 'state')
   t.same(u.searchParams.getAll('iss'), [BASE], 'iss, once')
   t.notOk(u.searchParams.has('code'), 'no code')
+  t.equal(u.searchParams.get('where'), 'OAuth')
+  t.match(u.searchParams.get('ref'), /^[0-9A-HJKMNP-TV-Z]{10}$/, 'a ref that finds the log record')
   return u
 }
 

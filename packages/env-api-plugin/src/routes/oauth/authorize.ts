@@ -126,11 +126,17 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
 
   function answer(request: FastifyRequest, reply: FastifyReply, check: Exclude<AuthorizeCheck, { kind: 'ok' }>): FastifyReply {
     if (check.kind === 'page') return errorPage(request, reply, 400, check.why)
+    const ref = newRef()
     request.log.info(
-      { route: path, method: request.method, error: check.error, where: 'OAuth', reason: check.description },
+      { ref, route: path, method: request.method, error: check.error, where: 'OAuth', reason: check.description },
       'envkeep authorization request refused by redirect',
     )
-    const to = callbackUrl(check.redirectUri, { error: check.error, error_description: check.description, state: check.state }, opts.baseUrl)
+    // `where` and `ref` ride along (clients ignore unknown parameters, OAuth 2.1 §4.1.2)
+    const to = callbackUrl(
+      check.redirectUri,
+      { error: check.error, error_description: check.description, state: check.state, where: 'OAuth', ref },
+      opts.baseUrl,
+    )
     return reply.headers(PAGE_HEADERS).redirect(to, 303)
   }
 
