@@ -247,6 +247,25 @@ class SqliteOAuthStore implements OAuthStore {
     return res.numUpdatedRows > 0n
   }
 
+  async purgeExpired(now: Date, codesBefore: Date, signInsBefore: Date): Promise<number> {
+    return this.#db.transaction().execute(async (trx) => {
+      const codes = await trx.deleteFrom('oauth_codes').where('expires_at', '<', ms(codesBefore)).executeTakeFirst()
+      const access = await trx.deleteFrom('access_tokens').where('expires_at', '<', ms(now)).executeTakeFirst()
+      const ended = trx
+        .selectFrom('sign_ins')
+        .select('id')
+        .where((eb) => eb.or([eb('revoked_at', '<', ms(signInsBefore)), eb('expires_at', '<', ms(signInsBefore))]))
+      // tokens first: the foreign keys' cascade is not relied on (foreign_keys may be off on a copy)
+      const refresh = await trx.deleteFrom('refresh_tokens').where('sign_in_id', 'in', ended).executeTakeFirst()
+      const access2 = await trx.deleteFrom('access_tokens').where('sign_in_id', 'in', ended).executeTakeFirst()
+      const signIns = await trx
+        .deleteFrom('sign_ins')
+        .where((eb) => eb.or([eb('revoked_at', '<', ms(signInsBefore)), eb('expires_at', '<', ms(signInsBefore))]))
+        .executeTakeFirst()
+      return [codes, access, refresh, access2, signIns].reduce((n, r) => n + Number(r.numDeletedRows), 0)
+    })
+  }
+
   async revokeAllSignIns(personId: string, now: Date): Promise<number> {
     const res = await this.#db
       .updateTable('sign_ins')
@@ -287,5 +306,6 @@ export function createSqliteOAuthStore(d: OpenDatabase): OAuthStore {
     listSignIns: (personId) => wrapStorage(() => s.listSignIns(personId), 'sign_ins'),
     revokeSignIn: (id, personId, now) => wrapStorage(() => s.revokeSignIn(id, personId, now), 'sign_ins'),
     revokeAllSignIns: (personId, now) => wrapStorage(() => s.revokeAllSignIns(personId, now), 'sign_ins'),
+    purgeExpired: (now, codesBefore, signInsBefore) => wrapStorage(() => s.purgeExpired(now, codesBefore, signInsBefore), 'sign_ins'),
   }
 }

@@ -118,4 +118,13 @@ export interface OAuthStore {
 
   /** Revokes every sign-in of a person (admin). Returns how many. */
   revokeAllSignIns(personId: string, now: Date): Promise<number>
+
+  /**
+   * Optional housekeeping: deletes what can no longer be used or needed,
+   * and returns how many rows went. Codes expired before `codesBefore`,
+   * access tokens expired before `now`, and sign-ins (with all their tokens)
+   * that ended (revoked or past their absolute end) before `signInsBefore`.
+   * Used refresh tokens of live sign-ins stay: reuse detection needs them.
+   */
+  purgeExpired?(now: Date, codesBefore: Date, signInsBefore: Date): Promise<number>
 }

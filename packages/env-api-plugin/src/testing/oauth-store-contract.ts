@@ -291,4 +291,34 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
         assert.equal((await store.listSignIns('person-2'))[0]?.revokedAt, null)
       }),
   },
+  {
+    name: 'purgeExpired (when implemented) deletes only what can no longer be used',
+    run: (make) =>
+      withStore(make, async (store) => {
+        if (!store.purgeExpired) return
+        const live = await signedIn(store)
+        const rotatedTo = newTokens(at(1000))
+        assert.equal((await store.rotateRefreshToken(live.tokens.refreshTokenHash, rotatedTo, at(1000))).outcome, 'rotated')
+        const revoked = await signedIn(store)
+        await store.revokeSignIn(revoked.signIn.id, 'person-1', at(2000))
+        const pending = codeRecord({ expiresAt: at(10 * DAY) })
+        await store.saveAuthorizationCode(pending)
+
+        const now = at(2 * HOUR)
+        const removed = await store.purgeExpired(now, at(DAY), at(HOUR))
+        assert.ok(removed > 0, 'something went')
+        // the revoked sign-in ended before the cutoff: gone with its tokens
+        assert.deepEqual(
+          (await store.listSignIns('person-1')).map((s) => s.id),
+          [live.signIn.id],
+        )
+        assert.equal(await store.findRefreshToken(revoked.tokens.refreshTokenHash), null)
+        // the live sign-in keeps its used refresh token (reuse detection) and its newest pair
+        assert.ok(await store.findRefreshToken(live.tokens.refreshTokenHash), 'used refresh token kept')
+        assert.equal((await store.rotateRefreshToken(live.tokens.refreshTokenHash, newTokens(), now)).outcome, 'reused', 'reuse still detected')
+        // codes: the unexpired one stays, the consumed ones expired before the cutoff went
+        assert.ok(await store.findAuthorizationCode(pending.codeHash))
+        assert.equal(await store.findAuthorizationCode(live.code.codeHash), null)
+      }),
+  },
 ])
