@@ -1,4 +1,5 @@
 import { html, PAGE_HEADERS } from './html.js'
+import { renderErrorPage } from './error.js'
 import { layout } from './layout.js'
 
 /**
@@ -58,6 +59,7 @@ ${hidden}${
 }
 
 export interface AuthorizeErrorPageInput {
+  readonly status: number
   /** why, in words; never what the client sent */
   readonly why: string
   readonly ref: string
@@ -67,18 +69,16 @@ export interface AuthorizeErrorPageInput {
 
 /**
  * The page for an authorization request that cannot be answered by redirect
- * (unknown client, bad redirect URI, failed form check): the four fields, no Location.
+ * (unknown client, bad redirect URI, failed form check): the plugin's error
+ * page with its four fields, and no Location.
  */
 export function renderAuthorizeErrorPage(v: AuthorizeErrorPageInput): string {
-  const body = html`<section class="error">
-<h1>This sign-in request cannot be answered</h1>
-<dl class="failure">
-<dt>What</dt><dd>signing in to ${v.serviceName} from the command line</dd>
-<dt>Where</dt><dd>OAuth</dd>
-<dt>Why</dt><dd>${v.why}</dd>
-<dt>Reference</dt><dd><code>${v.ref}</code></dd>
-</dl>
-<p>Close this window and run <code>envkeep login</code> again.</p>
-</section>`
-  return layout({ title: 'Sign-in request refused', body, basePath: v.basePath })
+  return renderErrorPage({
+    status: v.status,
+    what: `signing in to ${v.serviceName} from the command line`,
+    where: 'OAuth',
+    why: v.why,
+    ref: v.ref,
+    basePath: v.basePath,
+  })
 }

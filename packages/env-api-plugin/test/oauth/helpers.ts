@@ -2,7 +2,7 @@ import { createServer } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import * as oauth from 'oauth4webapi'
 import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
-import envApi, { type EnvApiOptions, type PeopleAdapter, type Person } from '../../src/index.js'
+import envApi, { type EnvApiOptions, type PeopleAdapter, type Person, type Storage } from '../../src/index.js'
 
 type Tap = { teardown(fn: () => unknown): void }
 
@@ -55,7 +55,10 @@ export interface Built {
  * 127.0.0.1 (`listen: true`) with `base` = `http://127.0.0.1:<port>`, or
  * only for `inject` with the given `baseUrl`.
  */
-export async function build(t: Tap, o: { listen?: boolean; baseUrl?: string; extra?: Partial<EnvApiOptions> } = {}): Promise<Built> {
+export async function build(
+  t: Tap,
+  o: { listen?: boolean; baseUrl?: string; extra?: Partial<EnvApiOptions>; wrapStorage?: (s: Storage) => Storage } = {},
+): Promise<Built> {
   const port = o.listen ? await freePort() : 0
   const base = o.baseUrl ?? (o.listen ? `http://127.0.0.1:${port}` : 'https://envkeep.example')
   const storage = await createSqliteStorage({ filename: ':memory:' })
@@ -64,7 +67,7 @@ export async function build(t: Tap, o: { listen?: boolean; baseUrl?: string; ext
   const app = Fastify({ logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } })
   await app.register(envApi, {
     baseUrl: base,
-    storage,
+    storage: o.wrapStorage ? o.wrapStorage(storage) : storage,
     keyring: null,
     people: createTestPeople(),
     now: () => clock.now,
@@ -192,4 +195,19 @@ export async function signIn(b: Built, i: AuthorizeInput & { person?: string; al
 /** GET /api/env/vaults with a bearer token. */
 export function apiVaults(b: Built, token: string) {
   return b.app.inject({ method: 'GET', url: `${new URL(b.base).pathname.replace(/\/$/, '')}/api/env/vaults`, headers: { authorization: `Bearer ${token}` } })
+}
+
+/** A storage whose `method` fails with what `fail` makes; everything else passes through. */
+export function failing(method: keyof Storage, fail: () => unknown): (s: Storage) => Storage {
+  return (s) =>
+    new Proxy(s, {
+      get(target, p, r) {
+        if (p === method) {
+          return async () => {
+            throw fail()
+          }
+        }
+        return Reflect.get(target, p, r)
+      },
+    })
 }
