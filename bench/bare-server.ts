@@ -15,7 +15,7 @@ export interface BareAnswer {
 }
 
 const file = process.env.BENCH_BARE_ANSWERS
-if (!file || !process.send) throw new Error('bench/bare-server.ts is started by bench/run.ts')
+if (!file || !process.send) throw new Error('bench/bare-server is started by bench/run.ts')
 const answers = JSON.parse(readFileSync(file, 'utf8')) as BareAnswer[]
 const byKey = new Map(answers.map((a) => [`${a.method} ${a.url}`, { status: a.status, body: Buffer.from(a.body, 'utf8') }]))
 

@@ -11,7 +11,7 @@ import { BASE_URL, BENCH_PLANS, BENCH_RATE_LIMIT } from './seed.js'
 
 const filename = process.env.BENCH_DB
 const masterKey = process.env.BENCH_MASTER_KEY
-if (!filename || !masterKey || !process.send) throw new Error('bench/real-server.ts is started by bench/run.ts')
+if (!filename || !masterKey || !process.send) throw new Error('bench/real-server is started by bench/run.ts')
 
 const storage = await createSqliteStorage({ filename })
 const app = Fastify({ logger: false })

@@ -56,6 +56,8 @@ interface CaseResult {
   rate: number | null
   real: Measure
   bare: Measure
+  /** the real server's RSS high-water mark after this case, MB */
+  realPeakRssMb: number
   /** real req/s ÷ bare req/s */
   ratio: number
   /** bare CPU per request ÷ real CPU per request: the ratio the machine would give if it were not shared */
@@ -71,8 +73,9 @@ function hasTaskset(): boolean {
   }
 }
 
+/** Starts a server from bench/dist (plain Node, no TypeScript loader: its memory is the server's own). */
 function startChild(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; port: number }> {
-  const node = [process.execPath, ...nodeArgs, '--import', 'tsx', join(here, script)]
+  const node = [process.execPath, ...nodeArgs, join(here, 'dist', script)]
   const [cmd, ...args] = canPin ? ['taskset', '-c', '0', ...node] : node
   const child = spawn(cmd as string, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } })
   return new Promise((resolve, reject) => {
@@ -169,6 +172,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'envkeep-bench-'))
   const children: ChildProcess[] = []
   try {
+    // the servers run compiled (bench/dist), so build the bench project first
+    execFileSync(join(here, '..', 'node_modules', '.bin', 'tsc'), ['-b', here], { stdio: 'inherit' })
     if (canPin) execFileSync('taskset', ['-a', '-p', '-c', String(cores - 1), String(process.pid)], { stdio: 'ignore' })
     const masterKey = randomBytes(32)
     const filename = join(dir, 'envkeep.db')
@@ -179,7 +184,7 @@ async function main(): Promise<void> {
     const pushPath = `/api/env/${s.pushVault}/development/imports`
     const push30 = bodyOf(30, 40, 'VAR')
     const push1MiB = bodyOf(1000, 1000, 'BIG')
-    const cases: Case[] = [
+    const all: Case[] = [
       ...READ_SIZES.map((n) => ({
         id: `read-${n}`,
         label: `GET /api/env/:vault/:env, ${fmt(n)} variable${n === 1 ? '' : 's'}`,
@@ -193,20 +198,22 @@ async function main(): Promise<void> {
       { id: 'sign-ins-1000', label: `GET 30 variables, ${fmt(MANY_SIGN_INS)} sign-ins round-robin`, method: 'GET', url: `/api/env/${s.readVaults[30]}/development`, auth: s.signInTokens, connections: CONNECTIONS },
       { id: 'push-30', label: 'POST …/imports, 30 variables', method: 'POST', url: pushPath, auth: s.ownerToken, body: push30, connections: CONNECTIONS },
       { id: 'push-1mib', label: `POST …/imports, ${fmt(push1MiB.length)} B body, 1 connection`, method: 'POST', url: pushPath, auth: s.ownerToken, body: push1MiB, connections: 1 },
-    ].filter((c) => !ONLY || ONLY.has(c.id))
+    ]
+    const cases = all.filter((c) => !ONLY || ONLY.has(c.id))
     if (push1MiB.length > 1_048_576) throw new Error('bench: the 1 MiB push is over the limit')
 
     // BENCH_PROFILE=1: a V8 CPU profile of the real server, kept in the system's temp folder
     const profileDir = join(tmpdir(), 'envkeep-bench-profile')
     const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []
     if (process.env.BENCH_PROFILE) console.log(`CPU profile of the real server: ${profileDir}`)
-    const real = await startChild('real-server.ts', { BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
+    const real = await startChild('real-server.js', { BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
     children.push(real.child)
+    const startRssMb = (await ask<{ rssBytes: number }>(real.child, 'stats', 'stats')).rssBytes / 1024 / 1024
     const answers: BareAnswer[] = []
     for (const c of cases) answers.push(await sample(real.port, c))
     const answersFile = join(dir, 'bare-answers.json')
     writeFileSync(answersFile, JSON.stringify(answers))
-    const bare = await startChild('bare-server.ts', { BENCH_BARE_ANSWERS: answersFile })
+    const bare = await startChild('bare-server.js', { BENCH_BARE_ANSWERS: answersFile })
     children.push(bare.child)
 
     // warm both up (JIT, statement caches, data keys) on the headline route
@@ -221,8 +228,10 @@ async function main(): Promise<void> {
       process.stdout.write(`  ${c.id}… `)
       const r = await load(real, c, DURATION)
       const b = await load(bare, c, DURATION)
-      process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request\n`)
-      const out = { id: c.id, label: c.label, connections: c.connections, rate: c.rate ?? null, real: r, bare: b, ratio: r.rps / b.rps, cpuRatio: b.cpuUs / r.cpuUs }
+      const peak = await ask<{ peakRssBytes: number }>(real.child, 'stats', 'stats')
+      const realPeakRssMb = Number((peak.peakRssBytes / 1024 / 1024).toFixed(1))
+      process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request, peak RSS ${realPeakRssMb.toFixed(0)} MB\n`)
+      const out = { id: c.id, label: c.label, connections: c.connections, rate: c.rate ?? null, real: r, bare: b, realPeakRssMb, ratio: r.rps / b.rps, cpuRatio: b.cpuUs / r.cpuUs }
       results.push(out)
       return out
     }
@@ -260,7 +269,7 @@ async function main(): Promise<void> {
     console.log(widths.map((w) => '-'.repeat(w)).join('  '))
     for (const row of rows) console.log(line(row))
     console.log('')
-    console.log(`peak RSS of the real server: ${peakRssMb.toFixed(0)} MB`)
+    console.log(`peak RSS of the real server: ${peakRssMb.toFixed(0)} MB (${startRssMb.toFixed(0)} MB once started)`)
     console.log(
       `rate limits raised for the run through options: rateLimit ${JSON.stringify(BENCH_RATE_LIMIT)} (defaults 60/minute, 5000/day); ` +
         'plan storage limits raised too (pushes pile up in one vault)',
@@ -284,7 +293,7 @@ async function main(): Promise<void> {
       machine: { cores, cpu, node: process.version, platform: `${process.platform} ${process.arch}` },
       settings: { durationSeconds: DURATION, connections: CONNECTIONS, pinned: canPin, rateLimit: BENCH_RATE_LIMIT, tool: 'autocannon' },
       cases: results,
-      server: { peakRssMb: Number(peakRssMb.toFixed(1)) },
+      server: { peakRssMb: Number(peakRssMb.toFixed(1)), startRssMb: Number(startRssMb.toFixed(1)) },
       targets,
       wallSeconds: Math.round((Date.now() - started) / 1000),
     }
