@@ -27,7 +27,7 @@ export function valueProblem(value: string): string | null {
 export interface VaultCrypto {
   /** Seals plaintext values for a vault's environment (creating the vault's data key on first use). */
   sealValues(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<SealedVariable[]>
-  /** Opens sealed values; throws ApiError decrypt_failed if any one fails (nothing is returned). */
+  /** Opens sealed values, keyed by name in the order given; throws ApiError decrypt_failed if any one fails (nothing is returned). */
   openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
 }
 

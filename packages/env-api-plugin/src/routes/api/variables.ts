@@ -33,11 +33,20 @@ export function variablesRoutes(app: FastifyInstance, opts: ResolvedOptions, vau
         env.name,
         logEntry(opts, request, vault.id, 'read', env.name, []),
       )
-      const sorted = [...variables].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      // storage answers in name order already; sort only if it did not
+      const sorted = inNameOrder(variables) ? variables : [...variables].sort(byName)
+      // openValues fills its object in the order given (names never look like array indexes)
       const values = await vaultCrypto.openValues(vault.id, env.name, sorted)
-      const out: Record<string, string> = {}
-      for (const v of sorted) out[v.name] = values[v.name] as string
-      return { vault: vault.id, environment: env.name, variables: out }
+      return { vault: vault.id, environment: env.name, variables: values }
     },
   })
+}
+
+function byName(a: { name: string }, b: { name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+}
+
+function inNameOrder(list: readonly { name: string }[]): boolean {
+  for (let i = 1; i < list.length; i++) if ((list[i - 1] as { name: string }).name >= (list[i] as { name: string }).name) return false
+  return true
 }
