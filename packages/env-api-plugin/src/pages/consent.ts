@@ -4,14 +4,18 @@ import { layout } from './layout.js'
 
 /**
  * The consent page's headers: PAGE_HEADERS, but `form-action` also allows the
- * loopback callback, because Chrome applies form-action to the redirect that
- * follows the form's POST (Allow/Deny → 303 → http://127.0.0.1:<port>/callback).
+ * loopback callback of this request, because Chrome applies form-action to
+ * the redirect that follows the form's POST (Allow/Deny → 303 →
+ * http://127.0.0.1:<port>/callback). CSP host sources cannot name an IPv6
+ * literal (Chromium drops `http://[::1]:*` as an invalid source, and the
+ * redirect is then blocked), so for a `[::1]` callback the page allows
+ * `http:` targets: still no https elsewhere, no `javascript:` or `data:`,
+ * and the page has no script and escapes all it shows.
  */
-export const CONSENT_HEADERS: Readonly<Record<string, string>> = Object.freeze(consentHeaders())
-
-function consentHeaders(): Record<string, string> {
+export function consentHeaders(redirectHost: string, port: number): Record<string, string> {
   const csp = PAGE_HEADERS['content-security-policy'] ?? ''
-  const widened = csp.replace("form-action 'self'", "form-action 'self' http://127.0.0.1:* http://[::1]:*")
+  const target = redirectHost === '127.0.0.1' ? `http://127.0.0.1:${port}` : 'http:'
+  const widened = csp.replace("form-action 'self'", `form-action 'self' ${target}`)
   if (widened === csp) throw new Error('envkeep: PAGE_HEADERS has no form-action to widen')
   return { ...PAGE_HEADERS, 'content-security-policy': widened }
 }

@@ -7,7 +7,7 @@ import { isWellFormedS256Challenge } from '../../oauth/pkce.js'
 import { parseLoopbackRedirect, type LoopbackRedirect } from '../../oauth/redirect-uri.js'
 import { grantedScopes, parseScope, SCOPE_PUSH } from '../../oauth/scopes.js'
 import { newAuthorizationCode, sha256hex } from '../../oauth/tokens.js'
-import { CONSENT_HEADERS, renderAuthorizeErrorPage, renderConsentPage } from '../../pages/consent.js'
+import { consentHeaders, renderAuthorizeErrorPage, renderConsentPage } from '../../pages/consent.js'
 import { PAGE_HEADERS } from '../../pages/html.js'
 import { newRef } from '../../ref.js'
 import { cliClientName } from './client-metadata.js'
@@ -186,7 +186,7 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
       hidden: hiddenFields(r, person.id),
       basePath: opts.basePath,
     })
-    return reply.code(200).headers(CONSENT_HEADERS).type('text/html; charset=utf-8').send(page)
+    return reply.code(200).headers(consentHeaders(r.redirect.host, r.redirect.port)).type('text/html; charset=utf-8').send(page)
   })
 
   app.post(path, { preValidation: app.csrfProtection }, async function consentAnswer(request: FastifyRequest, reply: FastifyReply) {

@@ -1,0 +1,52 @@
+import { createServer } from 'node:http'
+import t from 'tap'
+import * as oauth from 'oauth4webapi'
+import { chromium } from 'playwright-core'
+import { authorizeQuery, build, PEOPLE } from './helpers.js'
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+/** A loopback listener like the CLI's, on the given host; resolves with the callback URL it receives. */
+async function loopback(host: '127.0.0.1' | '::1') {
+  let resolve!: (u: URL) => void
+  const callback = new Promise<URL>((r) => (resolve = r))
+  const server = createServer((req, res) => {
+    res.end('done')
+    if (req.url?.startsWith('/callback')) resolve(new URL(req.url, 'http://loopback'))
+  })
+  await new Promise<void>((r) => server.listen(0, host, () => r()))
+  const port = (server.address() as { port: number }).port
+  const shown = host === '::1' ? '[::1]' : host
+  return { redirectUri: `http://${shown}:${port}/callback`, callback, close: () => server.close() }
+}
+
+// Chrome applies the consent page's CSP form-action to the redirect after Allow:
+// the redirect to the CLI's loopback listener must go through, on IPv4 and IPv6.
+for (const host of ['127.0.0.1', '::1'] as const) {
+  t.test(`Allow in a real browser reaches a ${host} callback with code, state and iss`, async (t) => {
+    const b = await build(t, { listen: true })
+    const cb = await loopback(host)
+    t.teardown(cb.close)
+    const { query, state } = await authorizeQuery(b, { redirectUri: cb.redirectUri, scope: 'env:read env:push' })
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+    t.teardown(() => browser.close())
+    const context = await browser.newContext()
+    await context.addCookies([{ name: 'test_person', value: PEOPLE.ada!.id, url: b.base }])
+    const page = await context.newPage()
+    const problems: string[] = []
+    page.on('console', (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text())
+    })
+    await page.goto(`${b.base}/oauth/authorize?${query.toString()}`)
+    await page.getByLabel('Allow this sign-in to send .env files').check()
+    await page.getByRole('button', { name: 'Allow' }).click()
+    const url = await Promise.race([
+      cb.callback,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the callback was never reached')), 15_000)),
+    ])
+    const as = { issuer: b.base, authorization_response_iss_parameter_supported: true } as oauth.AuthorizationServer
+    const params = oauth.validateAuthResponse(as, { client_id: b.cli }, url.searchParams, state)
+    t.ok(params.get('code'), 'a code came back and state and iss check out')
+    t.same(problems, [], 'no CSP violation on the way')
+  })
+}
