@@ -1,7 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
 import fastifyCsrf from '@fastify/csrf-protection'
-import envApi, { type Keyring, type Storage } from '@envkeep/env-api-plugin'
+import envApi, { envkeepFrameworkErrors, type Keyring, type Storage } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '@envkeep/storage-sqlite'
 import type { ServerConfig } from './config.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
@@ -41,6 +41,8 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // in-flight requests finish on close; idle keep-alive connections are closed at once
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // a URL Fastify cannot decode gets the spec's error record, not a 400 quoting the URL
+    frameworkErrors: envkeepFrameworkErrors,
   })
   const isShuttingDown = deps.isShuttingDown
   if (isShuttingDown) {

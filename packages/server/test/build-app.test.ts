@@ -101,3 +101,18 @@ t.test('with a key, a value written through the API reads back; the log never ho
     t.notOk(log.text.includes(canary), `log free of ${canary.slice(0, 14)}…`)
   t.match(log.text, /"path":"\/api\/env\//, 'requests are logged by path')
 })
+
+t.test('a URL Fastify cannot decode gets the error record, quoting nothing', async (t) => {
+  const { app } = await buildTestApp(t)
+  for (const url of ['/api/env/%zzSECRETPATH/development', '/v/%E0%A4%A/SECRETPATH']) {
+    const res = await app.inject({ method: 'GET', url })
+    t.equal(res.statusCode, 400, url)
+    t.equal(res.headers['cache-control'], 'no-store, private')
+    t.match(res.headers['content-type'], /^application\/json/)
+    const body = res.json() as Record<string, unknown>
+    t.equal(body.error, 'invalid_request')
+    t.match(body.message, /URL is not valid/)
+    t.match(body.ref, /^[0-9A-HJKMNP-TV-Z]{10}$/)
+    t.notMatch(res.body, 'SECRETPATH', 'the URL is not echoed')
+  }
+})

@@ -1,0 +1,18 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { errors } from './errors.js'
+import { renderApiError } from './error-handler.js'
+import { PUSH_BODY_LIMIT } from './options.js'
+
+/**
+ * For the host's `Fastify({ frameworkErrors })`: errors Fastify raises before
+ * any route or plugin runs (a URL it cannot decode, a failed constraint).
+ * Fastify's default answer quotes the URL back; this one is the spec's error
+ * record, quotes nothing, and logs under a ref like every other failure.
+ */
+export function envkeepFrameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400
+  const reason = error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid (bad percent-encoding)' : 'the request is malformed'
+  const e = errors.invalidRequest(reason)
+  if (status !== 400) Object.defineProperty(e, 'status', { value: status })
+  void renderApiError(e, request, reply, PUSH_BODY_LIMIT)
+}
