@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { createHash, randomBytes } from 'node:crypto'
 import t from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
@@ -94,7 +95,8 @@ t.test('grant_type=authorization_code refusals (checklist item 30)', async (t) =
     { name: 'code_verifier too long', edit: (p) => (p['code_verifier'] = 'a'.repeat(129)), error: 'invalid_request' },
     { name: 'code_verifier with a bad character', edit: (p) => (p['code_verifier'] = `${'a'.repeat(50)}+`), error: 'invalid_request' },
     { name: 'code_verifier that does not match', edit: (p) => (p['code_verifier'] = oauth.generateRandomCodeVerifier()), error: 'invalid_grant' },
-    { name: 'code_verifier equal to the challenge (plain)', edit: (p, c) => (p['code_verifier'] = c.verifier.slice(0, 42) + 'A'), error: 'invalid_grant' },
+    { name: 'code_verifier equal to the challenge (plain PKCE)', edit: (p, c) => (p['code_verifier'] = createHash('sha256').update(c.verifier).digest('base64url')), error: 'invalid_grant' },
+    { name: 'code_verifier one character off', edit: (p, c) => (p['code_verifier'] = c.verifier.slice(0, 42) + (c.verifier.endsWith('A') ? 'B' : 'A')), error: 'invalid_grant' },
     { name: 'redirect_uri with another port', edit: (p) => (p['redirect_uri'] = 'http://127.0.0.1:53683/callback'), error: 'invalid_grant' },
     { name: 'redirect_uri on [::1] instead of 127.0.0.1', edit: (p) => (p['redirect_uri'] = 'http://[::1]:53682/callback'), error: 'invalid_grant' },
     { name: 'resource missing', edit: (p) => delete p['resource'], error: 'invalid_target' },
