@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, StorageError, errors } from './errors.js'
-import { newRef } from './ref.js'
+import { logFailure } from './failure-log.js'
 
 /** Headers every API answer carries. */
 export const API_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -72,26 +72,8 @@ declare module 'fastify' {
  */
 export function renderApiError(err: unknown, request: FastifyRequest, reply: FastifyReply, bodyLimit: number): FastifyReply {
   const e = toApiError(err, bodyLimit)
-  const ref = newRef()
   const operation = request.envkeepOperation ?? defaultOperation(request)
-  const record = {
-    ref,
-    route: request.routeOptions?.url ?? null,
-    method: request.method,
-    status: e.status,
-    error: e.code,
-    where: e.where,
-    reason: e.reason,
-  }
-  if (e.status >= 500) {
-    const cause = e.cause
-    request.log.error(
-      { ...record, kind: cause instanceof Error ? cause.name : typeof cause, stack: cause instanceof Error ? cause.stack : undefined },
-      'envkeep request failed',
-    )
-  } else {
-    request.log.info(record, 'envkeep request refused')
-  }
+  const ref = logFailure(request, 'request', { status: e.status, error: e.code, where: e.where, reason: e.reason, cause: e.cause })
   reply.code(e.status).headers(API_HEADERS).headers(e.headers).type('application/json; charset=utf-8')
   return reply.send({ error: e.code, message: `${operation}: ${e.reason}`, where: e.where, ref })
 }

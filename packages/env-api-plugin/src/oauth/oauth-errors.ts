@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { newRef } from '../ref.js'
+import { logFailure } from '../failure-log.js'
 
 /** RFC 6749 / RFC 8707 error codes used by the token and revocation endpoints, plus our 405 and 500. */
 export type OAuthErrorCode =
@@ -89,25 +89,7 @@ export function toOAuthError(err: unknown): OAuthError {
  */
 export function sendOAuthError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = toOAuthError(err)
-  const ref = newRef()
-  const record = {
-    ref,
-    route: request.routeOptions?.url ?? null,
-    method: request.method,
-    status: e.status,
-    error: e.error,
-    where: e.where,
-    reason: e.description,
-  }
-  if (e.status >= 500) {
-    const cause = e.cause
-    request.log.error(
-      { ...record, kind: cause instanceof Error ? cause.name : typeof cause, stack: cause instanceof Error ? cause.stack : undefined },
-      'envkeep OAuth request failed',
-    )
-  } else {
-    request.log.info(record, 'envkeep OAuth request refused')
-  }
+  const ref = logFailure(request, 'OAuth request', { status: e.status, error: e.error, where: e.where, reason: e.description, cause: e.cause })
   reply.code(e.status).headers(OAUTH_HEADERS).headers(e.headers).type('application/json')
   return reply.send({ error: e.error, error_description: e.description, where: e.where, ref })
 }

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, StorageError, type Where } from '../errors.js'
-import { newRef } from '../ref.js'
+import { logFailure } from '../failure-log.js'
 import { html, PAGE_HEADERS, type SafeHtml } from './html.js'
 import { layout } from './layout.js'
 
@@ -126,7 +126,6 @@ export function pageError(status: number, where: Where, reason: string, cause?: 
  * value, token or password). Unknown errors become a generic 500.
  */
 export function toPageFailure(err: unknown, request: FastifyRequest, what?: string): PageFailure {
-  const ref = newRef()
   const operation = what ?? request.envkeepOperation ?? defaultOperation(request)
   let status: number
   let where: string
@@ -162,21 +161,8 @@ export function toPageFailure(err: unknown, request: FastifyRequest, what?: stri
     why = 'an internal error occurred; quote the reference in a report'
   }
   status = pageStatus(status)
-  const record = { ref, route: request.routeOptions?.url ?? null, method: request.method, status, where, reason: why }
-  if (status >= 500) {
-    const cause = err instanceof ApiError && err.cause !== undefined ? err.cause : err
-    request.log.error(
-      {
-        ...record,
-        kind: cause instanceof Error ? cause.name : typeof cause,
-        code: (cause as Partial<FastifyError> | null)?.code,
-        stack: cause instanceof Error ? cause.stack : undefined,
-      },
-      'envkeep page failed',
-    )
-  } else {
-    request.log.info(record, 'envkeep page refused')
-  }
+  const cause = err instanceof ApiError && err.cause !== undefined ? err.cause : err
+  const ref = logFailure(request, 'page', { status, where, reason: why, cause })
   return { status, what: operation, where, why, ref }
 }
 
