@@ -4,10 +4,19 @@
  * limits raised through options. Talks to bench/run.ts over IPC:
  * sends `{ ready, port }`, answers `stats` with its peak RSS.
  */
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import Fastify from 'fastify'
-import envApi, { createLocalKeyring } from '@envkeep/env-api-plugin'
-import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { BASE_URL, BENCH_PLANS, BENCH_RATE_LIMIT } from './seed.js'
+
+// BENCH_STACK: a folder with another build of packages/env-api-plugin and
+// packages/storage-sqlite (e.g. an older commit), to measure before/after.
+const stack = process.env.BENCH_STACK
+const load = <T>(pkg: string, dist: string): Promise<T> =>
+  (stack ? import(pathToFileURL(join(stack, 'packages', dist, 'dist', 'index.js')).href) : import(pkg)) as Promise<T>
+const plugin = await load<typeof import('@envkeep/env-api-plugin')>('@envkeep/env-api-plugin', 'env-api-plugin')
+const { createSqliteStorage } = await load<typeof import('@envkeep/storage-sqlite')>('@envkeep/storage-sqlite', 'storage-sqlite')
+const { default: envApi, createLocalKeyring } = plugin
 
 const filename = process.env.BENCH_DB
 const masterKey = process.env.BENCH_MASTER_KEY

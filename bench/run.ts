@@ -6,7 +6,10 @@
  * the last core) → bench/real-server.ts and bench/bare-server.ts (pinned to
  * core 0, one loaded at a time). Settings: BENCH_DURATION (seconds per
  * case, default 5), BENCH_ONLY (comma-separated case ids), BENCH_PROFILE=1
- * (V8 CPU profile of the real server, in the temp folder).
+ * (V8 CPU profile of the real server, in the temp folder), BENCH_NODE_ARGS (extra
+ * Node flags for the real server), BENCH_PIN=0 (no CPU pinning), BENCH_RATE
+ * (the fixed rate instead of half the measured peak), BENCH_STACK (a folder
+ * with another build of the two packages, for before/after).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -17,6 +20,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
 import type { BareAnswer } from './bare-server.js'
+import { paced } from './paced.js'
 import { BENCH_RATE_LIMIT, MANY_SIGN_INS, MANY_VAULTS, READ_SIZES, seed, value40, varName } from './seed.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -24,7 +28,7 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null
 const CONNECTIONS = 10
 const cores = availableParallelism()
-const canPin = cores >= 2 && hasTaskset()
+const canPin = cores >= 2 && process.env.BENCH_PIN !== '0' && hasTaskset()
 
 interface Case {
   id: string
@@ -35,7 +39,7 @@ interface Case {
   auth: string | string[]
   body?: string
   connections: number
-  /** requests per second over all connections (fixed-rate cases) */
+  /** requests per second over all connections, sent evenly (fixed-rate cases, see paced.ts) */
   rate?: number
 }
 
@@ -120,6 +124,20 @@ async function load(server: { child: ChildProcess; port: number }, c: Case, dura
   const headers: Record<string, string> = { authorization: `Bearer ${tokens[0]}` }
   if (c.body !== undefined) headers['content-type'] = 'application/json'
   const request: autocannon.Request = { method: c.method, path: c.url, headers, ...(c.body === undefined ? {} : { body: c.body }) }
+  if (c.rate) {
+    const p = await paced({
+      port,
+      method: c.method,
+      path: c.url,
+      headers: () => ({ ...headers, authorization: `Bearer ${tokens[next++ % tokens.length] as string}` }),
+      ...(c.body === undefined ? {} : { body: c.body }),
+      rate: c.rate,
+      connections: c.connections,
+      durationSeconds: duration,
+    })
+    const cpu1 = await ask<number>(server.child, 'cpu', 'cpu')
+    return { cpuUs: (cpu1 - cpu0) / Math.max(1, p.total), rps: p.rps, p50: p.p50, p99: p.p99, non2xx: p.non2xx, errors: p.errors }
+  }
   if (tokens.length > 1) {
     request.setupRequest = (req) => {
       const token = tokens[next++ % tokens.length] as string
@@ -132,7 +150,6 @@ async function load(server: { child: ChildProcess; port: number }, c: Case, dura
     duration,
     pipelining: 1,
     requests: [request],
-    ...(c.rate ? { overallRate: c.rate } : {}),
   })
   const cpu1 = await ask<number>(server.child, 'cpu', 'cpu')
   return {
@@ -166,6 +183,7 @@ function bodyOf(count: number, valueBytes: number, prefix: string): string {
 
 const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })
 const ms = (n: number): string => (n < 10 ? n.toFixed(2) : n.toFixed(0))
+// autocannon reports whole milliseconds; the paced cases measure finer
 
 async function main(): Promise<void> {
   const started = Date.now()
@@ -205,6 +223,8 @@ async function main(): Promise<void> {
     // BENCH_PROFILE=1: a V8 CPU profile of the real server, kept in the system's temp folder
     const profileDir = join(tmpdir(), 'envkeep-bench-profile')
     const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []
+    // BENCH_NODE_ARGS: extra Node flags for the real server (e.g. GC settings), space-separated
+    if (process.env.BENCH_NODE_ARGS) profile.push(...process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean))
     if (process.env.BENCH_PROFILE) console.log(`CPU profile of the real server: ${profileDir}`)
     const real = await startChild('real-server.js', { BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
     children.push(real.child)
@@ -240,7 +260,7 @@ async function main(): Promise<void> {
       const r = await run(c)
       if (c.id === 'read-30') {
         // p99 at half of the real stack's peak, the same rate on both
-        await run({ ...c, id: 'read-30-half', label: 'GET 30 variables at half the peak rate', rate: Math.max(1, Math.round(r.real.rps / 2)) })
+        await run({ ...c, id: 'read-30-half', label: 'GET 30 variables at half the peak rate', rate: Number(process.env.BENCH_RATE ?? 0) || Math.max(1, Math.round(r.real.rps / 2)) })
       }
     }
     const stats = await ask<{ peakRssBytes: number }>(real.child, 'stats', 'stats')
@@ -291,7 +311,7 @@ async function main(): Promise<void> {
     const out = {
       date: new Date().toISOString(),
       machine: { cores, cpu, node: process.version, platform: `${process.platform} ${process.arch}` },
-      settings: { durationSeconds: DURATION, connections: CONNECTIONS, pinned: canPin, rateLimit: BENCH_RATE_LIMIT, tool: 'autocannon' },
+      settings: { durationSeconds: DURATION, connections: CONNECTIONS, pinned: canPin, rateLimit: BENCH_RATE_LIMIT, tool: 'autocannon (paced.ts for fixed rates)', stack: process.env.BENCH_STACK ?? null },
       cases: results,
       server: { peakRssMb: Number(peakRssMb.toFixed(1)), startRssMb: Number(startRssMb.toFixed(1)) },
       targets,
