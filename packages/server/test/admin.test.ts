@@ -2,6 +2,7 @@ import t from 'tap'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { createVaultCrypto } from '@envkeep/env-api-plugin'
+import { mintSignIn } from '@envkeep/env-api-plugin/testing'
 import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
 import { createFileKeyring, readKeyFile } from '../src/keyring-file.js'
 import { verifyPassword } from '../src/secrets.js'
@@ -124,34 +125,7 @@ t.test('admin signins revoke ends CLI sign-ins and web sessions', async (t) => {
   const accounts = createSqliteAccountStore(storage.database)
   const ana = (await accounts.findAccountByEmail('ana@example.com'))!
   const now = new Date()
-  const codeHash = 'c'.repeat(64)
-  await storage.saveAuthorizationCode({
-    codeHash,
-    clientId: 'http://127.0.0.1:8080/cli/oauth-client.json',
-    redirectUri: 'http://127.0.0.1:5555/callback',
-    codeChallenge: 'x'.repeat(43),
-    resource: 'http://127.0.0.1:8080/api/env',
-    scopes: ['env:read'],
-    personId: ana.id,
-    createdAt: now,
-    expiresAt: new Date(now.getTime() + 60_000),
-    consumedAt: null,
-  })
-  const issued = await storage.exchangeAuthorizationCode(
-    codeHash,
-    {
-      id: crypto.randomUUID(),
-      personId: ana.id,
-      clientId: 'http://127.0.0.1:8080/cli/oauth-client.json',
-      resource: 'http://127.0.0.1:8080/api/env',
-      scopes: ['env:read'],
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + 86_400_000),
-    },
-    { accessTokenHash: 'a'.repeat(64), accessExpiresAt: new Date(now.getTime() + 3_600_000), refreshTokenHash: 'b'.repeat(64) },
-    now,
-  )
-  t.equal(issued.outcome, 'issued')
+  await mintSignIn(storage, { baseUrl: 'http://127.0.0.1:8080', personId: ana.id, scopes: ['env:read'], now })
   await accounts.createSession('d'.repeat(64), ana.id, now, new Date(now.getTime() + 3_600_000))
 
   const r = await runCli(['admin', 'signins', 'revoke', '--email', 'ana@example.com', '--json'], env, '', dir)

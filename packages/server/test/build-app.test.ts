@@ -1,38 +1,15 @@
 import t from 'tap'
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
+import { mintSignIn } from '@envkeep/env-api-plugin/testing'
 import type { SqliteStorage } from '@envkeep/storage-sqlite'
 import type { ServerConfig } from '../src/config.js'
 import { addAccount, buildTestApp } from './helpers.js'
 
-const sha256hex = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex')
 
 /** A live CLI sign-in made straight in storage, and its access token. */
 async function signIn(storage: SqliteStorage, config: ServerConfig, personId: string, now: Date): Promise<string> {
-  const token = `ekat_${randomBytes(32).toString('base64url')}`
-  const codeHash = sha256hex(randomUUID())
-  const clientId = `${config.baseUrl}/cli/oauth-client.json`
-  const resource = `${config.baseUrl}/api/env`
-  await storage.saveAuthorizationCode({
-    codeHash,
-    clientId,
-    redirectUri: 'http://127.0.0.1:5555/callback',
-    codeChallenge: 'x'.repeat(43),
-    resource,
-    scopes: ['env:read', 'env:push'],
-    personId,
-    createdAt: now,
-    expiresAt: new Date(now.getTime() + 60_000),
-    consumedAt: null,
-  })
-  const r = await storage.exchangeAuthorizationCode(
-    codeHash,
-    { id: randomUUID(), personId, clientId, resource, scopes: ['env:read', 'env:push'], createdAt: now, expiresAt: new Date(now.getTime() + 86_400_000) },
-    { accessTokenHash: sha256hex(token), accessExpiresAt: new Date(now.getTime() + 3_600_000), refreshTokenHash: sha256hex(randomUUID()) },
-    now,
-  )
-  if (r.outcome !== 'issued') throw new Error('sign-in not issued')
-  return token
+  return (await mintSignIn(storage, { baseUrl: config.baseUrl, personId, now, signInTtlMs: 86_400_000 })).accessToken
 }
 
 async function vaultWithOwner(storage: SqliteStorage, ownerId: string, now: Date): Promise<string> {

@@ -1,8 +1,9 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
 import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
 import envApi, { createVaultCrypto, type EnvApiOptions, type Keyring, type Role, type Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
+import { mintSignIn } from '../../src/testing/sign-in.js'
 
 export const BASE_URL = 'https://envkeep.example'
 export const CLI_CLIENT = `${BASE_URL}/cli/oauth-client.json`
@@ -72,42 +73,16 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
     logs,
     clock,
     async signIn(personId, so = {}) {
-      const token = `ekat_${randomBytes(32).toString('base64url')}`
-      const code = randomBytes(16).toString('hex')
-      const codeHash = sha256(code)
-      const now = clock.now
-      await storage.saveAuthorizationCode({
-        codeHash,
-        clientId: so.clientId ?? CLI_CLIENT,
-        redirectUri: 'http://127.0.0.1:5000/callback',
-        codeChallenge: 'x'.repeat(43),
-        resource: so.resource ?? RESOURCE,
-        scopes: so.scopes ?? ['env:read', 'env:push'],
+      const minted = await mintSignIn(storage, {
+        baseUrl: BASE_URL,
         personId,
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + 60_000),
-        consumedAt: null,
+        now: clock.now,
+        ...(so.scopes ? { scopes: so.scopes } : {}),
+        ...(so.clientId ? { clientId: so.clientId } : {}),
+        ...(so.resource ? { resource: so.resource } : {}),
+        ...(so.tokenTtlMs ? { tokenTtlMs: so.tokenTtlMs } : {}),
       })
-      const r = await storage.exchangeAuthorizationCode(
-        codeHash,
-        {
-          id: randomUUID(),
-          personId,
-          clientId: so.clientId ?? CLI_CLIENT,
-          resource: so.resource ?? RESOURCE,
-          scopes: so.scopes ?? ['env:read', 'env:push'],
-          createdAt: now,
-          expiresAt: new Date(now.getTime() + 365 * 86_400_000),
-        },
-        {
-          accessTokenHash: sha256(token),
-          accessExpiresAt: new Date(now.getTime() + (so.tokenTtlMs ?? 3_600_000)),
-          refreshTokenHash: sha256(`ekrt_${randomBytes(32).toString('base64url')}`),
-        },
-        now,
-      )
-      if (r.outcome !== 'issued') throw new Error('test sign-in was not issued')
-      return token
+      return minted.accessToken
     },
     async createVault(ownerId, vo = {}) {
       const id = randomUUID()

@@ -1,9 +1,9 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import t from 'tap'
+import { mintSignIn } from '../../src/testing/sign-in.js'
 import { buildAcmeApp } from '../../../../examples/embed.js'
 
 const BASE = 'http://127.0.0.1:3000/envkeep'
-const sha = (s: string) => createHash('sha256').update(s).digest('hex')
 
 t.test('the Acme example boots with envkeep embedded under /envkeep', async (t) => {
   const { app, storage, users } = await buildAcmeApp({ baseUrl: BASE, databaseFile: ':memory:', masterKey: randomBytes(32) })
@@ -35,36 +35,7 @@ t.test('the Acme example boots with envkeep embedded under /envkeep', async (t) 
     ],
     now: new Date(),
   })
-  const token = `ekat_${randomBytes(32).toString('base64url')}`
-  const code = sha(randomBytes(8).toString('hex'))
-  const now = new Date()
-  await storage.saveAuthorizationCode({
-    codeHash: code,
-    clientId: `${BASE}/cli/oauth-client.json`,
-    redirectUri: 'http://127.0.0.1:5000/callback',
-    codeChallenge: 'x'.repeat(43),
-    resource: `${BASE}/api/env`,
-    scopes: ['env:read', 'env:push'],
-    personId: ada.id,
-    createdAt: now,
-    expiresAt: new Date(now.getTime() + 60_000),
-    consumedAt: null,
-  })
-  const issued = await storage.exchangeAuthorizationCode(
-    code,
-    {
-      id: randomUUID(),
-      personId: ada.id,
-      clientId: `${BASE}/cli/oauth-client.json`,
-      resource: `${BASE}/api/env`,
-      scopes: ['env:read', 'env:push'],
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + 86_400_000),
-    },
-    { accessTokenHash: sha(token), accessExpiresAt: new Date(now.getTime() + 3_600_000), refreshTokenHash: sha('r') },
-    now,
-  )
-  t.equal(issued.outcome, 'issued')
+  const { accessToken: token } = await mintSignIn(storage, { baseUrl: BASE, personId: ada.id })
   const auth = { authorization: `Bearer ${token}` }
 
   const list = await app.inject({ url: '/envkeep/api/env/vaults', headers: auth })

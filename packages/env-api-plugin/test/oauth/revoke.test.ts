@@ -1,5 +1,6 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import t from 'tap'
+import { mintSignIn } from '../../src/testing/sign-in.js'
 import type { LightMyRequestResponse } from 'fastify'
 import { apiVaults, build, signIn, tokenRequest, type Built } from './helpers.js'
 
@@ -95,27 +96,8 @@ t.test('always 200, and nothing changes, for tokens that are not the client’s 
 t.test('a client cannot revoke another client’s token', async (t) => {
   const b = await build(t, { baseUrl: BASE })
   // a sign-in of another client (the MCP endpoint's), minted through the store
-  const access = `ekat_${randomBytes(32).toString('base64url')}`
-  const code = randomBytes(32).toString('base64url')
+  const { accessToken: access } = await mintSignIn(b.storage, { baseUrl: BASE, personId: 'p-ada', clientId: MCP, resource: `${BASE}/mcp`, scopes: ['env:read'], now: b.clock.now })
   const now = b.clock.now
-  await b.storage.saveAuthorizationCode({
-    codeHash: sha256(code),
-    clientId: MCP,
-    redirectUri: 'http://127.0.0.1:5000/callback',
-    codeChallenge: 'x'.repeat(43),
-    resource: `${BASE}/mcp`,
-    scopes: ['env:read'],
-    personId: 'p-ada',
-    createdAt: now,
-    expiresAt: new Date(now.getTime() + 60_000),
-    consumedAt: null,
-  })
-  await b.storage.exchangeAuthorizationCode(
-    sha256(code),
-    { id: randomUUID(), personId: 'p-ada', clientId: MCP, resource: `${BASE}/mcp`, scopes: ['env:read'], createdAt: now, expiresAt: new Date(now.getTime() + 86_400_000) },
-    { accessTokenHash: sha256(access), accessExpiresAt: new Date(now.getTime() + 3_600_000), refreshTokenHash: sha256(`ekrt_${randomBytes(32).toString('base64url')}`) },
-    now,
-  )
   expect200(t, await revoke(b, { token: access, client_id: CLI }))
   const grant = await b.storage.findAccessToken(sha256(access), now, new Date(0))
   t.ok(grant, 'the MCP token still works')

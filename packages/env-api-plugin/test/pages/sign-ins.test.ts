@@ -1,25 +1,10 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import t from 'tap'
+import { mintSignIn } from '../../src/testing/sign-in.js'
 import { build, PEOPLE, session } from './helpers.js'
 
-const hash = (s: string) => createHash('sha256').update(s).digest('hex')
-
 async function makeSignIn(b: Awaited<ReturnType<typeof build>>, personId: string, scopes: string[]) {
-  const now = b.clock.now
-  const code = hash(randomBytes(16).toString('hex'))
-  const clientId = 'http://127.0.0.1/cli/oauth-client.json'
-  await b.storage.saveAuthorizationCode({
-    codeHash: code, clientId, redirectUri: 'http://127.0.0.1:5555/callback', codeChallenge: 'x', resource: 'http://127.0.0.1/api/env',
-    scopes, personId, createdAt: now, expiresAt: new Date(now.getTime() + 60_000), consumedAt: null,
-  })
-  const r = await b.storage.exchangeAuthorizationCode(
-    code,
-    { id: randomUUID(), personId, clientId, resource: 'http://127.0.0.1/api/env', scopes, createdAt: now, expiresAt: new Date(now.getTime() + 365 * 86_400_000) },
-    { accessTokenHash: hash(randomBytes(16).toString('hex')), accessExpiresAt: new Date(now.getTime() + 3_600_000), refreshTokenHash: hash(randomBytes(16).toString('hex')) },
-    now,
-  )
-  if (r.outcome !== 'issued') throw new Error('no sign-in')
-  return r.signIn.id
+  const minted = await mintSignIn(b.storage, { baseUrl: 'http://127.0.0.1', personId, scopes, now: b.clock.now })
+  return minted.signInId
 }
 
 t.test('sign-ins: listed with created, last used, can push; Revoke ends one', async (t) => {
