@@ -52,10 +52,15 @@ export interface VaultStoreContractCase {
   run(make: MakeVaultStore): Promise<void>
 }
 
-/** The subset of tap's `t` the runner uses. */
+/**
+ * The subset of tap's `t` the runner uses. `pass` takes a required message:
+ * tap's `pass(...[msg, extra]: MessageExtra)` does not accept an explicit
+ * `undefined` message, so `message?: string` would make tap's `Test` not
+ * assignable to this interface.
+ */
 export interface ContractRunner {
   test(name: string, fn: (t: ContractRunner) => Promise<void>): unknown
-  pass(message?: string): unknown
+  pass(message: string): unknown
 }
 
 /** Runs every case of the contract as a subtest of `t` (a case fails by throwing). */
