@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
+import type { Test } from 'tap'
 import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
 import envApi, { createVaultCrypto, type EnvApiOptions, type Keyring, type Role, type Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
@@ -147,19 +148,12 @@ export function failing(method: keyof Storage, fail: () => unknown): (s: Storage
     })
 }
 
-type Check = {
-  equal(a: unknown, b: unknown, msg?: string): void
-  ok(a: unknown, msg?: string): void
-  match(a: unknown, b: unknown, msg?: string): void
-  notOk(a: unknown, msg?: string): void
-}
-
 /**
  * The checks every API answer must pass: JSON, `cache-control: no-store,
  * private`, no CORS header; for errors the four fields, the code, the
  * `where`, a ref, the message form, and nothing echoed of `secrets`.
  */
-export function expectApi(t: Check, res: LightMyRequestResponse, secrets: readonly string[] = []): void {
+export function expectApi(t: Test, res: LightMyRequestResponse, secrets: readonly string[] = []): void {
   t.equal(res.headers['cache-control'], 'no-store, private', 'cache-control')
   t.match(String(res.headers['content-type']), /^application\/json/, 'content-type JSON')
   t.notOk(Object.keys(res.headers).some((h) => h.toLowerCase().startsWith('access-control-')), 'no CORS headers')
@@ -168,7 +162,7 @@ export function expectApi(t: Check, res: LightMyRequestResponse, secrets: readon
 }
 
 export function expectError(
-  t: Check,
+  t: Test,
   res: LightMyRequestResponse,
   status: number,
   error: string,

@@ -1,4 +1,5 @@
 import t from 'tap'
+import type { OpenDatabase } from '@envkeep/storage-sqlite'
 import { StorageError } from '../../src/index.js'
 import { build, expectApi, expectError, failing } from './helpers.js'
 
@@ -89,7 +90,7 @@ t.test('503 not_configured when the server has no key', async (t) => {
 })
 
 t.test('500 decrypt_failed delivers nothing', async (t) => {
-  const tamperings: Array<[string, (sqlite: import('better-sqlite3').Database, v: string) => void]> = [
+  const tamperings: Array<[string, (sqlite: OpenDatabase['sqlite'], v: string) => void]> = [
     [
       'a flipped byte of a sealed value',
       (db, v) => {

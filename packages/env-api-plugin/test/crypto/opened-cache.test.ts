@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import t from 'tap'
+import t, { type Test } from 'tap'
+import type { OpenDatabase } from '@envkeep/storage-sqlite'
 import type { SealedVariable, Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 
@@ -9,7 +10,7 @@ import { createTestKeyring } from '../../src/testing/keyring.js'
 
 const VAULT = '3f2a9c1e-0000-4000-8000-000000000001'
 
-async function load(t: Tap) {
+async function load(t: Test) {
   const seal = await import('../../src/crypto/seal.js')
   const calls = { open: 0 }
   const mod = await t.mockImport<typeof import('../../src/vault-service.js')>('../../src/vault-service.js', {
@@ -28,8 +29,6 @@ async function load(t: Tap) {
   } as unknown as Storage
   return { mod, storage, calls }
 }
-
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
 
 function flip(v: SealedVariable): SealedVariable {
   const b = Buffer.from(v.sealed)
@@ -105,7 +104,7 @@ t.test('off by default', async (t) => {
 t.test('through the read route: a value tampered with after it was read still fails the whole read', async (t) => {
   const { build, expectError } = await import('../api/helpers.js')
   const CANARY = 'canary-opened-cache-7f3a'
-  const tamperings: Array<[string, (db: import('better-sqlite3').Database, v: string) => void]> = [
+  const tamperings: Array<[string, (db: OpenDatabase['sqlite'], v: string) => void]> = [
     [
       'a flipped byte',
       (db, v) => {

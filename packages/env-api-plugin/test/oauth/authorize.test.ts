@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { authorizeQuery, build, cookiesOf, parseConsentForm, PEOPLE, tokenRequest, type Built } from './helpers.js'
 
 const BASE = 'https://envkeep.example'
@@ -9,7 +9,7 @@ function get(b: Built, query: URLSearchParams | string, headers: Record<string, 
 }
 
 /** Asserts a refusal shown as a page: 400, HTML, no Location. */
-function expectPage(t: Tap.Test, res: Awaited<ReturnType<typeof get>>, status = 400): void {
+function expectPage(t: Test, res: Awaited<ReturnType<typeof get>>, status = 400): void {
   t.equal(res.statusCode, status, 'status')
   t.notOk(res.headers.location, 'no Location')
   t.match(res.headers['content-type'], /^text\/html/)
@@ -18,7 +18,7 @@ function expectPage(t: Tap.Test, res: Awaited<ReturnType<typeof get>>, status = 
 }
 
 /** Asserts a refusal by redirect to the redirect URI with error, state and iss. */
-function expectRedirect(t: Tap.Test, res: Awaited<ReturnType<typeof get>>, redirectUri: string, error: string, state: string | null): URL {
+function expectRedirect(t: Test, res: Awaited<ReturnType<typeof get>>, redirectUri: string, error: string, state: string | null): URL {
   t.equal(res.statusCode, 303, 'status 303')
   const loc = String(res.headers.location)
   t.ok(loc.startsWith(`${redirectUri}?`), 'back to the redirect URI')
@@ -32,11 +32,6 @@ function expectRedirect(t: Tap.Test, res: Awaited<ReturnType<typeof get>>, redir
   t.equal(u.searchParams.get('where'), 'OAuth')
   t.match(u.searchParams.get('ref'), /^[0-9A-HJKMNP-TV-Z]{10}$/, 'a ref that finds the log record')
   return u
-}
-
-// Tap's Test type, without importing its internals
-declare namespace Tap {
-  type Test = Parameters<Parameters<typeof t.test>[1]>[0]
 }
 
 t.test('an unknown client id never redirects, and nothing is fetched', async (t) => {

@@ -1,10 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { mintSignIn } from '../../src/testing/sign-in.js'
 import type { LightMyRequestResponse } from 'fastify'
 import { apiVaults, build, signIn, tokenRequest, type Built } from './helpers.js'
-
-type Test = Parameters<Parameters<typeof t.test>[1]>[0]
 
 const BASE = 'https://envkeep.example'
 const CLI = `${BASE}/cli/oauth-client.json`

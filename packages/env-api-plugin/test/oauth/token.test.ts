@@ -1,11 +1,8 @@
-import { createHash } from 'node:crypto'
 import { createHash, randomBytes } from 'node:crypto'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import * as oauth from 'oauth4webapi'
 import { apiVaults, build, DAY, obtainCode, signIn, tokenRequest, type Built } from './helpers.js'
-
-type Test = Parameters<Parameters<typeof t.test>[1]>[0]
 
 const BASE = 'https://envkeep.example'
 const CLI = `${BASE}/cli/oauth-client.json`

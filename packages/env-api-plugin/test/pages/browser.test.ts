@@ -2,6 +2,13 @@ import t from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { build, PEOPLE, TTL } from './helpers.js'
 
+/**
+ * The browser's `navigator`, as used inside `page.evaluate` (that callback runs
+ * in the page). The tests are typed for Node without the DOM lib, so the one
+ * part used is declared here; nothing is emitted for it.
+ */
+declare const navigator: { readonly clipboard: { readText(): Promise<string> } }
+
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry), Copy details; no CSP violation', async (t) => {
