@@ -1,10 +1,10 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
 import { join } from 'node:path'
 import { tempDir } from './helpers.js'
 
-async function store(t: Parameters<Parameters<typeof t.test>[1]>[0], filename = ':memory:') {
+async function store(t: Test, filename = ':memory:') {
   const storage = await createSqliteStorage({ filename })
   t.teardown(() => storage.close())
   return { storage, accounts: createSqliteAccountStore(storage.database) }
