@@ -102,6 +102,9 @@ const ACCESS_ENVIRONMENTS_SQL = {
 /** Prepared statements are cached by SQL text; past this many the cache starts over. */
 const STATEMENT_CACHE_MAX = 256
 
+/** Variables one group commit may hold before the remaining reads wait for the next (see #commitReads). */
+const GROUP_COMMIT_ROWS = 1000
+
 /** A readVariables call waiting for the next group commit. */
 interface PendingRead {
   readonly vaultId: string
@@ -115,6 +118,8 @@ class SqliteVaultStore implements VaultStore {
   readonly #d: OpenDatabase
   readonly #statements = new Map<string, Statement>()
   #pendingReads: PendingRead[] = []
+  /** variables found by the last read of each environment ("vault/env"), to keep large reads out of group commits */
+  readonly #lastReadSize = new Map<string, number>()
 
   constructor(d: OpenDatabase) {
     this.#d = d
@@ -394,15 +399,24 @@ class SqliteVaultStore implements VaultStore {
     environment: string,
     log: AccessLogEntry,
   ): Promise<{ variables: SealedVariable[]; version: number }> {
+    const r = { vaultId, environment, log }
+    // An environment that was large when last read is read at once, alone:
+    // held over to the next turn, its rows outlive a young-generation GC
+    // and cost more than the shared commit saves.
+    if ((this.#lastReadSize.get(`${vaultId}/${environment}`) ?? 0) >= GROUP_COMMIT_ROWS) {
+      return this.#tx('immediate', 'variables', () => this.#readOne(r))
+    }
     return new Promise((resolve, reject) => {
-      this.#pendingReads.push({ vaultId, environment, log, resolve, reject })
+      this.#pendingReads.push({ ...r, resolve, reject })
       if (this.#pendingReads.length === 1) setImmediate(() => this.#commitReads())
     })
   }
 
   /** One read with its log entry; runs inside the caller's transaction. */
-  #readOne(r: PendingRead): { variables: SealedVariable[]; version: number } {
+  #readOne(r: Omit<PendingRead, 'resolve' | 'reject'>): { variables: SealedVariable[]; version: number } {
     const variables = this.#stmt(READ_VARIABLES_SQL).all(r.vaultId, r.environment) as SealedVariable[]
+    if (this.#lastReadSize.size >= 10_000) this.#lastReadSize.clear()
+    this.#lastReadSize.set(`${r.vaultId}/${r.environment}`, variables.length)
     const v = this.#stmt(ENV_VERSION_SQL).get(r.vaultId, r.environment) as { version: number } | undefined
     this.#log({ ...r.log, names: variables.map((x) => x.name) }) // the log names exactly what was read
     return { variables, version: v?.version ?? 0 }
@@ -412,19 +426,49 @@ class SqliteVaultStore implements VaultStore {
    * Group commit: the reads asked for during one turn of the event loop run
    * in one IMMEDIATE transaction, each with its log entry, and each promise
    * settles only once that transaction has committed (so no value leaves
-   * before its entry is written). If the shared transaction fails, every
-   * read is retried alone, so one bad entry fails only its own read.
+   * before its entry is written). A transaction takes reads until they hold
+   * GROUP_COMMIT_ROWS variables; the rest wait for the next turn, after
+   * these are answered, so large reads are not all held in memory at once.
+   * If the shared transaction fails, each of its reads is retried alone, so
+   * one bad entry fails only its own read.
    */
   #commitReads(): void {
-    const batch = this.#pendingReads
+    const queue = this.#pendingReads
     this.#pendingReads = []
     const alone = (r: PendingRead): void => {
       this.#tx('immediate', 'variables', () => this.#readOne(r)).then(r.resolve, r.reject)
     }
-    if (batch.length === 1) return alone(batch[0] as PendingRead)
-    this.#tx('immediate', 'variables', () => batch.map((r) => this.#readOne(r))).then(
-      (results) => batch.forEach((r, i) => r.resolve(results[i] as { variables: SealedVariable[]; version: number })),
-      () => batch.forEach(alone),
+    if (queue.length === 1) return alone(queue[0] as PendingRead)
+    // reads tried in the shared transaction; the rest go to the next turn
+    let tried = 0
+    const requeueRest = (): void => {
+      const rest = queue.slice(tried)
+      if (rest.length === 0) return
+      const wasIdle = this.#pendingReads.length === 0
+      this.#pendingReads = [...rest, ...this.#pendingReads]
+      if (wasIdle) setImmediate(() => this.#commitReads())
+    }
+    this.#tx('immediate', 'variables', () => {
+      const results: { variables: SealedVariable[]; version: number }[] = []
+      let rows = 0
+      for (const r of queue) {
+        if (rows >= GROUP_COMMIT_ROWS) break
+        tried++
+        const one = this.#readOne(r)
+        results.push(one)
+        rows += one.variables.length
+      }
+      return results
+    }).then(
+      (results) => {
+        results.forEach((one, i) => (queue[i] as PendingRead).resolve(one))
+        requeueRest()
+      },
+      () => {
+        queue.slice(0, Math.max(tried, 1)).forEach(alone)
+        tried = Math.max(tried, 1)
+        requeueRest()
+      },
     )
   }
 

@@ -111,3 +111,38 @@ t.test('one read whose entry cannot be written fails alone; the others are answe
     'the two good reads are logged, the failed one is not',
   )
 })
+
+t.test('a group commit stops taking reads past 1,000 variables; the rest are answered in the next turn, in order', async (t) => {
+  const { storage, file, vaults } = await setup(t)
+  const v0 = vaults[0] as string
+  for (let i = 0; i < 600; i++) {
+    const name = `V${String(i).padStart(4, '0')}`
+    await storage.setVariable(v0, 'preview', { name, sealed: Buffer.from(name) }, OWNER, T0, entry(v0, 'preview', 'variable_set'))
+  }
+  const committedWhenSettled: number[] = []
+  const reads = [0, 1, 2].map((i) =>
+    storage.readVariables(v0, 'preview', entry(v0, 'preview')).then((r) => {
+      committedWhenSettled[i] = readLog(file).length
+      return r
+    }),
+  )
+  const results = await Promise.all(reads)
+  t.same(results.map((r) => r.variables.length), [600, 600, 600], 'each read has every variable')
+  t.same(committedWhenSettled, [2, 2, 3], 'the first two shared a commit (1,200 variables); the third had its own, after them')
+})
+
+t.test('an environment that was large when last read is read alone, at once, and still logged', async (t) => {
+  const { storage, file, vaults } = await setup(t)
+  const v0 = vaults[0] as string
+  for (let i = 0; i < 1000; i++) {
+    const name = `V${String(i).padStart(4, '0')}`
+    await storage.setVariable(v0, 'preview', { name, sealed: Buffer.from(name) }, OWNER, T0, entry(v0, 'preview', 'variable_set'))
+  }
+  t.equal((await storage.readVariables(v0, 'preview', entry(v0, 'preview'))).variables.length, 1000)
+  const first = storage.readVariables(v0, 'preview', entry(v0, 'preview'))
+  t.equal(readLog(file).length, 2, 'read and committed at once, not held for a group commit')
+  const second = storage.readVariables(v0, 'preview', entry(v0, 'preview'))
+  t.equal(readLog(file).length, 3, 'the next one too, in its own transaction')
+  const results = await Promise.all([first, second])
+  t.same(results.map((r) => r.variables.length), [1000, 1000])
+})
