@@ -67,6 +67,7 @@ export function nameReason(name: string): string | null {
   if (name.length > MAX_NAME_LENGTH) return `bad name: longer than ${MAX_NAME_LENGTH} characters`
   if (!NAME_RE.test(name)) return 'bad name: use letters, digits and underscores, not starting with a digit'
   if (name.startsWith(RESERVED_PREFIX)) return `names beginning with ${RESERVED_PREFIX} are envkeep's own settings`
+  if (name === '__proto__') return 'bad name: __proto__ is reserved (JavaScript objects cannot hold it as a plain key)'
   return null
 }
 

@@ -170,3 +170,10 @@ t.test('property: agreement with dotenv, and every line accounted for', async (t
   )
   t.pass('500 random files')
 })
+
+t.test('a line named __proto__ is refused: no JavaScript object could carry it', async (t) => {
+  const { refused, variables } = parseDotenv('A=1\n__proto__=polluted\nB=2\n')
+  t.same(Object.keys(variables), ['A', 'B'])
+  t.equal(Object.getPrototypeOf(variables), Object.getPrototypeOf({}), 'the prototype is untouched')
+  t.match(refused, [{ line: 2, name: '__proto__', reason: /^bad name: __proto__ is reserved/ }])
+})

@@ -14,6 +14,9 @@ export function nameProblem(name: string): string | null {
   if (name.length < 1 || name.length > MAX_NAME_LENGTH) return `a name must be 1 to ${MAX_NAME_LENGTH} characters`
   if (!NAME_RE.test(name)) return 'a name must start with a letter or underscore and hold only letters, digits and underscores'
   if (name.startsWith(RESERVED_PREFIX)) return `names beginning with ${RESERVED_PREFIX} are the client's own settings`
+  // JSON parsers refuse it and object assignment drops it: a variable by this name could be
+  // stored but never delivered, so it is not a name.
+  if (name === '__proto__') return 'the name __proto__ is reserved'
   return null
 }
 

@@ -82,7 +82,8 @@ t.test('400 invalid_request, never echoing the offending content', async (t) => 
       { variables: { A: 'x' }, refused: Array.from({ length: 1001 }, (_, i) => ({ line: i + 1, name: 'B', reason: 'r' })) },
       /at most 1000 refused entries/,
     ],
-    ['a __proto__ key', `{"variables": {"A": "x"}, "__proto__": {"x": "${CANARY}"}}`],
+    ['a __proto__ key', `{"variables": {"A": "x"}, "__proto__": {"x": "${CANARY}"}}`, /__proto__/],
+    ['a variable named __proto__', `{"variables": {"A": "x", "__proto__": "${CANARY}"}}`, /__proto__/],
   ]
   for (const [name, body, message] of cases) {
     const res = await b.push(v, 'development', token, body)

@@ -61,6 +61,7 @@ t.test('refused variable forms show on top of the vault page, nothing changes, t
   const cases: [string, Record<string, string>, number][] = [
     ['/variables/add', { environment: 'development', name: '1BAD', value: CANARY }, 400],
     ['/variables/add', { environment: 'development', name: 'ENVKEEP_TOKEN', value: CANARY }, 400],
+    ['/variables/add', { environment: 'development', name: '__proto__', value: CANARY }, 400],
     ['/variables/add', { environment: 'development', name: 'EMPTY', value: '' }, 400],
     ['/variables/add', { environment: 'development', name: 'HUGE', value: 'x'.repeat(65_537) }, 400],
     ['/variables/add', { environment: 'development', name: 'TAKEN', value: CANARY }, 409],

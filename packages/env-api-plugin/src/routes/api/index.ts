@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox'
+import sjson from 'secure-json-parse'
 import { API_HEADERS, renderApiError } from '../../error-handler.js'
 import { errors, type ApiError } from '../../errors.js'
 import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
@@ -43,7 +44,17 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   // Bodies are validated as they are (no type coercion); only JSON is parsed.
   api.setValidatorCompiler(TypeBoxValidatorCompiler)
   api.removeAllContentTypeParsers()
-  api.addContentTypeParser('application/json', { parseAs: 'string' }, api.getDefaultJsonParser('error', 'error'))
+  api.addContentTypeParser('application/json', { parseAs: 'string' }, function parseApiJson(_request, body: string, done) {
+    if (body.length === 0) return done(errors.invalidRequest('the body is empty; it must be a JSON object'), undefined)
+    try {
+      done(null, sjson.parse(body, undefined, { protoAction: 'error', constructorAction: 'error' }))
+    } catch (err) {
+      // prototype keys are refused outright (and said so), never stripped: a name would vanish silently
+      const proto = err instanceof SyntaxError && /forbidden prototype property/.test(err.message)
+      done(errors.invalidRequest(proto ? 'the body holds a __proto__ (or constructor.prototype) key, which is never accepted' : 'the body is not valid JSON'), undefined)
+    }
+    return undefined
+  })
 
   const rateLimit = await createRateLimitHook(api, opts)
   api.addHook('onRequest', async function operationPhrase(request: FastifyRequest) {
