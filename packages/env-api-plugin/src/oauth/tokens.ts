@@ -24,11 +24,6 @@ export function newAuthorizationCode(): string {
   return random43()
 }
 
-/** SHA-256 as lowercase hex: the only form in which tokens and codes reach storage. */
-export function sha256hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex')
-}
-
 /**
  * Constant-time equality of two strings. Both sides are hashed first so the
  * comparison takes the same time whatever their lengths.

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { OAuthStore } from '../adapters/oauth-store.js'
 import { tokenHash } from '../crypto/token-hash.js'
+import { newAccessToken, newRefreshToken } from '../oauth/tokens.js'
 
 export interface MintSignInInput {
   /** the service's base URL: gives the CLI client id and the resource unless those are set */
@@ -35,8 +36,8 @@ export async function mintSignIn(storage: OAuthStore, i: MintSignInInput): Promi
   const clientId = i.clientId ?? `${i.baseUrl}/cli/oauth-client.json`
   const resource = i.resource ?? `${i.baseUrl}/api/env`
   const scopes = i.scopes ?? ['env:read', 'env:push']
-  const accessToken = `ekat_${randomBytes(32).toString('base64url')}`
-  const refreshToken = `ekrt_${randomBytes(32).toString('base64url')}`
+  const accessToken = newAccessToken()
+  const refreshToken = newRefreshToken()
   const codeHash = tokenHash(randomBytes(32).toString('base64url'))
   await storage.saveAuthorizationCode({
     codeHash,

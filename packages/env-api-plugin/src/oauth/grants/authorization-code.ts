@@ -3,7 +3,7 @@ import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
 import { isWellFormedVerifier, verifierMatches } from '../pkce.js'
-import { sha256hex } from '../tokens.js'
+import { tokenHash } from '../../crypto/token-hash.js'
 import { mintTokens, type TokenResponse } from './issue.js'
 
 export interface AuthorizationCodeParams {
@@ -27,7 +27,7 @@ export async function authorizationCodeGrant(p: AuthorizationCodeParams, opts: R
   if (!isWellFormedVerifier(p.codeVerifier)) throw oauthErrors.invalidRequest('code_verifier must be 43 to 128 unreserved characters')
   if (p.resource !== opts.resource) throw oauthErrors.invalidTarget('resource must be exactly the env API of this service')
 
-  const codeHash = sha256hex(p.code)
+  const codeHash = tokenHash(p.code)
   const code = await opts.storage.findAuthorizationCode(codeHash)
   const invalid = () => oauthErrors.invalidGrant('the code is unknown, expired, already used or was issued for another request')
   if (!code) throw invalid()

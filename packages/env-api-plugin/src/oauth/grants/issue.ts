@@ -1,6 +1,7 @@
 import type { IssuedTokens } from '../../adapters/oauth-store.js'
+import { tokenHash } from '../../crypto/token-hash.js'
 import type { ResolvedOptions } from '../../options.js'
-import { newAccessToken, newRefreshToken, sha256hex } from '../tokens.js'
+import { newAccessToken, newRefreshToken } from '../tokens.js'
 
 /** A successful token response (OAuth 2.1 §3.2.3). */
 export interface TokenResponse {
@@ -17,9 +18,9 @@ export function mintTokens(opts: ResolvedOptions, now: Date): { readonly hashes:
   const refresh = newRefreshToken()
   return {
     hashes: {
-      accessTokenHash: sha256hex(access),
+      accessTokenHash: tokenHash(access),
       accessExpiresAt: new Date(now.getTime() + opts.accessTokenTtlMs),
-      refreshTokenHash: sha256hex(refresh),
+      refreshTokenHash: tokenHash(refresh),
     },
     respond: (scopes) => ({
       access_token: access,

@@ -2,7 +2,7 @@ import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
 import { parseScope } from '../scopes.js'
-import { sha256hex } from '../tokens.js'
+import { tokenHash } from '../../crypto/token-hash.js'
 import { mintTokens, type TokenResponse } from './issue.js'
 
 export interface RefreshTokenParams {
@@ -25,8 +25,8 @@ export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOpt
   const requested = parseScope(typeof p.scope === 'string' ? p.scope : undefined)
   if (requested === null) throw oauthErrors.invalidScope('the scope names a scope this service does not have')
 
-  const tokenHash = sha256hex(p.refreshToken)
-  const found = await opts.storage.findRefreshToken(tokenHash)
+  const refreshHash = tokenHash(p.refreshToken)
+  const found = await opts.storage.findRefreshToken(refreshHash)
   const invalid = () => oauthErrors.invalidGrant('the refresh token is unknown, expired, revoked or was issued to another client')
   if (!found) {
     if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
@@ -44,7 +44,7 @@ export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOpt
     throw oauthErrors.invalidGrant('the sign-in has ended; sign in again')
   }
   const tokens = mintTokens(opts, now)
-  const result = await opts.storage.rotateRefreshToken(tokenHash, tokens.hashes, now)
+  const result = await opts.storage.rotateRefreshToken(refreshHash, tokens.hashes, now)
   if (result.outcome === 'reused') {
     throw oauthErrors.invalidGrant('the refresh token was already used; the whole sign-in is revoked')
   }

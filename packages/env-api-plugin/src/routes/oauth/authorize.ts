@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { tokenHash } from '../../crypto/token-hash.js'
 import fastifyFormbody from '@fastify/formbody'
 import type { ResolvedOptions } from '../../options.js'
 import { OAuthError } from '../../oauth/oauth-errors.js'
@@ -6,7 +7,7 @@ import { asParams, hasRepeated, param, REPEATED, type RawParams } from '../../oa
 import { isWellFormedS256Challenge } from '../../oauth/pkce.js'
 import { parseLoopbackRedirect, type LoopbackRedirect } from '../../oauth/redirect-uri.js'
 import { grantedScopes, parseScope, SCOPE_PUSH } from '../../oauth/scopes.js'
-import { newAuthorizationCode, sha256hex } from '../../oauth/tokens.js'
+import { newAuthorizationCode } from '../../oauth/tokens.js'
 import { consentHeaders, renderAuthorizeErrorPage, renderConsentPage } from '../../pages/consent.js'
 import { PAGE_HEADERS } from '../../pages/html.js'
 import { newRef } from '../../ref.js'
@@ -211,7 +212,7 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
     const now = opts.now()
     const code = newAuthorizationCode()
     await opts.storage.saveAuthorizationCode({
-      codeHash: sha256hex(code),
+      codeHash: tokenHash(code),
       clientId: r.clientId,
       redirectUri: r.redirectUri,
       codeChallenge: r.codeChallenge,

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ResolvedOptions } from '../../options.js'
 import { OAUTH_HEADERS, oauthErrors, sendOAuthError } from '../../oauth/oauth-errors.js'
 import { asParams, param } from '../../oauth/params.js'
-import { sha256hex } from '../../oauth/tokens.js'
+import { tokenHash } from '../../crypto/token-hash.js'
 import { mediaType } from './token.js'
 
 /** Longer values are no token of ours; not worth hashing. */
@@ -34,7 +34,7 @@ export async function revokeRoutes(app: FastifyInstance, { opts }: { opts: Resol
       const token = param(p, 'token')
       const clientId = param(p, 'client_id')
       if (typeof token === 'string' && typeof clientId === 'string' && token.length <= MAX_TOKEN_LENGTH) {
-        const revoked = await opts.storage.revokeByToken(sha256hex(token), clientId, opts.now())
+        const revoked = await opts.storage.revokeByToken(tokenHash(token), clientId, opts.now())
         request.log.info({ route: path, revoked }, 'envkeep revocation request')
       }
       return reply.code(200).headers(OAUTH_HEADERS).send()
