@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
-import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage, type OpenDatabase, type SqliteStorage } from '@envkeep/storage-sqlite'
 import envApi, { createVaultCrypto, type EnvApiOptions, type Keyring, type Role, type Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 import { mintSignIn } from '../../src/testing/sign-in.js'
@@ -179,4 +179,22 @@ export function expectError(
   if (o.vault) t.match(body.message, new RegExp(`^[^:]*vault ${o.vault.slice(0, 8)}[^:]*: `), 'message names the vault by 8 chars')
   if (o.message) t.match(body.message, o.message)
   t.equal(Object.keys(body).sort().join(','), 'error,message,ref,where', 'exactly the four fields')
+}
+
+type Sqlite = OpenDatabase['sqlite']
+
+/** Breaking a stored value behind the adapter's back: each makes the next read fail with decrypt_failed. */
+export const tamper = {
+  /** flips one bit of a sealed value (in its ciphertext) */
+  flipByte(db: Sqlite, vaultId: string, name: string): void {
+    const row = db.prepare('select sealed from variables where vault_id = ? and name = ?').get(vaultId, name) as { sealed: Buffer }
+    const s = Buffer.from(row.sealed)
+    s[s.length - 20] = (s[s.length - 20] as number) ^ 1
+    db.prepare('update variables set sealed = ? where vault_id = ? and name = ?').run(s, vaultId, name)
+  },
+  /** puts the sealed bytes of one variable in another's row */
+  copySealed(db: Sqlite, vaultId: string, from: string, to: string): void {
+    const row = db.prepare('select sealed from variables where vault_id = ? and name = ?').get(vaultId, from) as { sealed: Buffer }
+    db.prepare('update variables set sealed = ? where vault_id = ? and name = ?').run(row.sealed, vaultId, to)
+  },
 }

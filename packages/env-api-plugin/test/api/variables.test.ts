@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { OpenDatabase } from '@envkeep/storage-sqlite'
 import { StorageError } from '../../src/index.js'
-import { build, expectApi, expectError, failing } from './helpers.js'
+import { build, expectApi, expectError, failing, tamper } from './helpers.js'
 
 const CANARY = 'canary-value-7f3e1d9b'
 const NOT_FOUND = ['not_found', "database (only what's shared with you is visible)"] as const
@@ -93,19 +93,11 @@ t.test('500 decrypt_failed delivers nothing', async (t) => {
   const tamperings: Array<[string, (sqlite: OpenDatabase['sqlite'], v: string) => void]> = [
     [
       'a flipped byte of a sealed value',
-      (db, v) => {
-        const row = db.prepare("select sealed from variables where vault_id = ? and name = 'B_TWO'").get(v) as { sealed: Buffer }
-        const s = Buffer.from(row.sealed)
-        s[s.length - 20] = (s[s.length - 20] as number) ^ 1
-        db.prepare("update variables set sealed = ? where vault_id = ? and name = 'B_TWO'").run(s, v)
-      },
+      (db, v) => tamper.flipByte(db, v, 'B_TWO'),
     ],
     [
       'a ciphertext copied to another row',
-      (db, v) => {
-        const row = db.prepare("select sealed from variables where vault_id = ? and name = 'A_ONE'").get(v) as { sealed: Buffer }
-        db.prepare("update variables set sealed = ? where vault_id = ? and name = 'C_THREE'").run(row.sealed, v)
-      },
+      (db, v) => tamper.copySealed(db, v, 'A_ONE', 'C_THREE'),
     ],
     [
       'a ciphertext copied to another environment',

@@ -102,24 +102,16 @@ t.test('off by default', async (t) => {
 })
 
 t.test('through the read route: a value tampered with after it was read still fails the whole read', async (t) => {
-  const { build, expectError } = await import('../api/helpers.js')
+  const { build, expectError, tamper } = await import('../api/helpers.js')
   const CANARY = 'canary-opened-cache-7f3a'
   const tamperings: Array<[string, (db: OpenDatabase['sqlite'], v: string) => void]> = [
     [
       'a flipped byte',
-      (db, v) => {
-        const row = db.prepare("select sealed from variables where vault_id = ? and name = 'B_TWO'").get(v) as { sealed: Buffer }
-        const s = Buffer.from(row.sealed)
-        s[s.length - 20] = (s[s.length - 20] as number) ^ 1
-        db.prepare("update variables set sealed = ? where vault_id = ? and name = 'B_TWO'").run(s, v)
-      },
+      (db, v) => tamper.flipByte(db, v, 'B_TWO'),
     ],
     [
       'a ciphertext copied to another row',
-      (db, v) => {
-        const row = db.prepare("select sealed from variables where vault_id = ? and name = 'A_ONE'").get(v) as { sealed: Buffer }
-        db.prepare("update variables set sealed = ? where vault_id = ? and name = 'B_TWO'").run(row.sealed, v)
-      },
+      (db, v) => tamper.copySealed(db, v, 'A_ONE', 'B_TWO'),
     ],
   ]
   for (const [name, tamper] of tamperings) {
