@@ -52,6 +52,9 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
     signInUrl(returnTo) {
       return `${o.basePath}/login?return_to=${encodeURIComponent(returnTo)}`
     },
+    signOutUrl() {
+      return `${o.basePath}/logout`
+    },
     async getPerson(id) {
       const a = await o.accounts.getAccount(id)
       return a ? toPerson(a) : null

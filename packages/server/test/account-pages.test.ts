@@ -120,6 +120,8 @@ t.test('logout needs CSRF, ends the session and clears the cookie', async (t) =>
   t.equal(noCsrf.statusCode, 403)
   t.ok(await accounts.findSession(hashToken(token), new Date()), 'still signed in after a CSRF-less POST')
 
+  const home = await b.get('/')
+  t.match(home.body, '<a class="sign-out" href="/logout">Sign out</a>', 'every page offers Sign out')
   const logoutPage = await b.get('/logout')
   t.ok(logoutPage.body.includes('Sign out'))
   const res = await b.post('/logout', { _csrf: csrfOf(logoutPage.body) })

@@ -16,6 +16,8 @@ export interface PeopleAdapter {
   currentPerson(request: FastifyRequest): Promise<Person | null>
   /** Where to send a browser to sign in, returning to `returnTo` (a path on this service) after. */
   signInUrl(returnTo: string): string
+  /** Optional: where a signed-in person goes to sign out; the pages then show a "Sign out" link. */
+  signOutUrl?(): string
   /** A person by id, or null. */
   getPerson(id: string): Promise<Person | null>
   /** A person by email (case-insensitive), or null. */

@@ -43,7 +43,15 @@ export function sendPage(
     .code(input.status ?? 200)
     .headers(PAGE_HEADERS)
     .type('text/html; charset=utf-8')
-    .send(layout({ title: input.title, body: input.body, personName: input.person?.name ?? null, basePath: deps.opts.basePath }))
+    .send(
+      layout({
+        title: input.title,
+        body: input.body,
+        personName: input.person?.name ?? null,
+        basePath: deps.opts.basePath,
+        signOutHref: input.person ? (deps.opts.people.signOutUrl?.() ?? null) : null,
+      }),
+    )
 }
 
 /** 303 See Other to a page of this plugin (after a form succeeded). */

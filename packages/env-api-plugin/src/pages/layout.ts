@@ -7,6 +7,8 @@ export interface LayoutInput {
   readonly personName?: string | null
   /** path prefix of the service ('' at the root), for links and assets */
   readonly basePath?: string
+  /** where the "Sign out" link goes (PeopleAdapter.signOutUrl); no link when absent */
+  readonly signOutHref?: string | null
 }
 
 /**
@@ -27,7 +29,7 @@ export function layout(input: LayoutInput): string {
 </head>
 <body>
 <header class="top"><a href="${base}/" class="brand">envkeep</a>${input.personName
-    ? html`<nav aria-label="Main"><a href="${base}/">Vaults</a><a href="${base}/sign-ins">Sign-ins</a></nav><span class="who">${input.personName}</span>`
+    ? html`<nav aria-label="Main"><a href="${base}/">Vaults</a><a href="${base}/sign-ins">Sign-ins</a></nav><span class="who">${input.personName}</span>${input.signOutHref ? html`<a class="sign-out" href="${input.signOutHref}">Sign out</a>` : ''}`
     : ''}</header>
 <main>
 ${input.body}
