@@ -2,12 +2,12 @@ import type {} from '@fastify/csrf-protection'
 import { randomUUID } from 'node:crypto'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import { html, StorageError, type SafeHtml } from '@envkeep/env-api-plugin'
+import { field, html, refusalBox, StorageError, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '@envkeep/storage-sqlite'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, hashToken, passwordProblem, verifyPassword } from '../secrets.js'
 import { createAttemptLimiter } from './attempt-limiter.js'
-import { failure, field, refusal, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
 export interface AccountPagesOptions {
   readonly accounts: AccountStore
@@ -112,7 +112,7 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
     const problem = emailProblem(email) ?? nameProblem(name) ?? passwordProblem(password)
     if (problem) {
       const f = failure(request, 400, 'creating the first account', 'web app', problem)
-      return sendPage(reply, 400, 'Set up envkeep', setupForm(reply.generateCsrf(), token, { email, name }, refusal(f)), base)
+      return sendPage(reply, 400, 'Set up envkeep', setupForm(reply.generateCsrf(), token, { email, name }, refusalBox(f)), base)
     }
     const account = await o.accounts.createFirstAccount(
       hashToken(token),
@@ -156,7 +156,7 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
     const ok = (await verifyPassword(account?.passwordHash ?? null, password)) && account !== null
     if (!ok || !account) {
       const f = failure(request, 401, 'signing in', 'web app', 'the email or the password is wrong')
-      return sendPage(reply, 401, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusal(f)), base)
+      return sendPage(reply, 401, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusalBox(f)), base)
     }
     await o.people.startSession(reply, account.id)
     return reply.code(303).header('location', returnTo).send()
