@@ -84,6 +84,11 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
 </form>`
   }
 
+  /** A setup token of the right form whose hash is stored and not yet used or expired. */
+  async function setupTokenLive(token: string): Promise<boolean> {
+    return /^[A-Za-z0-9_-]{43}$/.test(token) && (await o.accounts.isSetupTokenLive(hashToken(token), o.now()))
+  }
+
   async function setupLinkRefused(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const done = (await o.accounts.countAccounts()) > 0
     const why = done
@@ -94,8 +99,7 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
 
   app.get(`${base}/setup`, async function setupPage(request, reply) {
     const token = field(request.query, 'token')
-    if (!/^[A-Za-z0-9_-]{43}$/.test(token) || !(await o.accounts.isSetupTokenLive(hashToken(token), o.now())))
-      return setupLinkRefused(request, reply)
+    if (!(await setupTokenLive(token))) return setupLinkRefused(request, reply)
     const csrf = reply.generateCsrf()
     return sendPage(reply, 200, 'Set up envkeep', setupForm(csrf, token, { email: '', name: '' }, null), base)
   })
@@ -107,8 +111,7 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
     const email = field(request.body, 'email').trim()
     const name = field(request.body, 'name').trim()
     const password = field(request.body, 'password')
-    if (!/^[A-Za-z0-9_-]{43}$/.test(token) || !(await o.accounts.isSetupTokenLive(hashToken(token), o.now())))
-      return setupLinkRefused(request, reply)
+    if (!(await setupTokenLive(token))) return setupLinkRefused(request, reply)
     const problem = emailProblem(email) ?? nameProblem(name) ?? passwordProblem(password)
     if (problem) {
       const f = failure(request, 400, 'creating the first account', 'web app', problem)
