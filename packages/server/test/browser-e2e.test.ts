@@ -5,10 +5,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as oauth from 'oauth4webapi'
 import { chromium, type Browser, type Page } from 'playwright-core'
+import { CHROMIUM_LAUNCH } from '@envkeep/env-api-plugin/testing'
 import { freePort, runCli, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const insecure = { [oauth.allowInsecureRequests]: true } as const
 const OWNER_PASSWORD = 'canary-owner-password-e2e'
 const VIEWER_PASSWORD = 'canary-viewer-password-e2e'
@@ -53,7 +53,7 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
     void exited.then((c) => reject(new Error(`server exited (${c}): ${stderr}`)))
   })
 
-  const browser: Browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  const browser: Browser = await chromium.launch(CHROMIUM_LAUNCH)
   t.teardown(() => browser.close())
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 } })
   const page: Page = await context.newPage()

@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
-import { PassThrough, Writable } from 'node:stream'
+import { PassThrough } from 'node:stream'
 import type { Test } from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { createSqliteAccountStore, createSqliteStorage, type AccountStore, type SqliteStorage } from '@envkeep/storage-sqlite'
 import type { Keyring } from '@envkeep/env-api-plugin'
+import { Capture, freePort } from '@envkeep/env-api-plugin/testing'
 import { buildApp } from '../src/build-app.js'
 import { loadConfig, type Env, type ServerConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
@@ -20,14 +20,6 @@ export function tempDir(t: Test): string {
   return dir
 }
 
-/** A writable that keeps everything written, as text. */
-export class Capture extends Writable {
-  text = ''
-  override _write(chunk: Buffer | string, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.text += typeof chunk === 'string' ? chunk : chunk.toString('utf8')
-    cb()
-  }
-}
 
 export interface TestApp {
   readonly app: FastifyInstance
@@ -123,14 +115,4 @@ export async function runCli(argv: readonly string[], env: Env, input = '', cwd 
   return { code, stdout: stdout.text, stderr: stderr.text }
 }
 
-/** A port that was free a moment ago on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
+export { Capture, freePort }

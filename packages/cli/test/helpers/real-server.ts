@@ -1,32 +1,15 @@
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PassThrough, Writable } from 'node:stream'
+import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { buildCli as buildServerCli } from '@envkeep/server'
+import { Capture, freePort } from '@envkeep/env-api-plugin/testing'
 
 export const CLI_BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url))
 
-class Capture extends Writable {
-  text = ''
-  override _write(chunk: Buffer | string, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.text += typeof chunk === 'string' ? chunk : chunk.toString('utf8')
-    cb()
-  }
-}
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 export interface RealServer {
   readonly baseUrl: string

@@ -2,9 +2,9 @@ import { createServer } from 'node:http'
 import t from 'tap'
 import * as oauth from 'oauth4webapi'
 import { chromium } from 'playwright-core'
+import { CHROMIUM_LAUNCH } from '../../src/testing/support.js'
 import { authorizeQuery, build, PEOPLE } from './helpers.js'
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 /** A loopback listener like the CLI's, on the given host; resolves with the callback URL it receives. */
 async function loopback(host: '127.0.0.1' | '::1') {
@@ -28,7 +28,7 @@ for (const host of ['127.0.0.1', '::1'] as const) {
     const cb = await loopback(host)
     t.teardown(cb.close)
     const { query, state } = await authorizeQuery(b, { redirectUri: cb.redirectUri, scope: 'env:read env:push' })
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+    const browser = await chromium.launch(CHROMIUM_LAUNCH)
     t.teardown(() => browser.close())
     const context = await browser.newContext()
     await context.addCookies([{ name: 'test_person', value: PEOPLE.ada!.id, url: b.base }])

@@ -1,7 +1,7 @@
-import { createServer } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import * as oauth from 'oauth4webapi'
 import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import { freePort } from '../../src/testing/support.js'
 import envApi, { type EnvApiOptions, type PeopleAdapter, type Person, type Storage } from '../../src/index.js'
 
 type Tap = { teardown(fn: () => unknown): void }
@@ -28,17 +28,6 @@ export function createTestPeople(): PeopleAdapter {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address()
-      const port = typeof a === 'object' && a ? a.port : 0
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 export interface Built {
   readonly app: FastifyInstance

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
+import { CHROMIUM_LAUNCH } from '../../src/testing/support.js'
 import { build, PEOPLE, TTL } from './helpers.js'
 
 /**
@@ -9,12 +10,11 @@ import { build, PEOPLE, TTL } from './helpers.js'
  */
 declare const navigator: { readonly clipboard: { readText(): Promise<string> } }
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry), Copy details; no CSP violation', async (t) => {
   const b = await build(t)
   const address = await b.app.listen({ host: '127.0.0.1', port: 0 })
-  const browser: Browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  const browser: Browser = await chromium.launch(CHROMIUM_LAUNCH)
   t.teardown(() => browser.close())
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 } })
   await context.addCookies([{ name: 'test_person', value: PEOPLE.owner!.id, url: address }])
