@@ -1,9 +1,9 @@
 import t from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { spawnNode } from '@envkeep/env-api-plugin/testing'
 import { freePort, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
@@ -11,43 +11,9 @@ const PASSWORD = 'canary-process-password-9876'
 const BEARER = `ekat_${'C'.repeat(43)}`
 const QUERY_CANARY = 'canary-in-a-query-string'
 
-interface Running {
-  child: ChildProcess
-  stdout: () => string
-  stderr: () => string
-  exited: Promise<number | null>
-  waitFor(stream: 'stdout' | 'stderr', re: RegExp): Promise<RegExpExecArray>
-}
-
-function run(args: string[], cwd: string, env: Record<string, string>): Running {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
-  const out = { stdout: '', stderr: '' }
-  const waiters: { stream: 'stdout' | 'stderr'; re: RegExp; resolve: (m: RegExpExecArray) => void }[] = []
-  const check = () => {
-    for (const w of [...waiters]) {
-      const m = w.re.exec(out[w.stream])
-      if (m) {
-        waiters.splice(waiters.indexOf(w), 1)
-        w.resolve(m)
-      }
-    }
-  }
-  child.stdout!.on('data', (d: Buffer) => ((out.stdout += d.toString('utf8')), check()))
-  child.stderr!.on('data', (d: Buffer) => ((out.stderr += d.toString('utf8')), check()))
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  return {
-    child,
-    stdout: () => out.stdout,
-    stderr: () => out.stderr,
-    exited,
-    waitFor(stream, re) {
-      return new Promise((resolve, reject) => {
-        waiters.push({ stream, re, resolve })
-        check()
-        void exited.then((code) => reject(new Error(`exited (${code}) before ${re}: ${out.stderr}`)))
-      })
-    },
-  }
+function run(args: string[], cwd: string, env: Record<string, string>) {
+  const r = spawnNode(BIN, args, { env, cwd })
+  return { ...r, exited: r.done.then((d) => d.code) }
 }
 
 function cookiesOf(res: Response): Record<string, string> {

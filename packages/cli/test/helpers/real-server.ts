@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { buildCli as buildServerCli } from '@envkeep/server'
-import { Capture, freePort } from '@envkeep/env-api-plugin/testing'
+import { Capture, freePort, spawnNode, type Spawned } from '@envkeep/env-api-plugin/testing'
 
 export const CLI_BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url))
 
@@ -75,51 +74,9 @@ export async function startRealServer(t: { teardown(fn: () => unknown): void }):
   return { baseUrl: `http://127.0.0.1:${port}`, dataDir, clock, admin, log: () => out.text, stop }
 }
 
-export interface BinResult {
-  code: number | null
-  signal: NodeJS.Signals | null
-  stdout: string
-  stderr: string
-}
-
-export interface RunningBin {
-  readonly done: Promise<BinResult>
-  waitFor(stream: 'stdout' | 'stderr', re: RegExp): Promise<RegExpExecArray>
-}
-
 /** Runs the built `envkeep` binary as a person or a script would. */
-export function runBin(args: string[], env: Record<string, string>, cwd?: string): RunningBin {
-  const child = spawn(process.execPath, [CLI_BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...(cwd ? { cwd } : {}),
-  })
-  const out = { stdout: '', stderr: '' }
-  const waiters: { stream: 'stdout' | 'stderr'; re: RegExp; resolve: (m: RegExpExecArray) => void }[] = []
-  const check = () => {
-    for (const w of [...waiters]) {
-      const m = w.re.exec(out[w.stream])
-      if (m) {
-        waiters.splice(waiters.indexOf(w), 1)
-        w.resolve(m)
-      }
-    }
-  }
-  child.stdout.on('data', (d: Buffer) => ((out.stdout += d.toString('utf8')), check()))
-  child.stderr.on('data', (d: Buffer) => ((out.stderr += d.toString('utf8')), check()))
-  const done = new Promise<BinResult>((resolve) =>
-    child.once('close', (code, signal) => resolve({ code, signal, stdout: out.stdout, stderr: out.stderr })),
-  )
-  return {
-    done,
-    waitFor(stream, re) {
-      return new Promise((resolve, reject) => {
-        waiters.push({ stream, re, resolve })
-        check()
-        void done.then(() => reject(new Error(`envkeep exited before printing ${re}: ${out.stderr}`)))
-      })
-    },
-  }
+export function runBin(args: string[], env: Record<string, string>, cwd?: string): Spawned {
+  return spawnNode(CLI_BIN, args, { env, ...(cwd ? { cwd } : {}) })
 }
 
 const unescape = (s: string) =>

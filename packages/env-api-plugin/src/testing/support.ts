@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { Writable } from 'node:stream'
 
@@ -36,5 +37,63 @@ export class Capture extends Writable {
   override _write(chunk: Buffer | string, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     this.text += typeof chunk === 'string' ? chunk : chunk.toString('utf8')
     cb()
+  }
+}
+
+export interface SpawnedResult {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export interface Spawned {
+  readonly child: ChildProcess
+  stdout(): string
+  stderr(): string
+  /** settles when the process has exited and its output is closed */
+  readonly done: Promise<SpawnedResult>
+  /** resolves once `re` matches what the stream printed so far; rejects if the process ends first */
+  waitFor(stream: 'stdout' | 'stderr', re: RegExp): Promise<RegExpExecArray>
+}
+
+/**
+ * Runs a Node script (a built binary) as a person or a script would, with
+ * only PATH and `env` in its environment, collecting its output.
+ */
+export function spawnNode(script: string, args: readonly string[], o: { env: Record<string, string>; cwd?: string }): Spawned {
+  const child = spawn(process.execPath, [script, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...o.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(o.cwd ? { cwd: o.cwd } : {}),
+  })
+  const out = { stdout: '', stderr: '' }
+  const waiters: { stream: 'stdout' | 'stderr'; re: RegExp; resolve: (m: RegExpExecArray) => void }[] = []
+  const check = (): void => {
+    for (const w of [...waiters]) {
+      const m = w.re.exec(out[w.stream])
+      if (m) {
+        waiters.splice(waiters.indexOf(w), 1)
+        w.resolve(m)
+      }
+    }
+  }
+  child.stdout?.on('data', (d: Buffer) => ((out.stdout += d.toString('utf8')), check()))
+  child.stderr?.on('data', (d: Buffer) => ((out.stderr += d.toString('utf8')), check()))
+  const done = new Promise<SpawnedResult>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal, stdout: out.stdout, stderr: out.stderr })),
+  )
+  return {
+    child,
+    stdout: () => out.stdout,
+    stderr: () => out.stderr,
+    done,
+    waitFor(stream, re) {
+      return new Promise((resolve, reject) => {
+        waiters.push({ stream, re, resolve })
+        check()
+        void done.then((r) => reject(new Error(`exited (${r.code ?? r.signal}) before printing ${re}: ${r.stderr}`)))
+      })
+    },
   }
 }
