@@ -1,11 +1,9 @@
-import t, { type Test } from 'tap'
-import { spawn } from 'node:child_process'
-import { createServer } from 'node:http'
+import t from 'tap'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as oauth from 'oauth4webapi'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { CHROMIUM_LAUNCH } from '@envkeep/env-api-plugin/testing'
+import { CHROMIUM_LAUNCH, loopbackCallback, spawnNode } from '@envkeep/env-api-plugin/testing'
 import { freePort, runCli, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
@@ -14,44 +12,17 @@ const OWNER_PASSWORD = 'canary-owner-password-e2e'
 const VIEWER_PASSWORD = 'canary-viewer-password-e2e'
 const VALUES = ['first-secret-e2e', 'postgres://db-e2e', 'pushed-secret-e2e', 'rejected-secret-e2e', 'pending-secret-e2e']
 
-/** The loopback listener a CLI runs for the OAuth redirect: it keeps the callback URL. */
-async function loopback(t: Test): Promise<{ redirectUri: string; callback: Promise<URL> }> {
-  let resolve!: (u: URL) => void
-  const callback = new Promise<URL>((r) => (resolve = r))
-  const server = createServer((req, res) => {
-    res.writeHead(200, { 'content-type': 'text/plain' }).end('Signed in; you can close this window.')
-    if (req.url?.startsWith('/callback')) resolve(new URL(req.url, `http://127.0.0.1`))
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
-  t.teardown(() => server.close())
-  return { redirectUri: `http://127.0.0.1:${(server.address() as { port: number }).port}/callback`, callback }
-}
 
 t.test('in Chromium against the real server: setup → sign in → vault → variables → CLI consent → push → review (Apply, Reject)', async (t) => {
   const dir = tempDir(t)
   const data = join(dir, 'data')
   const port = await freePort()
   const BASE = `http://127.0.0.1:${port}`
-  const server = spawn(process.execPath, [BIN, 'start', '--data-dir', data, '--port', String(port)], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let log = ''
-  let stderr = ''
-  server.stdout.on('data', (d: Buffer) => (log += d.toString('utf8')))
-  const exited = new Promise<number | null>((r) => server.once('exit', (c) => r(c)))
+  const server = spawnNode(BIN, ['start', '--data-dir', data, '--port', String(port)], { env: {}, cwd: dir })
   t.teardown(() => {
-    if (server.exitCode === null) server.kill('SIGKILL')
+    if (server.child.exitCode === null) server.child.kill('SIGKILL')
   })
-  const setupLink = await new Promise<string>((resolve, reject) => {
-    server.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString('utf8')
-      const m = /(http:\/\/\S+\/setup\?token=[A-Za-z0-9_-]{43})/.exec(stderr)
-      if (m) resolve(m[1]!)
-    })
-    void exited.then((c) => reject(new Error(`server exited (${c}): ${stderr}`)))
-  })
+  const setupLink = (await server.waitFor('stderr', /(http:\/\/\S+\/setup\?token=[A-Za-z0-9_-]{43})/))[1] as string
 
   const browser: Browser = await chromium.launch(CHROMIUM_LAUNCH)
   t.teardown(() => browser.close())
@@ -109,7 +80,8 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
   const client: oauth.Client = { client_id: `${BASE}/cli/oauth-client.json` }
   const verifier = oauth.generateRandomCodeVerifier()
   const state = oauth.generateRandomState()
-  const cb = await loopback(t)
+  const cb = await loopbackCallback()
+  t.teardown(cb.close)
   const authUrl = new URL(as.authorization_endpoint!)
   authUrl.search = new URLSearchParams({
     response_type: 'code',
@@ -212,8 +184,9 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
   const known = (p: string) => /status of 40[134]/.test(p)
   t.same(problems.filter((p) => !known(p)), [], 'no CSP violation or script error in the console')
 
-  server.kill('SIGTERM')
-  t.equal(await exited, 0, 'the server stops cleanly')
+  server.child.kill('SIGTERM')
+  t.equal((await server.done).code, 0, 'the server stops cleanly')
+  const log = server.stdout()
   for (const v of [...VALUES, OWNER_PASSWORD, VIEWER_PASSWORD, tokens.access_token, tokens.refresh_token!, session.value])
     t.notOk(log.includes(v), 'the server log holds no value, password or token')
 })

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import { Writable } from 'node:stream'
 
@@ -96,4 +97,24 @@ export function spawnNode(script: string, args: readonly string[], o: { env: Rec
       })
     },
   }
+}
+
+/**
+ * A loopback listener like the CLI's, for the OAuth redirect: resolves
+ * `callback` with the first /callback URL it receives.
+ */
+export async function loopbackCallback(host: '127.0.0.1' | '::1' = '127.0.0.1'): Promise<{
+  redirectUri: string
+  callback: Promise<URL>
+  close(): void
+}> {
+  let resolve!: (u: URL) => void
+  const callback = new Promise<URL>((r) => (resolve = r))
+  const server = createHttpServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('Signed in; you can close this window.')
+    if (req.url?.startsWith('/callback')) resolve(new URL(req.url, 'http://loopback'))
+  })
+  await new Promise<void>((r) => server.listen(0, host, () => r()))
+  const port = (server.address() as { port: number }).port
+  return { redirectUri: `http://${host === '::1' ? '[::1]' : host}:${port}/callback`, callback, close: () => server.close() }
 }

@@ -1,31 +1,17 @@
-import { createServer } from 'node:http'
 import t from 'tap'
 import * as oauth from 'oauth4webapi'
 import { chromium } from 'playwright-core'
-import { CHROMIUM_LAUNCH } from '../../src/testing/support.js'
+import { CHROMIUM_LAUNCH, loopbackCallback } from '../../src/testing/support.js'
 import { authorizeQuery, build, PEOPLE } from './helpers.js'
 
 
-/** A loopback listener like the CLI's, on the given host; resolves with the callback URL it receives. */
-async function loopback(host: '127.0.0.1' | '::1') {
-  let resolve!: (u: URL) => void
-  const callback = new Promise<URL>((r) => (resolve = r))
-  const server = createServer((req, res) => {
-    res.end('done')
-    if (req.url?.startsWith('/callback')) resolve(new URL(req.url, 'http://loopback'))
-  })
-  await new Promise<void>((r) => server.listen(0, host, () => r()))
-  const port = (server.address() as { port: number }).port
-  const shown = host === '::1' ? '[::1]' : host
-  return { redirectUri: `http://${shown}:${port}/callback`, callback, close: () => server.close() }
-}
 
 // Chrome applies the consent page's CSP form-action to the redirect after Allow:
 // the redirect to the CLI's loopback listener must go through, on IPv4 and IPv6.
 for (const host of ['127.0.0.1', '::1'] as const) {
   t.test(`Allow in a real browser reaches a ${host} callback with code, state and iss`, async (t) => {
     const b = await build(t, { listen: true })
-    const cb = await loopback(host)
+    const cb = await loopbackCallback(host)
     t.teardown(cb.close)
     const { query, state } = await authorizeQuery(b, { redirectUri: cb.redirectUri, scope: 'env:read env:push' })
     const browser = await chromium.launch(CHROMIUM_LAUNCH)
