@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, StorageError, errors } from './errors.js'
 import { logFailure } from './failure-log.js'
+import { PUSH_BODY_LIMIT } from './options.js'
 
 /** Headers every API answer carries. */
 export const API_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -12,37 +13,20 @@ export const API_HEADERS: Readonly<Record<string, string>> = Object.freeze({
  * pass through, storage failures keep their SQLSTATE, Fastify's body and
  * media-type errors become the spec's codes, everything else is a bug.
  */
-export function toApiError(err: unknown, bodyLimit: number): ApiError {
+export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err
   // By shape too: a storage adapter may hold another copy of this package.
   if (err instanceof StorageError || isStorageError(err)) return errors.database(err)
+  // A client error Fastify raises itself (body over the limit, a media type
+  // with no parser, QUERY without a content type): its status holds, its
+  // message (which may quote the request) never reaches the wire. JSON
+  // syntax errors never get here: the API's own parser answers them.
   const fe = err as Partial<FastifyError> | null
-  switch (fe?.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return errors.tooLarge(bodyLimit)
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? errors.unsupportedMediaType()
-        : errors.invalidRequest('the content length does not match the body')
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return errors.invalidRequest('the body is empty; it must be a JSON object')
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return errors.invalidRequest('the body is not valid JSON')
-    case 'FST_ERR_VALIDATION':
-      return errors.invalidRequest('the request does not match the expected shape')
-    default:
-      break
-  }
-  if (fe && typeof fe.statusCode === 'number' && fe.statusCode === 400 && /JSON/i.test(String(fe.message))) {
-    return errors.invalidRequest('the body is not valid JSON')
-  }
-  // Any other client error Fastify raises itself (e.g. QUERY without a
-  // content type): its status holds, its message (which may quote the
-  // request) never reaches the wire.
   if (fe && typeof fe.code === 'string' && fe.code.startsWith('FST_ERR_') && typeof fe.statusCode === 'number') {
-    if (fe.statusCode === 413) return errors.tooLarge(bodyLimit)
+    if (fe.statusCode === 413) return errors.tooLarge(PUSH_BODY_LIMIT)
     if (fe.statusCode === 415) return errors.unsupportedMediaType()
+    if (fe.code === 'FST_ERR_VALIDATION') return errors.invalidRequest('the request does not match the expected shape')
+    if (fe.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') return errors.invalidRequest('the content length does not match the body')
     if (fe.statusCode >= 400 && fe.statusCode < 500) return errors.invalidRequest('the request is malformed')
   }
   return errors.internal(err)
@@ -70,8 +54,8 @@ declare module 'fastify' {
  * (route, status, where, reason, and the stack for bugs) under the ref;
  * never a value, token or body.
  */
-export function renderApiError(err: unknown, request: FastifyRequest, reply: FastifyReply, bodyLimit: number): FastifyReply {
-  const e = toApiError(err, bodyLimit)
+export function renderApiError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const e = toApiError(err)
   const operation = request.envkeepOperation ?? defaultOperation(request)
   const ref = logFailure(request, 'request', { status: e.status, error: e.code, where: e.where, reason: e.reason, cause: e.cause })
   reply.code(e.status).headers(API_HEADERS).headers(e.headers).type('application/json; charset=utf-8')

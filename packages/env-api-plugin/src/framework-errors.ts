@@ -1,7 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { errors } from './errors.js'
 import { renderApiError } from './error-handler.js'
-import { PUSH_BODY_LIMIT } from './options.js'
 
 /**
  * For the host's `Fastify({ frameworkErrors })`: errors Fastify raises before
@@ -14,5 +13,5 @@ export function envkeepFrameworkErrors(error: FastifyError, request: FastifyRequ
   const reason = error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid (bad percent-encoding)' : 'the request is malformed'
   const e = errors.invalidRequest(reason)
   if (status !== 400) Object.defineProperty(e, 'status', { value: status })
-  void renderApiError(e, request, reply, PUSH_BODY_LIMIT)
+  void renderApiError(e, request, reply)
 }

@@ -5,7 +5,7 @@ import { API_HEADERS, renderApiError } from '../../error-handler.js'
 import { errors, type ApiError } from '../../errors.js'
 import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
 import { createRateLimitHook } from '../../hooks/rate-limit.js'
-import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../../options.js'
+import type { ResolvedOptions } from '../../options.js'
 import { createVaultCrypto } from '../../vault-service.js'
 import { importsRoutes } from './imports.js'
 import { matchApiPath, notAllowedRoutes } from './not-allowed.js'
@@ -88,7 +88,7 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   })
 
   api.setErrorHandler(function envApiErrors(err, request, reply) {
-    return renderApiError(err, request, reply, PUSH_BODY_LIMIT)
+    return renderApiError(err, request, reply)
   })
   api.setNotFoundHandler(async function unknownPath(request: FastifyRequest) {
     throw unknownPathError(request) // reached only if the onRequest answer was skipped
