@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
 import fastifyCsrf from '@fastify/csrf-protection'
 import fp from 'fastify-plugin'
+import { scheduleHousekeeping } from './housekeeping.js'
 import { resolveOptions, type EnvApiOptions } from './options.js'
 import { apiRoutes } from './routes/api/index.js'
 import { oauthRoutes } from './routes/oauth/index.js'
@@ -35,6 +36,7 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
       cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: opts.secureCookies },
     })
   }
+  scheduleHousekeeping(app, opts)
   await app.register(apiRoutes, { opts })
   await app.register(oauthRoutes, { opts })
   await app.register(pageRoutes, { opts })

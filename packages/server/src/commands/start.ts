@@ -85,9 +85,8 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
 
   async function sweep(): Promise<void> {
     try {
-      const expired = await storage.expireImports(now())
+      // pending pushes are expired by the plugin's own housekeeping
       await accounts.deleteExpired(now())
-      if (expired > 0) log.info({ expired }, 'expired pending pushes')
     } catch (err) {
       log.error({ kind: err instanceof Error ? err.name : typeof err, reason: err instanceof Error ? err.message : '' }, 'sweep failed')
     }

@@ -45,26 +45,6 @@ export async function oauthRoutes(app: FastifyInstance, { opts }: { opts: Resolv
       }
     }
   })
-  // Housekeeping, when the store can: expired codes (a day after expiry, so
-  // a late replay still revokes), expired access tokens, and sign-ins ended
-  // more than 30 days ago (the Sign-ins page shows recent ones). Hourly.
-  const purge = opts.storage.purgeExpired?.bind(opts.storage)
-  if (purge) {
-    let timer: NodeJS.Timeout | undefined
-    app.addHook('onReady', async function startOAuthPurge() {
-      timer = setInterval(function purgeOAuth() {
-        const now = opts.now()
-        purge(now, new Date(now.getTime() - 86_400_000), new Date(now.getTime() - 30 * 86_400_000)).then(
-          (n) => app.log.debug({ removed: n }, 'envkeep OAuth purge'),
-          (err: unknown) => app.log.error({ where: 'database', kind: err instanceof Error ? err.name : typeof err }, 'envkeep OAuth purge failed'),
-        )
-      }, 3_600_000)
-      timer.unref()
-    })
-    app.addHook('onClose', async function stopOAuthPurge() {
-      if (timer) clearInterval(timer)
-    })
-  }
   app.setErrorHandler(function oauthDocumentErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {
     return sendOAuthError(err, request, reply)
   })

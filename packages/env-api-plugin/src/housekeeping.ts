@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify'
+import type { ResolvedOptions } from './options.js'
+
+const MINUTE = 60_000
+const DAY = 86_400_000
+
+/**
+ * The plugin's periodic work, so that every host gets it, not only the
+ * self-hosting server: pending pushes past their end become `expired`
+ * (decisions.md: on every read of the push and by a periodic sweep), every
+ * minute from start; expired OAuth codes (kept a day, so a late replay still
+ * revokes), expired access tokens and sign-ins ended more than 30 days ago
+ * are purged hourly when the store can. One run at a time; the timer never
+ * keeps the process alive and stops when the app closes.
+ */
+export function scheduleHousekeeping(app: FastifyInstance, opts: ResolvedOptions): void {
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<void> | null = null
+  let runs = 0
+
+  async function housekeeping(): Promise<void> {
+    const now = opts.now()
+    try {
+      const expired = await opts.storage.expireImports(now)
+      if (expired > 0) app.log.info({ expired }, 'expired pending pushes')
+      if (runs++ % 60 === 0 && opts.storage.purgeExpired) {
+        const removed = await opts.storage.purgeExpired(now, new Date(now.getTime() - DAY), new Date(now.getTime() - 30 * DAY))
+        app.log.debug({ removed }, 'envkeep OAuth purge')
+      }
+    } catch (err) {
+      app.log.error({ where: 'database', kind: err instanceof Error ? err.name : typeof err }, 'envkeep housekeeping failed')
+    }
+  }
+
+  function tick(): void {
+    if (running) return
+    running = housekeeping().finally(() => (running = null))
+  }
+
+  app.addHook('onReady', async function startHousekeeping() {
+    tick()
+    timer = setInterval(tick, MINUTE)
+    timer.unref()
+  })
+  app.addHook('onClose', async function stopHousekeeping() {
+    if (timer) clearInterval(timer)
+    await running
+  })
+}
