@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import envApi from '../src/index.js'
-import { Capture } from '../src/testing/support.js'
+import { Capture } from '@envkeep/test-support'
 
 t.test('the plugin expires pending pushes past their end on its own, from start, for any host', async (t) => {
   const storage = await createSqliteStorage({ filename: ':memory:' })

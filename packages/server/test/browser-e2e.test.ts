@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as oauth from 'oauth4webapi'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { CHROMIUM_LAUNCH, loopbackCallback, spawnNode } from '@envkeep/env-api-plugin/testing'
+import { CHROMIUM_LAUNCH, loopbackCallback, spawnNode } from '@envkeep/test-support'
 import { freePort, runCli, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))

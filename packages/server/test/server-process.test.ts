@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { spawnNode } from '@envkeep/env-api-plugin/testing'
+import { spawnNode } from '@envkeep/test-support'
 import { freePort, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
-import { Kysely, Migrator, SqliteDialect } from 'kysely'
+import { Kysely, SqliteDialect } from 'kysely'
+import { Migrator } from 'kysely/migration'
 import { migrations } from './migrations/index.js'
 import type { DB } from './schema.js'
 

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { buildCli as buildServerCli } from '@envkeep/server'
-import { Capture, freePort, spawnNode, type Spawned } from '@envkeep/env-api-plugin/testing'
+import { Capture, freePort, spawnNode, type Spawned } from '@envkeep/test-support'
 
 export const CLI_BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url))
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import * as oauth from 'oauth4webapi'
 import { chromium } from 'playwright-core'
-import { CHROMIUM_LAUNCH, loopbackCallback } from '../../src/testing/support.js'
+import { CHROMIUM_LAUNCH, loopbackCallback } from '@envkeep/test-support'
 import { authorizeQuery, build, PEOPLE } from './helpers.js'
 
 

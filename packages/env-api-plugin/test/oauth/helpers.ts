@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import * as oauth from 'oauth4webapi'
 import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
-import { freePort } from '../../src/testing/support.js'
+import { freePort } from '@envkeep/test-support'
 import envApi, { type EnvApiOptions, type PeopleAdapter, type Person, type Storage } from '../../src/index.js'
 
 type Tap = { teardown(fn: () => unknown): void }

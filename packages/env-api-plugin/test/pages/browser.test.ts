@@ -1,6 +1,6 @@
 import t from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { CHROMIUM_LAUNCH } from '../../src/testing/support.js'
+import { CHROMIUM_LAUNCH } from '@envkeep/test-support'
 import { build, PEOPLE, TTL } from './helpers.js'
 
 /**

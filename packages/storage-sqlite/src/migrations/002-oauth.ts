@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Migration } from 'kysely'
+import { sql, type Kysely } from 'kysely'
+import type { Migration } from 'kysely/migration'
 
 /**
  * OAuth: authorization codes, sign-ins (grants) and token hashes. Only

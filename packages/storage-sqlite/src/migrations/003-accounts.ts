@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Migration } from 'kysely'
+import { sql, type Kysely } from 'kysely'
+import type { Migration } from 'kysely/migration'
 
 /**
  * Local accounts of the self-hosting server (@envkeep/server): people with

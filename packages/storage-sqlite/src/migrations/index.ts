@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely'
+import type { Migration } from 'kysely/migration'
 import { m001Vaults } from './001-vaults.js'
 import { m002Oauth } from './002-oauth.js'
 import { m003Accounts } from './003-accounts.js'
