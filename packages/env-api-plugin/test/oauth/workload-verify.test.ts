@@ -1,0 +1,111 @@
+import t from 'tap'
+import { createPublicKey } from 'node:crypto'
+import { SignJWT } from 'jose'
+import { startOidcIssuer } from '@envkeep/test-support'
+import { createSubjectTokenVerifier, SubjectTokenRefused, audiences } from '../../src/oauth/workload/verify-subject-token.js'
+import { issuerProblem } from '../../src/oauth/workload/issuer-url.js'
+import { subjectMatches, subjectPatternProblem } from '../../src/oauth/workload/subject-pattern.js'
+
+const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url')
+
+t.test('subject patterns: exact, or * over the whole sub', async (t) => {
+  const rows: [string, string, boolean][] = [
+    ['repo:acme/shop:ref:refs/heads/main', 'repo:acme/shop:ref:refs/heads/main', true],
+    ['repo:acme/shop:ref:refs/heads/main', 'repo:acme/shop:ref:refs/heads/main2', false],
+    ['repo:acme/shop:*', 'repo:acme/shop:ref:refs/heads/dev', true],
+    ['repo:acme/shop:*', 'repo:acme/shopping:ref:refs/heads/dev', false],
+    ['repo:acme/*:environment:production', 'repo:acme/api:environment:production', true],
+    ['repo:acme/*:environment:production', 'repo:acme/api:environment:production-copy', false],
+    ['repo:acme/*:environment:production', 'repo:evil/x:repo:acme/y:environment:production', false],
+    ['*:ref:refs/heads/main', 'project_path:g/p:ref:refs/heads/main', true],
+    ['a*b*c', 'abc', true],
+    ['a*b*c', 'ab', false],
+    ['a*a', 'a', false],
+    ['a.b', 'aXb', false], // a dot is literal, not a regex
+  ]
+  for (const [p, s, want] of rows) t.equal(subjectMatches(p, s), want, `${p} vs ${s}`)
+  t.ok(subjectPatternProblem('*'), 'a bare * is refused')
+  t.ok(subjectPatternProblem(''), 'empty is refused')
+  t.equal(subjectPatternProblem('repo:acme/*'), null)
+})
+
+t.test('issuers: https only; http://127.0.0.1 only when allowed', async (t) => {
+  t.equal(issuerProblem('https://token.actions.githubusercontent.com', false), null)
+  t.ok(issuerProblem('http://127.0.0.1:8080', false))
+  t.equal(issuerProblem('http://127.0.0.1:8080', true), null)
+  t.ok(issuerProblem('http://localhost:8080', true), 'only the loopback address, not a name')
+  t.ok(issuerProblem('http://10.0.0.1', true))
+  t.ok(issuerProblem('https://x.example/', false), 'a trailing slash is refused')
+  t.ok(issuerProblem('https://u:p@x.example', false))
+  t.ok(issuerProblem('file:///etc/passwd', true))
+})
+
+t.test('the verifier against a real issuer on 127.0.0.1', async (t) => {
+  const idp = await startOidcIssuer()
+  t.teardown(() => idp.close())
+  const es = await idp.addKey('ES256')
+  const verifier = createSubjectTokenVerifier({ now: () => new Date(), allowHttpLoopback: true })
+  const now = Math.floor(Date.now() / 1000)
+  const base = { sub: 'repo:acme/shop:ref:refs/heads/main', aud: 'https://envkeep.example' }
+
+  const refused = async (token: string, why: string, issuer = idp.issuer) =>
+    t.rejects(verifier.verify(token, issuer), SubjectTokenRefused, why)
+
+  const ok = await verifier.verify(await idp.sign(base), idp.issuer)
+  t.equal(ok.sub, base.sub, 'RS256 verifies')
+  t.same(audiences(ok), ['https://envkeep.example'])
+  t.equal((await verifier.verify(await idp.sign(base, es), idp.issuer)).sub, base.sub, 'ES256 verifies')
+  t.equal(idp.fetches.discovery, 1, 'discovery is cached')
+  t.equal(idp.fetches.jwks, 1, 'the JWKS is cached')
+
+  t.equal(verifier.peekIssuer(await idp.sign(base)), idp.issuer)
+  t.throws(() => verifier.peekIssuer('not.a.jwt'), SubjectTokenRefused)
+
+  await refused(await idp.sign({ ...base, iss: 'https://other.example' }), 'another iss')
+  await refused(await idp.sign({ ...base, exp: now - 61, iat: now - 400 }), 'expired beyond the skew')
+  t.ok(await verifier.verify(await idp.sign({ ...base, exp: now - 30, iat: now - 400 }), idp.issuer), 'expired within 60 s of skew passes')
+  await refused(await idp.sign({ ...base, nbf: now + 120 }), 'not yet valid')
+  await refused(await idp.sign({ ...base, iat: now + 120, exp: now + 600 }), 'issued in the future')
+  await refused(await idp.sign({ aud: base.aud }), 'no sub')
+  await refused(await idp.sign({ sub: base.sub }), 'no aud')
+
+  const good = await idp.sign(base)
+  const [h, p, s] = good.split('.') as [string, string, string]
+  const flipped = (s[0] === 'A' ? 'B' : 'A') + s.slice(1)
+  await refused(`${h}.${p}.${flipped}`, 'bad signature')
+  await refused(`${h}.${b64({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), sub: 'repo:evil/x' })}.${s}`, 'payload changed after signing')
+  await refused(`${b64({ alg: 'none', typ: 'JWT' })}.${p}.`, 'alg none')
+
+  // HS256 "signed" with the issuer's public key (algorithm confusion)
+  const rsa = idp.keys[0]!
+  const pem = createPublicKey({ key: rsa.publicJwk as never, format: 'jwk' }).export({ type: 'spki', format: 'pem' })
+  const hs = await new SignJWT({ ...base, iss: idp.issuer, iat: now, exp: now + 300 })
+    .setProtectedHeader({ alg: 'HS256', kid: rsa.kid })
+    .sign(new TextEncoder().encode(String(pem)))
+  await refused(hs, 'HS256 with the public key')
+
+  // an unknown kid: the JWKS is fetched once more, then the token is refused
+  const jwksBefore = idp.fetches.jwks
+  const hiddenKey = await idp.addKey('RS256', { publish: false })
+  await refused(await idp.sign(base, hiddenKey), 'unknown kid')
+  t.equal(idp.fetches.jwks, jwksBefore + 1, 'an unknown kid refreshes the JWKS once')
+  await refused(await idp.sign(base, hiddenKey), 'unknown kid again')
+  t.equal(idp.fetches.jwks, jwksBefore + 1, 'and not again within the cool-down')
+
+  // a plain-http issuer is refused without the loopback allowance, before any fetch
+  const strict = createSubjectTokenVerifier({ now: () => new Date(), allowHttpLoopback: false })
+  const d = idp.fetches.discovery
+  await t.rejects(strict.verify(await idp.sign(base), idp.issuer), SubjectTokenRefused)
+  t.equal(idp.fetches.discovery, d, 'nothing fetched from a refused issuer')
+})
+
+t.test('a rotated key is found by fetching the JWKS again', async (t) => {
+  const idp = await startOidcIssuer()
+  t.teardown(() => idp.close())
+  const verifier = createSubjectTokenVerifier({ now: () => new Date(), allowHttpLoopback: true })
+  const claims = { sub: 's', aud: 'a' }
+  await verifier.verify(await idp.sign(claims), idp.issuer)
+  const rotated = await idp.addKey('ES256')
+  t.equal((await verifier.verify(await idp.sign(claims, rotated), idp.issuer)).sub, 's')
+  t.equal(idp.fetches.jwks, 2)
+})
