@@ -46,7 +46,7 @@ export async function decideImport(storage: Storage, input: DecideImportInput): 
     return { outcome: 'forbidden', reason, import: imp }
   }
   if (imp.status !== 'pending') return { outcome: 'not_pending', import: imp }
-  const result = await storage.decideImport(imp.id, input.decision, input.personId, input.now, {
+  const result = await storage.decideImport({ importId: imp.id, decision: input.decision, by: input.personId, now: input.now }, {
     vaultId: imp.vaultId,
     at: input.now,
     personId: input.personId,
@@ -56,6 +56,8 @@ export async function decideImport(storage: Storage, input: DecideImportInput): 
     environment: imp.environment,
     names: imp.names,
     address: input.address ?? null,
+    subject: null,
+    detail: null,
   })
   return result.ok ? { outcome: 'decided', import: result.import } : { outcome: 'not_pending', import: result.import }
 }

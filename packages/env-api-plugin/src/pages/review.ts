@@ -56,6 +56,8 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
       environment: ctx.push.environment,
       names: ctx.push.names,
       address: request.ip ?? null,
+      subject: null,
+      detail: null,
     }
   }
 

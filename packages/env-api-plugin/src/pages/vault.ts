@@ -85,8 +85,12 @@ function logEntry(request: FastifyRequest, deps: PageDeps, vaultId: string, pers
     environment,
     names,
     address: request.ip ?? null,
+    subject: null,
+    detail: null,
   }
 }
+
+const NO_LIMIT = Object.freeze({ maxVariables: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER })
 
 interface VaultView {
   readonly vault: VaultAccess
@@ -439,7 +443,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     if (mode === 'add' && existing) throw pageError(409, 'web app', 'a variable with that name exists in this environment; use Change to give it a new value')
     if (mode === 'change' && !existing) throw pageError(404, NOT_SHARED, 'that variable does not exist in this environment')
     const [sealed] = await deps.crypto.sealValues(vault.id, env.name, { [name]: value })
-    await storage.setVariable(vault.id, env.name, sealed!, person.id, deps.opts.now(), logEntry(request, deps, vault.id, person, 'variable_set', env.name, [name]))
+    await storage.setVariable({ vaultId: vault.id, environment: env.name, value: sealed!, by: person.id, now: deps.opts.now(), limit: NO_LIMIT }, logEntry(request, deps, vault.id, person, 'variable_set', env.name, [name]))
     return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${env.name}`)
   }
 
@@ -451,8 +455,8 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     requireWrite(vault, env)
     const name = field(request.body, 'name')
     if (nameProblem(name)) throw pageError(404, NOT_SHARED, 'that variable does not exist in this environment')
-    const deleted = await storage.deleteVariable(vault.id, env.name, name, logEntry(request, deps, vault.id, person, 'variable_deleted', env.name, [name]))
-    if (!deleted) throw pageError(404, NOT_SHARED, 'that variable does not exist in this environment')
+    const deleted = await storage.deleteVariable({ vaultId: vault.id, environment: env.name, name, by: person.id, now: deps.opts.now() }, logEntry(request, deps, vault.id, person, 'variable_deleted', env.name, [name]))
+    if (!deleted.ok) throw pageError(404, NOT_SHARED, 'that variable does not exist in this environment')
     return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=variable_deleted#env-${env.name}`)
   })
 
@@ -471,8 +475,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     if (!who) throw pageError(404, 'web app', 'there is no account with that email address; the person needs an account first')
     const members = await storage.listMembers(vault.id)
     if (members.some((m) => m.personId === who.id)) throw pageError(409, 'web app', 'that person is already a member; change their role instead')
-    await storage.setMember(vault.id, who.id, role)
-    await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'member_added', null, []))
+    await storage.setMember({ vaultId: vault.id, personId: who.id, role }, { ...logEntry(request, deps, vault.id, person, 'member_added', null, []), subject: who.id, detail: role })
     return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=member_added#members`)
   })
 
@@ -490,8 +493,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     const m = await memberOf(vault, request.body)
     if (m.role === 'owner' && role !== 'owner' && m.owners <= 1) throw pageError(409, 'web app', 'a vault must keep at least one owner; make someone else owner first')
     if (m.role !== role) {
-      await storage.setMember(vault.id, m.personId, role)
-      await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'member_changed', null, []))
+      await storage.setMember({ vaultId: vault.id, personId: m.personId, role }, { ...logEntry(request, deps, vault.id, person, 'member_changed', null, []), subject: m.personId, detail: role })
     }
     if (m.personId === person.id && role !== 'owner') return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=member_changed`)
     return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=member_changed#members`)
@@ -501,8 +503,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     requireOwner(vault, 'remove members')
     const m = await memberOf(vault, request.body)
     if (m.role === 'owner' && m.owners <= 1) throw pageError(409, 'web app', 'a vault must keep at least one owner; the last owner cannot be removed')
-    await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'member_removed', null, []))
-    await storage.removeMember(vault.id, m.personId)
+    await storage.removeMember({ vaultId: vault.id, personId: m.personId }, { ...logEntry(request, deps, vault.id, person, 'member_removed', null, []), subject: m.personId })
     if (m.personId === person.id) return seeOther(deps, reply, '/')
     return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=member_removed#members`)
   })
@@ -515,8 +516,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     }
     if (vault.environments.some((e) => e.name === name)) throw pageError(409, 'web app', 'an environment with that name exists in this vault')
     const ownersOnly = field(request.body, 'owners_only') === 'on'
-    await storage.createEnvironment(vault.id, { name, ownersOnly }, deps.opts.now())
-    await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'environment_created', name, []))
+    await storage.createEnvironment({ vaultId: vault.id, name, ownersOnly, now: deps.opts.now() }, logEntry(request, deps, vault.id, person, 'environment_created', name, []))
     return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=environment_created#env-${name}`)
   })
 }

@@ -67,14 +67,12 @@ ${csrfField(token)}
       if (problem) throw pageError(400, 'web app', problem)
       const plans = Object.keys(deps.opts.plans)
       const plan = plans.includes('self-hosted') ? 'self-hosted' : (plans[0] ?? 'self-hosted')
-      const vault = await deps.opts.storage.createVault({
-        id: randomUUID(),
-        name,
-        ownerId: person.id,
-        plan,
-        environments: DEFAULT_ENVIRONMENTS,
-        now: deps.opts.now(),
-      })
+      const id = randomUUID()
+      const now = deps.opts.now()
+      const vault = await deps.opts.storage.createVault(
+        { id, name, ownerId: person.id, plan, environments: DEFAULT_ENVIRONMENTS, now },
+        { vaultId: id, at: now, personId: person.id, signInId: null, clientId: null, action: 'vault_created', environment: null, names: [], address: request.ip ?? null, subject: null, detail: null },
+      )
       return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}`)
     } catch (err) {
       const f = toPageFailure(err, request)

@@ -7,6 +7,7 @@ import type { RefusedLine } from '../../src/adapters/vault-store.js'
 import { createLocalKeyring } from '../../src/crypto/local-keyring.js'
 import { createVaultCrypto } from '../../src/vault-service.js'
 import { DEFAULT_ENVIRONMENTS } from '../../src/pages/vaults.js'
+import { testLogEntry } from '../../src/testing/index.js'
 
 export const PEOPLE: Readonly<Record<string, Person>> = Object.freeze({
   owner: { id: 'p-owner', email: 'olga@example.test', name: 'Olga Owner' },
@@ -94,9 +95,9 @@ export async function build(
     plan: 'self-hosted',
     environments: DEFAULT_ENVIRONMENTS,
     now: T0,
-  })
-  await storage.setMember(vaultId, PEOPLE.editor!.id, 'editor')
-  await storage.setMember(vaultId, PEOPLE.viewer!.id, 'viewer')
+  }, testLogEntry({ vaultId: vaultId, action: 'vault_created' }))
+  await storage.setMember({ vaultId: vaultId, personId: PEOPLE.editor!.id, role: 'editor' }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.editor!.id, detail: 'editor' }))
+  await storage.setMember({ vaultId: vaultId, personId: PEOPLE.viewer!.id, role: 'viewer' }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.viewer!.id, detail: 'viewer' }))
   await app.ready()
   const crypto = createVaultCrypto(storage, keyring)
   return {
@@ -110,11 +111,7 @@ export async function build(
       const id = randomUUID()
       const sealed = await crypto.sealValues(vaultId, environment, values)
       const now = clock.now
-      const r = await storage.createImport(
-        { id, vaultId, environment, senderId: sender, signInId: null, values: sealed, refused, createdAt: now, expiresAt: new Date(now.getTime() + TTL) },
-        { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 },
-        { vaultId, at: now, personId: sender, signInId: null, clientId: null, action: 'push_created', environment, names: Object.keys(values), address: null },
-      )
+      const r = await storage.createImport({ id, vaultId, environment, senderId: sender, signInId: null, values: sealed, refused, createdAt: now, expiresAt: new Date(now.getTime() + TTL), limit: { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 } }, testLogEntry({ vaultId, at: now, personId: sender, signInId: null, clientId: null, action: 'push_created', environment, names: Object.keys(values), address: null }))
       if (!r.ok) throw new Error('push over limit')
       return id
     },

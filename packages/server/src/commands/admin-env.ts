@@ -13,8 +13,7 @@ export async function adminEnvCreate(ctx: CommandContext): Promise<number> {
   try {
     const vault = await resolveVault(data, v)
     if (vault.environments.some((e) => e.name === name)) throw new CommandFailure('the vault has an environment with that name already')
-    await data.storage.createEnvironment(vault.id, { name, ownersOnly }, ctx.now())
-    await data.storage.appendAccessLog(adminLog(vault.id, 'environment_created', ctx.now(), name, []))
+    await data.storage.createEnvironment({ vaultId: vault.id, name, ownersOnly, now: ctx.now() }, adminLog(vault.id, 'environment_created', ctx.now(), name, []))
     return report(ctx, `environment ${name}${ownersOnly ? ' (owners only)' : ''} created in vault ${vault.name} (${vault.id})`, {
       vault: vault.id,
       environment: name,

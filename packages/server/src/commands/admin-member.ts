@@ -14,8 +14,10 @@ export async function adminMemberAdd(ctx: CommandContext): Promise<number> {
     const vault = await resolveVault(data, v)
     const person = await requireAccount(data, email)
     const before = (await data.storage.listMembers(vault.id)).find((m) => m.personId === person.id)
-    await data.storage.setMember(vault.id, person.id, role)
-    await data.storage.appendAccessLog(adminLog(vault.id, before ? 'member_changed' : 'member_added', ctx.now(), null, []))
+    await data.storage.setMember(
+      { vaultId: vault.id, personId: person.id, role },
+      { ...adminLog(vault.id, before ? 'member_changed' : 'member_added', ctx.now(), null, []), subject: person.id, detail: role },
+    )
     return report(ctx, `${person.email} is ${role} of vault ${vault.name} (${vault.id})`, {
       vault: vault.id,
       email: person.email,

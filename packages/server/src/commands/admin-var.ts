@@ -28,7 +28,8 @@ export async function adminVarSet(ctx: CommandContext): Promise<number> {
     // an admin acts for the vault: the change is recorded under its first owner
     const owner = (await data.storage.listMembers(vault.id)).find((m) => m.role === 'owner')
     const at = ctx.now()
-    await data.storage.setVariable(vault.id, env, sealed!, owner?.personId ?? 'admin', at, adminLog(vault.id, 'variable_set', at, env, [name]))
+    const limit = { maxVariables: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER }
+    await data.storage.setVariable({ vaultId: vault.id, environment: env, value: sealed!, by: owner?.personId ?? 'admin', now: at, limit }, adminLog(vault.id, 'variable_set', at, env, [name]))
     return report(ctx, `${name} set in ${env} of vault ${vault.name} (${vault.id})`, { vault: vault.id, environment: env, name })
   } finally {
     await data.close()

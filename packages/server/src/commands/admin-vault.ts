@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { EnvironmentInfo } from '@envkeep/env-api-plugin'
-import { openData, report, requireAccount, requireString, UsageFailure, type CommandContext } from './context.js'
+import { adminLog, openData, report, requireAccount, requireString, UsageFailure, type CommandContext } from './context.js'
 
 /** What a new vault gets: production is owners-only. */
 export const DEFAULT_ENVIRONMENTS: readonly EnvironmentInfo[] = Object.freeze([
@@ -18,14 +18,11 @@ export async function adminVaultCreate(ctx: CommandContext): Promise<number> {
   const data = await openData(ctx.config)
   try {
     const owner = await requireAccount(data, ownerEmail)
-    const vault = await data.storage.createVault({
-      id: randomUUID(),
-      name,
-      ownerId: owner.id,
-      plan,
-      environments: DEFAULT_ENVIRONMENTS,
-      now: ctx.now(),
-    })
+    const id = randomUUID()
+    const vault = await data.storage.createVault(
+      { id, name, ownerId: owner.id, plan, environments: DEFAULT_ENVIRONMENTS, now: ctx.now() },
+      adminLog(id, 'vault_created', ctx.now(), null, []),
+    )
     return report(ctx, `vault created: ${vault.name} (${vault.id}), owner ${owner.email}`, {
       vault: { id: vault.id, name: vault.name, plan: vault.plan, owner: owner.email, environments: DEFAULT_ENVIRONMENTS.map((e) => e.name) },
     })

@@ -121,5 +121,5 @@ export function adminLog(
   environment: string | null,
   names: readonly string[],
 ): AccessLogEntry {
-  return { vaultId, at, personId: null, signInId: null, clientId: 'envkeep-server admin', action, environment, names, address: null }
+  return { vaultId, at, personId: null, signInId: null, clientId: 'envkeep-server', action, environment, names, address: null, subject: null, detail: null }
 }

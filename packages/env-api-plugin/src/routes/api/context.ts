@@ -57,6 +57,8 @@ export function logEntry(
     environment,
     names,
     address: request.ip ?? null,
+    subject: null,
+    detail: null,
   }
 }
 

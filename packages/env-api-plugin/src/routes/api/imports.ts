@@ -79,8 +79,8 @@ export function importsRoutes(app: FastifyInstance, opts: ResolvedOptions, vault
           refused: (request.body.refused ?? []).map((r) => ({ line: r.line, name: r.name, reason: r.reason })),
           createdAt: now,
           expiresAt: new Date(now.getTime() + opts.importTtlMs),
+          limit,
         },
-        limit,
         logEntry(opts, request, vault.id, 'push_created', env.name, names, now),
       )
       if (!result.ok) {
