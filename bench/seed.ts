@@ -108,6 +108,8 @@ export async function seed(filename: string, keyring: Keyring): Promise<Seeded> 
       action,
       environment: 'development',
       names,
+      subject: null,
+      detail: null,
       address: null,
     })
 
