@@ -1,9 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyRequest, type LightMyRequestResponse } from 'fastify'
-import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import envApi from '../../src/index.js'
 import type { PeopleAdapter, Person } from '../../src/adapters/people.js'
-import type { RefusedLine } from '../../src/adapters/vault-store.js'
+import type { RefusedLine, StorageLimit } from '../../src/adapters/vault-store.js'
+import type { Storage } from '../../src/adapters/storage.js'
 import { createLocalKeyring } from '../../src/crypto/local-keyring.js'
 import { createVaultCrypto } from '../../src/vault-service.js'
 import { DEFAULT_ENVIRONMENTS } from '../../src/pages/vaults.js'
@@ -48,7 +49,7 @@ export interface Clock {
 
 export interface Built {
   readonly app: FastifyInstance
-  readonly storage: SqliteStorage
+  readonly storage: Storage & { close(): Promise<void> }
   readonly clock: Clock
   readonly logs: string[]
   /** a vault with owner, editor and viewer members */
@@ -63,9 +64,16 @@ export const TTL = 7 * 24 * 60 * 60 * 1000
 /** A ready app with the plugin on SQLite in memory, a vault with three members; closed at teardown. */
 export async function build(
   t: { teardown(fn: () => unknown): void },
-  opts: { vaultName?: string; baseUrl?: string; noKey?: boolean } = {},
+  opts: {
+    vaultName?: string
+    baseUrl?: string
+    noKey?: boolean
+    /** default: SQLite in memory */
+    storage?: Storage & { close(): Promise<void> }
+    plans?: Record<string, StorageLimit>
+  } = {},
 ): Promise<Built> {
-  const storage = await createSqliteStorage({ filename: ':memory:' })
+  const storage = opts.storage ?? (await createSqliteStorage({ filename: ':memory:' }))
   const keyring = createLocalKeyring(randomBytes(32))
   const clock: Clock = { now: T0 }
   const logs: string[] = []
@@ -82,6 +90,7 @@ export async function build(
     people: createTestPeople(),
     now: () => clock.now,
     importTtlMs: TTL,
+    ...(opts.plans ? { plans: opts.plans } : {}),
   })
   t.teardown(async () => {
     await app.close()
