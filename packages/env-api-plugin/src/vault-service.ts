@@ -4,28 +4,8 @@ import type { AccessLogEntry, SealedVariable, Storage } from './adapters/storage
 import { errors } from './errors.js'
 import { open, placeOf, seal } from './crypto/seal.js'
 
-export const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/
-export const MAX_NAME_LENGTH = 256
-export const MAX_VALUE_BYTES = 65_536
-export const RESERVED_PREFIX = 'ENVKEEP_'
-
-/** Why a variable name is refused, or null when it is fine. Never repeats the name. */
-export function nameProblem(name: string): string | null {
-  if (name.length < 1 || name.length > MAX_NAME_LENGTH) return `a name must be 1 to ${MAX_NAME_LENGTH} characters`
-  if (!NAME_RE.test(name)) return 'a name must start with a letter or underscore and hold only letters, digits and underscores'
-  if (name.startsWith(RESERVED_PREFIX)) return `names beginning with ${RESERVED_PREFIX} are the client's own settings`
-  // JSON parsers refuse it and object assignment drops it: a variable by this name could be
-  // stored but never delivered, so it is not a name.
-  if (name === '__proto__') return 'the name __proto__ is reserved'
-  return null
-}
-
-/** Why a value is refused, or null when it is fine. Never repeats the value. */
-export function valueProblem(value: string): string | null {
-  if (value.length === 0) return 'a value must not be empty'
-  if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `a value must be at most ${MAX_VALUE_BYTES} bytes`
-  return null
-}
+/** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
+export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
 
 export interface VaultCrypto {
   /** Seals plaintext values for a vault's environment (creating the vault's data key on first use). */

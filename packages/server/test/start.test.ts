@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream'
 import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
 import { buildCli } from '../src/main.js'
 import { Capture, freePort, runCli, tempDir } from './helpers.js'
+import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 
 t.test('start: the sweep expires pushes past their end; a shutdown signal closes and exits 0', async (t) => {
   const dir = tempDir(t)
@@ -20,8 +21,7 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
   const vault = (await storage.findVaultsByName('shop', ana.id))[0]!
   const now = new Date()
   const id = randomUUID()
-  const created = await storage.createImport(
-    {
+  const created = await storage.createImport({
       id,
       vaultId: vault.id,
       environment: 'development',
@@ -30,11 +30,7 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
       values: [{ name: 'A', sealed: new Uint8Array(40) }],
       refused: [],
       createdAt: new Date(now.getTime() - 7_200_000),
-      expiresAt: new Date(now.getTime() - 3_600_000),
-    },
-    { maxVariables: 100, maxBytes: 1_000_000 },
-    { vaultId: vault.id, at: now, personId: ana.id, signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null },
-  )
+      expiresAt: new Date(now.getTime() - 3_600_000), limit: { maxVariables: 100, maxBytes: 1_000_000 } }, testLogEntry({ vaultId: vault.id, at: now, personId: ana.id, signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null }))
   t.equal(created.ok, true)
   await storage.close()
 

@@ -78,6 +78,10 @@ export interface AccessLogTable {
   /** JSON array of variable names, never values */
   names: string
   address: string | null
+  /** 004: the member a member_* entry concerns */
+  subject: string | null
+  /** 004: the role a member_added/member_changed entry gave */
+  detail: string | null
 }
 
 export interface DB {

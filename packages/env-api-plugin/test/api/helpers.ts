@@ -5,6 +5,7 @@ import { createSqliteStorage, type OpenDatabase, type SqliteStorage } from '@env
 import envApi, { createVaultCrypto, type EnvApiOptions, type Keyring, type Role, type Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 import { mintSignIn } from '../../src/testing/sign-in.js'
+import { testLogEntry, TEST_NO_LIMIT } from '../../src/testing/index.js'
 
 export const BASE_URL = 'https://envkeep.example'
 export const CLI_CLIENT = `${BASE_URL}/cli/oauth-client.json`
@@ -98,14 +99,14 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
           { name: 'production', ownersOnly: true },
         ],
         now: clock.now,
-      })
-      for (const [person, role] of Object.entries(vo.members ?? {})) await storage.setMember(id, person, role)
+      }, testLogEntry({ vaultId: id, action: 'vault_created' }))
+      for (const [person, role] of Object.entries(vo.members ?? {})) await storage.setMember({ vaultId: id, personId: person, role: role }, testLogEntry({ vaultId: id, action: 'member_added', subject: person, detail: role }))
       return id
     },
     async setValues(vaultId, environment, values, by = 'seed') {
       if (!seal) throw new Error('no keyring to seal with')
       for (const v of await seal.sealValues(vaultId, environment, values)) {
-        await storage.setVariable(vaultId, environment, v, by, clock.now, {
+        await storage.setVariable({ vaultId: vaultId, environment: environment, value: v, by: by, now: clock.now, limit: TEST_NO_LIMIT }, testLogEntry({
           vaultId,
           at: clock.now,
           personId: by,
@@ -115,7 +116,7 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
           environment,
           names: [v.name],
           address: null,
-        })
+        }))
       }
     },
     get(url, token, headers = {}) {
