@@ -15,7 +15,7 @@ import type { DB, SignInsTable } from './schema.js'
 import { runSync, wrapStorage } from './sqlite-errors.js'
 
 const FIND_ACCESS_TOKEN_SQL =
-  'select "s"."id", "s"."person_id", "s"."client_id", "s"."resource", "s"."scopes", "s"."code_hash", "s"."created_at", "s"."expires_at", "s"."last_used_at", "s"."revoked_at", "a"."expires_at" as "token_expires_at" from "access_tokens" as "a" inner join "sign_ins" as "s" on "s"."id" = "a"."sign_in_id" where "a"."token_hash" = ?'
+  'select "s"."id", "s"."person_id", "s"."client_id", "s"."resource", "s"."scopes", "s"."code_hash", "s"."created_at", "s"."expires_at", "s"."last_used_at", "s"."revoked_at", "s"."label", "a"."expires_at" as "token_expires_at" from "access_tokens" as "a" inner join "sign_ins" as "s" on "s"."id" = "a"."sign_in_id" where "a"."token_hash" = ?'
 const TOUCH_SIGN_IN_SQL = 'update "sign_ins" set "last_used_at" = ? where "id" = ?'
 
 /** last_used_at is written at most this often per sign-in */
@@ -36,6 +36,7 @@ function toSignIn(row: Selectable<SignInsTable>): SignInRecord {
     expiresAt: date(row.expires_at),
     lastUsedAt: row.last_used_at === null ? null : date(row.last_used_at),
     revokedAt: row.revoked_at === null ? null : date(row.revoked_at),
+    label: row.label ?? null,
   })
 }
 
@@ -126,6 +127,7 @@ class SqliteOAuthStore implements OAuthStore {
         expires_at: ms(signIn.expiresAt),
         last_used_at: ms(now),
         revoked_at: null,
+        label: null,
       }
       await trx.insertInto('sign_ins').values(row).execute()
       await insertTokens(trx, signIn.id, tokens, now)
@@ -262,7 +264,8 @@ class SqliteOAuthStore implements OAuthStore {
         .deleteFrom('sign_ins')
         .where((eb) => eb.or([eb('revoked_at', '<', ms(signInsBefore)), eb('expires_at', '<', ms(signInsBefore))]))
         .executeTakeFirst()
-      return [codes, access, refresh, access2, signIns].reduce((n, r) => n + Number(r.numDeletedRows), 0)
+      const subjectTokens = await trx.deleteFrom('used_subject_tokens').where('expires_at', '<', ms(now)).executeTakeFirst()
+      return [codes, access, refresh, access2, signIns, subjectTokens].reduce((n, r) => n + Number(r.numDeletedRows), 0)
     })
   }
 

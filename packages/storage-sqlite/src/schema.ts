@@ -123,6 +123,8 @@ export interface SignInsTable {
   expires_at: number
   last_used_at: number | null
   revoked_at: number | null
+  /** 005: a CI sign-in's identity, subject and run, for the access log */
+  label: string | null
 }
 
 export interface AccessTokensTable {
@@ -176,4 +178,32 @@ export interface DB {
   accounts: AccountsTable
   web_sessions: WebSessionsTable
   setup_tokens: SetupTokensTable
+}
+
+// 005_ci_identities: sign-in by workload identity (ci-identity-store.ts).
+export interface CiIdentitiesTable {
+  id: string
+  vault_id: string
+  name: string
+  issuer: string
+  audience: string
+  subject_pattern: string
+  /** JSON object of claim → exact string value */
+  required_claims: string
+  role: 'editor' | 'owner'
+  /** JSON array of environment names, or null for all its role reads */
+  environments: string | null
+  created_at: number
+}
+
+export interface UsedSubjectTokensTable {
+  /** SHA-256 hex of the issuer and jti (or of the whole token) */
+  key: string
+  expires_at: number
+}
+
+// Declaration merging: this adds the CI tables to DB.
+export interface DB {
+  ci_identities: CiIdentitiesTable
+  used_subject_tokens: UsedSubjectTokensTable
 }

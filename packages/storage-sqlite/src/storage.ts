@@ -1,5 +1,6 @@
 import type { Storage } from '@envkeep/env-api-plugin'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
+import { createSqliteCiIdentityStore } from './ci-identity-store.js'
 import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteVaultStore } from './vault-store.js'
 
@@ -14,7 +15,8 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   const database = await openDatabase(options)
   const vaults = createSqliteVaultStore(database)
   const oauth = createSqliteOAuthStore(database)
-  const storage = Object.assign(Object.create(null) as object, bindAll(vaults), bindAll(oauth), {
+  const ci = createSqliteCiIdentityStore(database)
+  const storage = Object.assign(Object.create(null) as object, bindAll(vaults), bindAll(oauth), ci, {
     database,
     close: () => database.close(),
   })

@@ -98,7 +98,7 @@ const READ_VARIABLES_SQL =
   'select "name", "sealed" from "variables" where "vault_id" = ? and "environment" = ? order by "name"'
 const READ_ONE_VARIABLE_SQL = 'select "name", "sealed" from "variables" where "vault_id" = ? and "environment" = ? and "name" = ?'
 const ENV_VERSION_SQL = 'select "version" from "environments" where "vault_id" = ? and "name" = ?'
-const INSERT_LOG_SQL =
+export const INSERT_LOG_SQL =
   'insert into "access_log" ("vault_id", "at", "person_id", "sign_in_id", "client_id", "action", "environment", "names", "address", "subject", "detail") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
 
 /** A person's vaults: all of them, one by id, or those with a name (parameters: person, then id or name). */
@@ -176,19 +176,7 @@ class SqliteVaultStore implements VaultStore {
   }
 
   #log(e: AccessLogEntry): void {
-    this.#stmt(INSERT_LOG_SQL).run(
-      e.vaultId,
-      e.at.getTime(),
-      e.personId,
-      e.signInId,
-      e.clientId,
-      e.action,
-      e.environment,
-      JSON.stringify(e.names),
-      e.address,
-      e.subject,
-      e.detail,
-    )
+    this.#stmt(INSERT_LOG_SQL).run(...logParams(e))
   }
 
   #bumpVersion(vaultId: string, environment: string): void {
@@ -792,6 +780,11 @@ class SqliteVaultStore implements VaultStore {
       return this.#all<ImportRow>(q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit)).map(toImport)
     })
   }
+}
+
+/** The parameters of INSERT_LOG_SQL for one entry. */
+export function logParams(e: AccessLogEntry): unknown[] {
+  return [e.vaultId, e.at.getTime(), e.personId, e.signInId, e.clientId, e.action, e.environment, JSON.stringify(e.names), e.address, e.subject, e.detail]
 }
 
 /**

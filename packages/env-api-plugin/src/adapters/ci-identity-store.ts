@@ -1,10 +1,14 @@
+import type { AccessLogEntry } from './vault-store.js'
+
 /**
  * CI identities ("machine members"): a vault trusts the identity tokens of a
  * CI issuer (GitHub Actions, GitLab, any OIDC issuer) whose audience, subject
- * and required claims match. A CI identity is a member of its vault with the
- * member id `ci:<identity id>`, so the vault list and role checks treat it like
- * a person; it never pushes (its sign-ins carry `env:read` only), decides a
- * push or uses the pages. Same rules as vault-store.ts.
+ * and required claims match. A CI identity belongs to one vault and reads it
+ * with its role (editor or owner), optionally limited to some environments.
+ * It is not a member (it never counts as an owner), never pushes (its
+ * sign-ins carry `env:read` only), never decides a push, never uses the
+ * pages. Its sign-ins have `personId` `ci:<identity id>`. Same rules as
+ * vault-store.ts.
  */
 
 export interface CiIdentityRecord {
@@ -26,12 +30,86 @@ export interface CiIdentityRecord {
   readonly createdAt: Date
 }
 
-/** The member id a CI identity holds in its vault (and the `personId` of its sign-ins). */
-export function ciMemberId(identityId: string): string {
+export interface NewCiIdentity {
+  readonly id: string
+  readonly vaultId: string
+  readonly name: string
+  readonly issuer: string
+  readonly audience: string
+  readonly subjectPattern: string
+  readonly requiredClaims: Readonly<Record<string, string>>
+  readonly role: 'editor' | 'owner'
+  readonly environments: readonly string[] | null
+  readonly now: Date
+}
+
+export type CreateCiIdentityResult =
+  | { readonly ok: true; readonly identity: CiIdentityRecord }
+  /** the vault has a CI identity of that name already (names compare case-insensitively) */
+  | { readonly ok: false; readonly reason: 'name_taken' }
+
+/** A sign-in made by exchanging a CI's identity token (no refresh token, one access token). */
+export interface NewCiSignIn {
+  readonly signIn: {
+    readonly id: string
+    /** `ci:<identity id>` */
+    readonly personId: string
+    readonly clientId: string
+    readonly resource: string
+    readonly scopes: readonly string[]
+    readonly createdAt: Date
+    /** the access token's end: at most an hour, never past the identity token's `exp` */
+    readonly expiresAt: Date
+    /** the identity's name and the token's `sub` and run claims, for the access log */
+    readonly label: string
+  }
+  readonly accessTokenHash: string
+  /** SHA-256 (hex) of the identity token's issuer and `jti` (or of the whole token) */
+  readonly subjectTokenKey: string
+  /** when the key may be forgotten (the identity token's `exp` plus the skew) */
+  readonly subjectTokenExpiresAt: Date
+}
+
+export interface CiIdentityStore {
+  /**
+   * Adds a CI identity to a vault and appends `log` (`member_added`, with
+   * `subject` `ci:<id>` and the role as `detail`), in one transaction. No
+   * such vault: throws 23503.
+   */
+  createCiIdentity(input: NewCiIdentity, log: AccessLogEntry): Promise<CreateCiIdentityResult>
+
+  /** The CI identities of a vault, in name order; `[]` for an unknown vault. */
+  listCiIdentities(vaultId: string): Promise<CiIdentityRecord[]>
+
+  /** One CI identity by id, or null. */
+  getCiIdentity(id: string): Promise<CiIdentityRecord | null>
+
+  /** Every CI identity (of any vault) that trusts exactly this issuer. */
+  listCiIdentitiesByIssuer(issuer: string): Promise<CiIdentityRecord[]>
+
+  /**
+   * Removes a CI identity of a vault, revokes every sign-in it holds
+   * (`personId` = `ci:<id>`; its live tokens stop at once) and appends `log`
+   * (`member_removed`, `subject` `ci:<id>`), in one transaction. False (nothing logged) when
+   * the vault has no such identity.
+   */
+  removeCiIdentity(input: { readonly vaultId: string; readonly id: string; readonly now: Date }, log: AccessLogEntry): Promise<boolean>
+
+  /**
+   * Atomically: records `subjectTokenKey` as used and creates the sign-in
+   * with its one access token (no refresh token) → 'issued'. A key used
+   * before → 'replayed', nothing created. Under concurrency exactly one
+   * caller gets 'issued'. Housekeeping may forget keys past their expiry.
+   */
+  issueCiSignIn(input: NewCiSignIn): Promise<'issued' | 'replayed'>
+}
+
+/** The sign-in `personId` of a CI identity (never a person's id: those are not `ci:`-prefixed). */
+export function ciPrincipal(identityId: string): string {
   return `ci:${identityId}`
 }
 
-/** The CI identity id behind a member id, or null for a person. */
-export function ciIdentityIdOf(memberId: string): string | null {
-  return memberId.startsWith('ci:') ? memberId.slice(3) : null
+/** The CI identity id behind a sign-in's `personId`, or null for a person. */
+export function ciIdentityIdOf(principal: string): string | null {
+  return principal.startsWith('ci:') ? principal.slice(3) : null
 }

@@ -18,6 +18,12 @@ export interface SignInRecord {
   readonly expiresAt: Date
   readonly lastUsedAt: Date | null
   readonly revokedAt: Date | null
+  /**
+   * For a CI sign-in (`personId` `ci:<identity id>`): the identity's name and
+   * the identity token's `sub` and run claims, written into the access log
+   * with every read. Absent or null for a person's sign-in.
+   */
+  readonly label?: string | null
 }
 
 /** What a live access token resolves to at the API. */

@@ -25,10 +25,11 @@ function toSignIn(r: SignInRow): SignInRecord {
     expiresAt: new Date(r.expiresAt),
     lastUsedAt: r.lastUsedAt === null ? null : new Date(r.lastUsedAt),
     revokedAt: r.revokedAt === null ? null : new Date(r.revokedAt),
+    label: r.label ?? null,
   })
 }
 
-function revoke(s: State, signInId: string, at: number): boolean {
+export function revoke(s: State, signInId: string, at: number): boolean {
   const r = s.signIns.get(signInId)
   if (!r || r.revokedAt !== null) return false
   s.signIns.set(signInId, Object.freeze({ ...r, revokedAt: at }))
@@ -181,6 +182,7 @@ export class MemoryOAuthStore implements OAuthStore {
       for (const [h, t] of s.refreshTokens) if (ended.has(t.signInId) && s.refreshTokens.delete(h)) n++
       for (const [h, t] of s.accessTokens) if (ended.has(t.signInId) && s.accessTokens.delete(h)) n++
       for (const id of ended) if (s.signIns.delete(id)) n++
+      for (const [k, until] of s.usedSubjectTokens) if (until < now.getTime() && s.usedSubjectTokens.delete(k)) n++
       return n
     })
   }

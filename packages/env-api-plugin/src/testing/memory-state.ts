@@ -1,3 +1,4 @@
+import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { AuthorizationCodeRecord } from '../adapters/oauth-store.js'
 import type { AccessLogRow, ImportRecord, Role } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
@@ -45,6 +46,7 @@ export interface SignInRow {
   readonly expiresAt: number
   readonly lastUsedAt: number | null
   readonly revokedAt: number | null
+  readonly label?: string | null
 }
 
 export interface State {
@@ -64,6 +66,9 @@ export interface State {
   signIns: Map<string, SignInRow>
   accessTokens: Map<string, { readonly signInId: string; readonly expiresAt: number }>
   refreshTokens: Map<string, { readonly signInId: string; readonly usedAt: number | null }>
+  ciIdentities: Map<string, CiIdentityRecord>
+  /** exchanged identity tokens: key → when it may be forgotten */
+  usedSubjectTokens: Map<string, number>
 }
 
 export function emptyState(): State {
@@ -80,6 +85,8 @@ export function emptyState(): State {
     signIns: new Map(),
     accessTokens: new Map(),
     refreshTokens: new Map(),
+    ciIdentities: new Map(),
+    usedSubjectTokens: new Map(),
   }
 }
 
@@ -103,6 +110,8 @@ function draftOf(s: State): State {
     signIns: new Map(s.signIns),
     accessTokens: new Map(s.accessTokens),
     refreshTokens: new Map(s.refreshTokens),
+    ciIdentities: new Map(s.ciIdentities),
+    usedSubjectTokens: new Map(s.usedSubjectTokens),
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Storage } from '../adapters/storage.js'
 import { MemoryDb, varKey, type MemoryDbOptions } from './memory-state.js'
+import { MemoryCiIdentityStore } from './memory-ci-identity-store.js'
 import { MemoryOAuthStore } from './memory-oauth-store.js'
 import { MemoryVaultStore } from './memory-vault-store.js'
 import type { VaultStoreProbe } from './vault-store-contract.js'
@@ -27,6 +28,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
     Object.create(null) as object,
     bindAll(new MemoryVaultStore(db)),
     bindAll(new MemoryOAuthStore(db)),
+    bindAll(new MemoryCiIdentityStore(db)),
     {
       probe: memoryProbe(db),
       close: async () => db.close(),

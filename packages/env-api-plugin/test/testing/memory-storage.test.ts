@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createMemoryStorage, oauthStoreContract, runVaultStoreContract } from '../../src/testing/index.js'
+import { ciIdentityStoreContract, createMemoryStorage, oauthStoreContract, runVaultStoreContract } from '../../src/testing/index.js'
 
 // The reference store passes the contract suites it ships with: as is, and
 // yielding to the event loop between the steps of every transaction (as a
@@ -13,6 +13,16 @@ for (const yieldBetweenSteps of [false, true]) {
   })
   t.test(`OAuth store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {
     for (const c of oauthStoreContract) {
+      t.test(c.name, () =>
+        c.run(async () => {
+          const storage = createMemoryStorage({ yieldBetweenSteps })
+          return { store: storage, close: () => storage.close() }
+        }),
+      )
+    }
+  })
+  t.test(`CI identity store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {
+    for (const c of ciIdentityStoreContract) {
       t.test(c.name, () =>
         c.run(async () => {
           const storage = createMemoryStorage({ yieldBetweenSteps })

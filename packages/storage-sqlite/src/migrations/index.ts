@@ -3,6 +3,7 @@ import { m001Vaults } from './001-vaults.js'
 import { m002Oauth } from './002-oauth.js'
 import { m003Accounts } from './003-accounts.js'
 import { m004AccessLogSubject } from './004-access-log-subject.js'
+import { m005CiIdentities } from './005-ci-identities.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '002_oauth': m002Oauth,
   '003_accounts': m003Accounts,
   '004_access_log_subject': m004AccessLogSubject,
+  '005_ci_identities': m005CiIdentities,
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { CiIdentityRecord } from '../../adapters/ci-identity-store.js'
+import { ciPrincipal, type CiIdentityRecord, type CiIdentityStore } from '../../adapters/ci-identity-store.js'
 import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors, OAuthError } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
@@ -32,35 +32,6 @@ export interface TokenExchangeResponse {
   readonly token_type: 'Bearer'
   readonly expires_in: number
   readonly scope: string
-}
-
-/** What the grant needs from storage (part of the storage contract). */
-export interface TokenExchangeStore {
-  /** CI identities of every vault that trust this exact issuer. */
-  listCiIdentitiesByIssuer(issuer: string): Promise<CiIdentityRecord[]>
-  /**
-   * Atomically: records `subjectTokenKey` as used (kept until
-   * `subjectTokenExpiresAt`) and creates a sign-in for `signIn.personId` with
-   * one access token and no refresh token → 'issued'. If the key was used
-   * before → 'replayed' and nothing is created. Under concurrency exactly
-   * one caller gets 'issued'.
-   */
-  issueCiSignIn(input: {
-    readonly signIn: {
-      readonly id: string
-      readonly personId: string
-      readonly clientId: string
-      readonly resource: string
-      readonly scopes: readonly string[]
-      readonly createdAt: Date
-      readonly expiresAt: Date
-      /** `sub` and run claims of the identity token, for the access log */
-      readonly label: string
-    }
-    readonly accessTokenHash: string
-    readonly subjectTokenKey: string
-    readonly subjectTokenExpiresAt: Date
-  }): Promise<'issued' | 'replayed'>
 }
 
 /** The CI identities a verified token matches: audience, whole-subject pattern, required claims. */
@@ -96,7 +67,7 @@ export function ciLabel(claims: Record<string, unknown>): string {
 export async function tokenExchangeGrant(
   p: TokenExchangeParams,
   opts: ResolvedOptions,
-  store: TokenExchangeStore,
+  store: Pick<CiIdentityStore, 'listCiIdentitiesByIssuer' | 'issueCiSignIn'>,
   verifier: SubjectTokenVerifier,
 ): Promise<TokenExchangeResponse> {
   if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
@@ -147,13 +118,13 @@ export async function tokenExchangeGrant(
   const outcome = await store.issueCiSignIn({
     signIn: {
       id: crypto.randomUUID(),
-      personId: `ci:${identity.id}`,
+      personId: ciPrincipal(identity.id),
       clientId: opts.cliClientId,
       resource: opts.resource,
       scopes: [SCOPE_READ],
       createdAt: now,
       expiresAt,
-      label: ciLabel(claims),
+      label: `${identity.name}: ${ciLabel(claims)}`.slice(0, 400),
     },
     accessTokenHash: tokenHash(access),
     subjectTokenKey: key,

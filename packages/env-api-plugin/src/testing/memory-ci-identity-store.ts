@@ -1,0 +1,96 @@
+import type { CiIdentityRecord, CiIdentityStore, CreateCiIdentityResult, NewCiIdentity, NewCiSignIn } from '../adapters/ci-identity-store.js'
+import { ciPrincipal } from '../adapters/ci-identity-store.js'
+import type { AccessLogEntry } from '../adapters/vault-store.js'
+import { StorageError } from '../errors.js'
+import { revoke } from './memory-oauth-store.js'
+import type { MemoryDb } from './memory-state.js'
+
+const byName = (a: CiIdentityRecord, b: CiIdentityRecord) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1)
+
+/** The reference CI-identity store on the same in-memory data as the vault and OAuth stores. */
+export class MemoryCiIdentityStore implements CiIdentityStore {
+  readonly #db: MemoryDb
+
+  constructor(db: MemoryDb) {
+    this.#db = db
+  }
+
+  createCiIdentity(input: NewCiIdentity, log: AccessLogEntry): Promise<CreateCiIdentityResult> {
+    return this.#db.write('ci_identities', async (s): Promise<CreateCiIdentityResult> => {
+      if (!s.vaults.has(input.vaultId)) throw new StorageError('23503', 'ci_identities')
+      if (s.ciIdentities.has(input.id)) throw new StorageError('23505', 'ci_identities_pk')
+      const lower = input.name.toLowerCase()
+      for (const i of s.ciIdentities.values()) if (i.vaultId === input.vaultId && i.name.toLowerCase() === lower) return { ok: false, reason: 'name_taken' }
+      await this.#db.step()
+      const identity: CiIdentityRecord = Object.freeze({
+        id: input.id,
+        vaultId: input.vaultId,
+        name: input.name,
+        issuer: input.issuer,
+        audience: input.audience,
+        subjectPattern: input.subjectPattern,
+        requiredClaims: Object.freeze({ ...input.requiredClaims }),
+        role: input.role,
+        environments: input.environments === null ? null : Object.freeze([...input.environments]),
+        createdAt: new Date(input.now.getTime()),
+      })
+      s.ciIdentities.set(identity.id, identity)
+      this.#db.appendLog(s, log)
+      return { ok: true, identity }
+    })
+  }
+
+  listCiIdentities(vaultId: string): Promise<CiIdentityRecord[]> {
+    return this.#db.read('ci_identities', (s) => [...s.ciIdentities.values()].filter((i) => i.vaultId === vaultId).sort(byName))
+  }
+
+  getCiIdentity(id: string): Promise<CiIdentityRecord | null> {
+    return this.#db.read('ci_identities', (s) => s.ciIdentities.get(id) ?? null)
+  }
+
+  listCiIdentitiesByIssuer(issuer: string): Promise<CiIdentityRecord[]> {
+    return this.#db.read('ci_identities', (s) => [...s.ciIdentities.values()].filter((i) => i.issuer === issuer).sort(byName))
+  }
+
+  removeCiIdentity(input: { vaultId: string; id: string; now: Date }, log: AccessLogEntry): Promise<boolean> {
+    return this.#db.write('ci_identities', async (s) => {
+      const found = s.ciIdentities.get(input.id)
+      if (!found || found.vaultId !== input.vaultId) return false
+      s.ciIdentities.delete(input.id)
+      await this.#db.step()
+      const principal = ciPrincipal(input.id)
+      for (const r of [...s.signIns.values()]) if (r.personId === principal) revoke(s, r.id, input.now.getTime())
+      this.#db.appendLog(s, log)
+      return true
+    })
+  }
+
+  issueCiSignIn(input: NewCiSignIn): Promise<'issued' | 'replayed'> {
+    return this.#db.write('sign_ins', async (s) => {
+      if (s.usedSubjectTokens.has(input.subjectTokenKey)) return 'replayed' as const
+      s.usedSubjectTokens.set(input.subjectTokenKey, input.subjectTokenExpiresAt.getTime())
+      await this.#db.step()
+      const si = input.signIn
+      if (s.signIns.has(si.id)) throw new StorageError('23505', 'sign_ins_pk')
+      if (s.accessTokens.has(input.accessTokenHash)) throw new StorageError('23505', 'tokens')
+      s.signIns.set(
+        si.id,
+        Object.freeze({
+          id: si.id,
+          personId: si.personId,
+          clientId: si.clientId,
+          resource: si.resource,
+          scopes: Object.freeze([...si.scopes]),
+          codeHash: null,
+          createdAt: si.createdAt.getTime(),
+          expiresAt: si.expiresAt.getTime(),
+          lastUsedAt: null,
+          revokedAt: null,
+          label: si.label,
+        }),
+      )
+      s.accessTokens.set(input.accessTokenHash, Object.freeze({ signInId: si.id, expiresAt: si.expiresAt.getTime() }))
+      return 'issued' as const
+    })
+  }
+}
