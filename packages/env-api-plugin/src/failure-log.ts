@@ -10,6 +10,8 @@ export interface Failure {
   readonly reason: string
   /** what was thrown; its kind and stack are logged for 5xx only */
   readonly cause?: unknown
+  /** for the log only (the wire says less, e.g. why an identity token was refused); never a value or token */
+  readonly detail?: string
 }
 
 /**
@@ -27,6 +29,7 @@ export function logFailure(request: FastifyRequest, surface: 'request' | 'OAuth 
     ...(f.error === undefined ? {} : { error: f.error }),
     where: f.where,
     reason: f.reason,
+    ...(f.detail === undefined ? {} : { detail: f.detail }),
   }
   if (f.status >= 500) {
     const cause = f.cause

@@ -27,6 +27,11 @@ export interface EnvApiOptions {
   signInIdleMs?: number
   /** Authorization code lifetime. Default 60 seconds. */
   codeTtlMs?: number
+  /**
+   * CI identities may name plain-http issuers on `http://127.0.0.1:<port>`
+   * (`ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback`): for tests only. Default false: https only.
+   */
+  ciAllowHttpLoopbackIssuers?: boolean
 }
 
 export interface ResolvedOptions {
@@ -43,6 +48,7 @@ export interface ResolvedOptions {
   readonly signInTtlMs: number
   readonly signInIdleMs: number
   readonly codeTtlMs: number
+  readonly ciAllowHttpLoopbackIssuers: boolean
   /** `{baseUrl}/api/env` */
   readonly resource: string
   /** `{baseUrl}/cli/oauth-client.json` */
@@ -99,6 +105,7 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     signInTtlMs: positive('signInTtlMs', o.signInTtlMs, 365 * DAY),
     signInIdleMs: positive('signInIdleMs', o.signInIdleMs, 90 * DAY),
     codeTtlMs: positive('codeTtlMs', o.codeTtlMs, 60 * 1000),
+    ciAllowHttpLoopbackIssuers: o.ciAllowHttpLoopbackIssuers === true,
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,

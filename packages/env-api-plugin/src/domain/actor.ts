@@ -16,6 +16,8 @@ export interface PersonActor {
   /** the OAuth client used; null on the pages */
   readonly clientId: string | null
   readonly address: string | null
+  /** a CI sign-in's identity, subject and run, written as the `detail` of its log entries */
+  readonly label?: string | null
 }
 
 export interface AdministratorActor {
@@ -32,8 +34,10 @@ export function personActor(p: {
   signInId?: string | null
   clientId?: string | null
   address?: string | null
+  label?: string | null
 }): PersonActor {
-  return { kind: 'person', personId: p.personId, signInId: p.signInId ?? null, clientId: p.clientId ?? null, address: p.address ?? null }
+  const actor = { kind: 'person' as const, personId: p.personId, signInId: p.signInId ?? null, clientId: p.clientId ?? null, address: p.address ?? null }
+  return p.label ? { ...actor, label: p.label } : actor
 }
 
 /** The person id to record as the author of a change; null for the administrator. */
@@ -66,6 +70,6 @@ export function entryFor(
     environment: e.environment ?? null,
     names: e.names ?? [],
     subject: e.subject ?? null,
-    detail: e.detail ?? null,
+    detail: e.detail ?? (actor.kind === 'person' ? (actor.label ?? null) : null),
   }
 }

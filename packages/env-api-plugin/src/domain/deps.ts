@@ -16,4 +16,6 @@ export interface DomainDeps {
   readonly importTtlMs: number
   /** finds the person to add as a member */
   readonly people: Pick<PeopleAdapter, 'findPersonByEmail'>
+  /** `ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback`: CI identities may name `http://127.0.0.1:*` issuers (tests only) */
+  readonly ciAllowHttpLoopback?: boolean
 }

@@ -1,6 +1,7 @@
 import type { Actor, PersonActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { listAccessLog } from './access-log.js'
+import { addCiIdentity, listCiIdentities, removeCiIdentity, type NewCiIdentityInput } from './ci-identities.js'
 import { createEnvironment } from './environments.js'
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
 import { createPush, decidePush, loadPush, mayDecide, pushStatus, revealPush, type PushView } from './pushes.js'
@@ -44,6 +45,10 @@ export function createDomain(d: DomainDeps) {
     mayDecide: (actor: Actor, view: PushView) => mayDecide(actor, view),
     decidePush: (actor: PersonActor, input: { vaultId: string; importId: string; decision: 'applied' | 'rejected' }) => decidePush(d, actor, input),
     revealPush: (actor: Actor, input: { vaultId: string; importId: string }) => revealPush(d, actor, input),
+    // CI identities
+    addCiIdentity: (actor: Actor, input: NewCiIdentityInput) => addCiIdentity(d, actor, input),
+    listCiIdentities: (actor: Actor, vaultId: string) => listCiIdentities(d, actor, vaultId),
+    removeCiIdentity: (actor: Actor, input: { vaultId: string; identity: string }) => removeCiIdentity(d, actor, input),
     // access log
     listAccessLog: (actor: Actor, input: Parameters<typeof listAccessLog>[2]) => listAccessLog(d, actor, input),
   })
@@ -53,6 +58,7 @@ export type Domain = ReturnType<typeof createDomain>
 
 export { ADMINISTRATOR, ADMINISTRATOR_CLIENT, authorOf, entryFor, personActor, type Actor, type AdministratorActor, type PersonActor } from './actor.js'
 export type { DomainDeps } from './deps.js'
+export { CI_ISSUER_PRESETS, isCiPrincipal, mayReadEnvironment, type CiVaultAccess, type NewCiIdentityInput } from './ci-identities.js'
 export { DomainFailure, type FailureKind } from './failure.js'
 export { defaultPlan, limitOf } from './limits.js'
 export {

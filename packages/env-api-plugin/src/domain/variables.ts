@@ -4,7 +4,8 @@ import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
-import { canReadEnvironment, canWriteEnvironment, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
+import { ciLimitRefusal, mayReadEnvironment } from './ci-identities.js'
+import { canWriteEnvironment, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
 import { nameProblem, valueProblem } from './rules.js'
 import { locateEnvironment } from './vaults.js'
 
@@ -53,7 +54,8 @@ export async function revealValues(
 }
 
 async function requireRead(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, refusal: string): Promise<void> {
-  if (canReadEnvironment(vault.role, env)) return
+  if (mayReadEnvironment(vault, env)) return
+  refusal = ciLimitRefusal(vault, env) ?? refusal
   await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'refused', at: d.now(), environment: env.name }))
   throw fail.forbidden(refusal)
 }

@@ -4,6 +4,7 @@ import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { defaultPlan } from './limits.js'
+import { ciVault, isCiPrincipal } from './ci-identities.js'
 import { DEFAULT_ENVIRONMENTS, vaultNameProblem } from './rules.js'
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -30,7 +31,7 @@ export async function locateVault(d: DomainDeps, actor: Actor, vaultId: string):
 }
 
 async function findVault(d: DomainDeps, actor: Actor, id: string): Promise<VaultAccess | null> {
-  if (actor.kind === 'person') return d.storage.getVault(id, actor.personId)
+  if (actor.kind === 'person') return isCiPrincipal(actor.personId) ? ciVault(d, actor.personId, id) : d.storage.getVault(id, actor.personId)
   const [v] = await d.storage.findVaults({ id })
   return v ? { ...v, role: 'owner' } : null
 }
@@ -66,7 +67,11 @@ export async function findVaultForAdministrator(d: DomainDeps, ref: string): Pro
 }
 
 /** The vaults a person is a member of. */
-export function listVaults(d: DomainDeps, personId: string): Promise<VaultAccess[]> {
+export async function listVaults(d: DomainDeps, personId: string): Promise<VaultAccess[]> {
+  if (isCiPrincipal(personId)) {
+    const v = await ciVault(d, personId)
+    return v ? [v] : []
+  }
   return d.storage.listVaults(personId)
 }
 

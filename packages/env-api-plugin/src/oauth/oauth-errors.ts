@@ -29,12 +29,14 @@ export class OAuthError extends Error {
   readonly description: string
   readonly headers: Readonly<Record<string, string>>
   readonly where: 'OAuth' | 'rate limit'
+  /** why, for the log only */
+  readonly logDetail: string | undefined
 
   constructor(
     status: number,
     error: OAuthErrorCode,
     description: string,
-    options?: { headers?: Record<string, string>; cause?: unknown; where?: 'OAuth' | 'rate limit' },
+    options?: { headers?: Record<string, string>; cause?: unknown; where?: 'OAuth' | 'rate limit'; logDetail?: string },
   ) {
     super(description, options?.cause === undefined ? undefined : { cause: options.cause })
     if (!DESCRIPTION_SAFE.test(description)) throw new TypeError('OAuth error descriptions are ASCII without quote or backslash')
@@ -44,6 +46,7 @@ export class OAuthError extends Error {
     this.description = description
     this.headers = options?.headers ?? {}
     this.where = options?.where ?? 'OAuth'
+    this.logDetail = options?.logDetail
   }
 }
 
@@ -54,7 +57,7 @@ export const oauthErrors = {
     new OAuthError(401, 'invalid_client', d, headers ? { headers } : undefined),
   invalidGrant: (d: string): OAuthError => new OAuthError(400, 'invalid_grant', d),
   unsupportedGrantType: (): OAuthError =>
-    new OAuthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token'),
+    new OAuthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code, refresh_token or urn:ietf:params:oauth:grant-type:token-exchange'),
   invalidScope: (d: string): OAuthError => new OAuthError(400, 'invalid_scope', d),
   invalidTarget: (d: string): OAuthError => new OAuthError(400, 'invalid_target', d),
   methodNotAllowed: (allow: string): OAuthError =>
@@ -89,7 +92,14 @@ export function toOAuthError(err: unknown): OAuthError {
  */
 export function sendOAuthError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = toOAuthError(err)
-  const ref = logFailure(request, 'OAuth request', { status: e.status, error: e.error, where: e.where, reason: e.description, cause: e.cause })
+  const ref = logFailure(request, 'OAuth request', {
+    status: e.status,
+    error: e.error,
+    where: e.where,
+    reason: e.description,
+    cause: e.cause,
+    ...(e.logDetail === undefined ? {} : { detail: e.logDetail }),
+  })
   reply.code(e.status).headers(OAUTH_HEADERS).headers(e.headers).type('application/json')
   return reply.send({ error: e.error, error_description: e.description, where: e.where, ref })
 }

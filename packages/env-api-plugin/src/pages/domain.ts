@@ -38,6 +38,7 @@ export function pageDomain(deps: PageDeps): Domain {
       now: o.now,
       importTtlMs: o.importTtlMs,
       people: o.people,
+      ciAllowHttpLoopback: o.ciAllowHttpLoopbackIssuers,
     }),
     pageErrorOf,
   )

@@ -84,6 +84,7 @@ export async function tokenExchangeGrant(
   const refused = (reason: string, cause?: unknown): OAuthError =>
     new OAuthError(400, 'invalid_grant', 'the subject token was refused or matches no CI identity', {
       cause: new SubjectTokenRefused(reason, cause === undefined ? undefined : { cause }),
+      logDetail: reason,
     })
 
   const token = p.subjectToken

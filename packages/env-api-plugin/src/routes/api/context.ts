@@ -17,7 +17,7 @@ export function vaultPhrase(s: string): string {
 /** The person behind this request's sign-in, as the domain layer knows them. */
 export function actorOf(request: FastifyRequest): PersonActor {
   const s = signInOf(request)
-  return personActor({ personId: s.personId, signInId: s.id, clientId: s.clientId, address: request.ip ?? null })
+  return personActor({ personId: s.personId, signInId: s.id, clientId: s.clientId, address: request.ip ?? null, label: s.label ?? null })
 }
 
 /** A refusal of the domain layer as the API's error record (spec's error table); anything else unchanged. */

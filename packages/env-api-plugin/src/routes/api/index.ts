@@ -46,6 +46,7 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
     now: opts.now,
     importTtlMs: opts.importTtlMs,
     people: opts.people,
+    ciAllowHttpLoopback: opts.ciAllowHttpLoopbackIssuers,
   })
 
   if (!api.hasRequestDecorator('signIn')) api.decorateRequest('signIn', null)

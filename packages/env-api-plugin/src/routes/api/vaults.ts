@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Domain } from '../../domain/index.js'
-import { canReadEnvironment } from '../../domain/permissions.js'
+import { mayReadEnvironment } from '../../domain/ci-identities.js'
 import { signInOf } from '../../hooks/authenticate.js'
 import { listVaultsSchema } from '../../schemas/vaults.js'
 
@@ -16,7 +16,7 @@ export function vaultsRoutes(app: FastifyInstance, domain: Domain): void {
           id: v.id,
           name: v.name,
           role: v.role,
-          environments: v.environments.filter((e) => canReadEnvironment(v.role, e)).map((e) => e.name),
+          environments: v.environments.filter((e) => mayReadEnvironment(v, e)).map((e) => e.name),
         })),
       }
     },

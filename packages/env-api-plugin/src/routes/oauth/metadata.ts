@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedOptions } from '../../options.js'
 import { SUPPORTED_SCOPES } from '../../oauth/scopes.js'
+import { GRANT_TOKEN_EXCHANGE } from '../../oauth/grants/token-exchange.js'
 
 /** Public documents: cacheable for a few minutes, no cookies involved. */
 const DISCOVERY_HEADERS = Object.freeze({ 'cache-control': 'public, max-age=300' })
@@ -15,7 +16,7 @@ export function authorizationServerMetadata(opts: ResolvedOptions): Record<strin
     revocation_endpoint: `${base}/oauth/revoke`,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code', 'refresh_token'],
+    grant_types_supported: ['authorization_code', 'refresh_token', GRANT_TOKEN_EXCHANGE],
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: ['none'],
     revocation_endpoint_auth_methods_supported: ['none'],

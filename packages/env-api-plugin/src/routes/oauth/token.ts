@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedOptions } from '../../options.js'
 import { authorizationCodeGrant } from '../../oauth/grants/authorization-code.js'
 import { refreshTokenGrant } from '../../oauth/grants/refresh-token.js'
+import { GRANT_TOKEN_EXCHANGE, tokenExchangeGrant } from '../../oauth/grants/token-exchange.js'
+import { createSubjectTokenVerifier } from '../../oauth/workload/verify-subject-token.js'
 import { OAUTH_HEADERS, oauthErrors } from '../../oauth/oauth-errors.js'
 import { asParams, hasRepeated, param, REPEATED, type RawParams } from '../../oauth/params.js'
 
@@ -28,12 +30,14 @@ function formParams(request: FastifyRequest): RawParams {
  */
 export async function tokenRoutes(app: FastifyInstance, { opts }: { opts: ResolvedOptions }): Promise<void> {
   const path = `${opts.basePath}/oauth/token`
+  // one per plugin instance: caches each trusted issuer's discovery document and JWKS
+  const subjectTokens = createSubjectTokenVerifier({ now: opts.now, allowHttpLoopback: opts.ciAllowHttpLoopbackIssuers })
 
   app.post(path, async function tokenEndpoint(request: FastifyRequest, reply: FastifyReply) {
     const p = formParams(request)
     const grantType = param(p, 'grant_type')
     if (grantType === undefined || grantType === REPEATED) throw oauthErrors.invalidRequest('grant_type is required')
-    if (grantType !== 'authorization_code' && grantType !== 'refresh_token') throw oauthErrors.unsupportedGrantType()
+    if (grantType !== 'authorization_code' && grantType !== 'refresh_token' && grantType !== GRANT_TOKEN_EXCHANGE) throw oauthErrors.unsupportedGrantType()
     // A public client: no secret, no Authorization header.
     if (request.headers.authorization !== undefined) {
       throw oauthErrors.invalidClient('this client is public: send no Authorization header', {
@@ -44,6 +48,24 @@ export async function tokenRoutes(app: FastifyInstance, { opts }: { opts: Resolv
     const clientId = param(p, 'client_id')
     if (typeof clientId !== 'string') throw oauthErrors.invalidRequest('client_id is required')
 
+    if (grantType === GRANT_TOKEN_EXCHANGE) {
+      const exchanged = await tokenExchangeGrant(
+        {
+          clientId,
+          subjectToken: param(p, 'subject_token'),
+          subjectTokenType: param(p, 'subject_token_type'),
+          resource: param(p, 'resource'),
+          scope: param(p, 'scope'),
+          requestedTokenType: param(p, 'requested_token_type'),
+          actorToken: param(p, 'actor_token'),
+          audience: param(p, 'audience'),
+        },
+        opts,
+        opts.storage,
+        subjectTokens,
+      )
+      return reply.code(200).headers(OAUTH_HEADERS).type('application/json').send(exchanged)
+    }
     const body =
       grantType === 'authorization_code'
         ? await authorizationCodeGrant(

@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto'
+import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
+import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
+import { issuerProblem } from '../oauth/workload/issuer-url.js'
+import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
+import { entryFor, type Actor } from './actor.js'
+import type { DomainDeps } from './deps.js'
+import { fail } from './failure.js'
+import { canManageVault, canReadEnvironment } from './permissions.js'
+import { locateVault } from './vaults.js'
+
+/**
+ * CI identities ("CI access"): which CI runs may read a vault with no stored
+ * secret. Only owners (and the administrator) add, list and remove them. A
+ * CI identity reads with its role, limited to its environments when it has
+ * a list; it is never a member, never pushes, never decides, never uses the pages.
+ */
+
+/** A vault as a CI identity reaches it: its role, and the environments it is limited to (null: all its role reads). */
+export interface CiVaultAccess extends VaultAccess {
+  readonly ciEnvironments: readonly string[] | null
+}
+
+export const CI_IDENTITY_NOT_FOUND = 'that CI identity does not exist in this vault'
+
+/** Presets for the issuers people use most; `issuer` may also be any https OIDC issuer. */
+export const CI_ISSUER_PRESETS: Readonly<Record<string, string>> = Object.freeze({
+  github: 'https://token.actions.githubusercontent.com',
+  gitlab: 'https://gitlab.com',
+})
+
+const CLAIM_NAME_RE = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/
+/** Claims verified by the exchange itself: never "required claims" */
+const RESERVED_CLAIMS = new Set(['iss', 'aud', 'sub', 'exp', 'nbf', 'iat', 'jti'])
+
+export interface NewCiIdentityInput {
+  readonly vaultId: string
+  readonly name: string
+  /** an https issuer URL, or a preset name (`github`, `gitlab`) */
+  readonly issuer: string
+  readonly audience: string
+  readonly subjectPattern: string
+  readonly requiredClaims?: Readonly<Record<string, string>>
+  readonly role: string
+  /** null or empty: every environment the role reads */
+  readonly environments?: readonly string[] | null
+}
+
+/** Whether this sign-in principal is a CI identity (not a person). */
+export function isCiPrincipal(principal: string): boolean {
+  return ciIdentityIdOf(principal) !== null
+}
+
+/** The vault a CI identity belongs to, as it reaches it; null for another vault or a removed identity. */
+export async function ciVault(d: DomainDeps, principal: string, vaultId?: string): Promise<CiVaultAccess | null> {
+  const id = ciIdentityIdOf(principal)
+  if (id === null) return null
+  const identity = await d.storage.getCiIdentity(id)
+  if (!identity || (vaultId !== undefined && identity.vaultId !== vaultId)) return null
+  const [vault] = await d.storage.findVaults({ id: identity.vaultId })
+  return vault ? { ...vault, role: identity.role, ciEnvironments: identity.environments } : null
+}
+
+/** Whether whoever reached `vault` may read `env`: the role's rule, then a CI identity's environment list. */
+export function mayReadEnvironment(vault: VaultAccess, env: EnvironmentInfo): boolean {
+  if (!canReadEnvironment(vault.role, env)) return false
+  const limit = (vault as Partial<CiVaultAccess>).ciEnvironments
+  return limit === undefined || limit === null || limit.includes(env.name)
+}
+
+/** Why a CI identity may not read an environment its role could, in words; null otherwise. */
+export function ciLimitRefusal(vault: VaultAccess, env: EnvironmentInfo): string | null {
+  const limit = (vault as Partial<CiVaultAccess>).ciEnvironments
+  if (limit === undefined || limit === null || limit.includes(env.name)) return null
+  return `this CI identity is limited to ${limit.join(', ')}`
+}
+
+function requireOwner(vault: VaultAccess, what: string): void {
+  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
+}
+
+/** Why a CI identity's settings are refused, in words; the checked record otherwise. */
+function checked(d: DomainDeps, vault: VaultAccess, input: NewCiIdentityInput): Omit<CiIdentityRecord, 'id' | 'vaultId' | 'createdAt'> {
+  const name = input.name.trim()
+  if (name.length < 1 || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw fail.invalid('a CI identity needs a name of 1 to 100 characters')
+  const issuer = CI_ISSUER_PRESETS[input.issuer] ?? input.issuer.trim()
+  const issuerWhy = issuerProblem(issuer, d.ciAllowHttpLoopback === true)
+  if (issuerWhy) throw fail.invalid(issuerWhy)
+  const audience = input.audience.trim()
+  if (audience.length < 1 || audience.length > 512) throw fail.invalid('the audience must be 1 to 512 characters')
+  const subjectPattern = input.subjectPattern.trim()
+  const patternWhy = subjectPatternProblem(subjectPattern)
+  if (patternWhy) throw fail.invalid(patternWhy)
+  const requiredClaims: Record<string, string> = {}
+  for (const [k, v] of Object.entries(input.requiredClaims ?? {})) {
+    if (!CLAIM_NAME_RE.test(k) || RESERVED_CLAIMS.has(k)) throw fail.invalid('a required claim must be named like ref or environment (not iss, aud, sub or a time)')
+    if (typeof v !== 'string' || v.length < 1 || v.length > 512) throw fail.invalid('a required claim needs a value of 1 to 512 characters')
+    requiredClaims[k] = v
+  }
+  if (input.role !== 'editor' && input.role !== 'owner') throw fail.invalid('a CI identity reads as editor or owner')
+  const role = input.role
+  let environments: string[] | null = null
+  if (input.environments && input.environments.length > 0) {
+    environments = [...new Set(input.environments.map((e) => e.trim()))].sort()
+    for (const e of environments) {
+      const env = vault.environments.find((x) => x.name === e)
+      if (!env) throw fail.invalid('an environment in the list does not exist in this vault')
+      if (!canReadEnvironment(role, env)) throw fail.invalid(`the role ${role} cannot read owners-only environments: choose owner, or leave them out`)
+    }
+  }
+  return { name, issuer, audience, subjectPattern, requiredClaims, role, environments }
+}
+
+export async function addCiIdentity(d: DomainDeps, actor: Actor, input: NewCiIdentityInput): Promise<CiIdentityRecord> {
+  const vault = await locateVault(d, actor, input.vaultId)
+  requireOwner(vault, 'add CI identities')
+  const c = checked(d, vault, input)
+  const id = randomUUID()
+  const now = d.now()
+  const r = await d.storage.createCiIdentity(
+    { id, vaultId: vault.id, ...c, now },
+    entryFor(actor, { vaultId: vault.id, action: 'member_added', at: now, subject: ciPrincipal(id), detail: `${c.role} (CI: ${c.name})` }),
+  )
+  if (!r.ok) throw fail.conflict('this vault has a CI identity by that name already')
+  return r.identity
+}
+
+export async function listCiIdentities(d: DomainDeps, actor: Actor, vaultId: string): Promise<CiIdentityRecord[]> {
+  const vault = await locateVault(d, actor, vaultId)
+  requireOwner(vault, 'see CI identities')
+  return d.storage.listCiIdentities(vault.id)
+}
+
+/** Removes a CI identity by id or exact name; its live tokens stop at once. */
+export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vaultId: string; identity: string }): Promise<CiIdentityRecord> {
+  const vault = await locateVault(d, actor, input.vaultId)
+  requireOwner(vault, 'remove CI identities')
+  const all = await d.storage.listCiIdentities(vault.id)
+  const found = all.find((i) => i.id === input.identity) ?? all.find((i) => i.name.toLowerCase() === input.identity.trim().toLowerCase())
+  if (!found) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
+  const now = d.now()
+  const removed = await d.storage.removeCiIdentity(
+    { vaultId: vault.id, id: found.id, now },
+    entryFor(actor, { vaultId: vault.id, action: 'member_removed', at: now, subject: ciPrincipal(found.id), detail: `CI: ${found.name}` }),
+  )
+  if (!removed) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
+  return found
+}
