@@ -13,6 +13,11 @@ export interface ApiDeps extends OAuthDeps {
   readonly sleep: (ms: number) => Promise<void>
   /** A line for the person (stderr). */
   readonly notice: (line: string) => void
+  /**
+   * In a CI run with an identity token and no stored sign-in: exchanges it
+   * (once per process) for an access token kept in memory only.
+   */
+  readonly ciAccessToken?: (() => Promise<string>) | null
 }
 
 export interface RequestOptions {
@@ -96,8 +101,15 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
     })
   }
 
+  /** True once this client works with a CI run's exchanged token (nothing to renew, nothing stored). */
+  let viaCi = false
+
   async function accessToken(): Promise<string> {
     const s = (await store.read()).signIns[baseUrl]
+    if (!s && deps.ciAccessToken) {
+      viaCi = true
+      return deps.ciAccessToken()
+    }
     if (!s) throw notSignedIn(baseUrl)
     return fresh(s) ? s.accessToken : renew(null)
   }
@@ -126,6 +138,9 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
     const idempotent = (o.method ?? 'GET') === 'GET'
     let token = await accessToken()
     let res = await send(path, o, token)
+    if (res.status === 401 && viaCi) {
+      throw signInError(`${o.what}: ${baseUrl} no longer accepts this CI run's sign-in`, "check the vault's CI identity; it may have been removed", await serverReason(res))
+    }
     if (res.status === 401) {
       await res.body?.cancel()
       token = await renew(token)

@@ -3,6 +3,7 @@ import type { Readable, Writable } from 'node:stream'
 import { createApiClient, type ApiClient } from './api-client.js'
 import { createConfigStore, resolveConfigDir, type ConfigStore } from './config-store.js'
 import { createPaint, signInError, type Paint } from './errors.js'
+import { ciTokenSource, exchangeCiIdentity } from './ci-sign-in.js'
 import { normalizeBaseUrl } from './oauth.js'
 
 /** Everything the CLI touches in the outside world, injected so tests can replace it. */
@@ -56,6 +57,22 @@ export function createContext(deps: CliDeps): Context {
     throw signInError('no envkeep server is set', 'sign in first: envkeep login --base-url https://your-envkeep-server (or set ENVKEEP_BASE_URL)')
   }
 
+  /** This CI run's access token per server, exchanged once and kept in memory only. */
+  const ciTokens = new Map<string, Promise<string>>()
+  function ciAccessToken(baseUrl: string): (() => Promise<string>) | null {
+    const source = ciTokenSource(deps.env, baseUrl)
+    if (!source) return null
+    return () => {
+      let p = ciTokens.get(baseUrl)
+      if (!p) {
+        p = exchangeCiIdentity(baseUrl, source, deps.env, deps).then((a) => a.accessToken)
+        ciTokens.set(baseUrl, p)
+        p.catch(() => ciTokens.delete(baseUrl))
+      }
+      return p
+    }
+  }
+
   return {
     deps,
     paint,
@@ -70,6 +87,7 @@ export function createContext(deps: CliDeps): Context {
         now: deps.now,
         sleep: deps.sleep,
         notice: (line) => void deps.stderr.write(`${paint.yellow('note:')} ${line}\n`),
+        ciAccessToken: ciAccessToken(baseUrl),
       }),
   }
 }

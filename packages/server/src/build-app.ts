@@ -73,6 +73,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     importTtlMs: config.importTtlSeconds * 1000,
     rateLimit: { perMinute: config.ratePerMinute, perDay: config.ratePerDay },
     plans: { ...config.plans },
+    ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
   })
   return { app, people }
 }

@@ -31,6 +31,8 @@ export interface ServerConfig {
   readonly plans: Readonly<Record<string, StorageLimit>>
   readonly logLevel: string
   readonly trustProxy: boolean
+  /** ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback: CI identities may name http://127.0.0.1:* issuers (tests only) */
+  readonly ciAllowHttpLoopbackIssuers: boolean
   /** the SQLite file inside the data directory */
   readonly databaseFile: string
 }
@@ -68,6 +70,7 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     meaning: 'storage limits per plan, JSON; merged over the default table',
   },
   { env: 'ENVKEEP_LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
+  { env: 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS', default: '(none)', meaning: 'loopback: CI identities may name http://127.0.0.1:* OIDC issuers (tests only; https otherwise)' },
   { env: 'ENVKEEP_TRUST_PROXY', default: 'false', meaning: 'true behind a reverse proxy (client address from X-Forwarded-For)' },
 ])
 
@@ -184,6 +187,9 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
   const logLevel = envValue(env, 'ENVKEEP_LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`ENVKEEP_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
+  const ciHttp = envValue(env, 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS')
+  if (ciHttp !== undefined && ciHttp !== 'loopback') throw new UsageError('ENVKEEP_CI_ALLOW_HTTP_ISSUERS can only be loopback (for tests), or unset')
+
   return Object.freeze({
     host,
     port,
@@ -199,6 +205,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     plans: Object.freeze(parsePlans(envValue(env, 'ENVKEEP_PLANS'))),
     logLevel,
     trustProxy: parseBoolean('ENVKEEP_TRUST_PROXY', envValue(env, 'ENVKEEP_TRUST_PROXY')),
+    ciAllowHttpLoopbackIssuers: ciHttp === 'loopback',
     databaseFile: resolve(dataDir, 'envkeep.db'),
   })
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig, SETTINGS, UsageError } from './config.js'
 import { KeyFileError } from './keyring-file.js'
+import { adminCiAdd, adminCiList, adminCiRemove } from './commands/admin-ci.js'
 import { adminEnvCreate } from './commands/admin-env.js'
 import { adminMemberAdd, adminMemberRemove } from './commands/admin-member.js'
 import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
@@ -58,6 +59,15 @@ const COMMANDS: readonly CommandSpec[] = [
   { words: ['admin', 'env', 'create'], usage: 'admin env create --vault V --name N [--owners-only]', summary: 'add an environment to a vault', strings: ['vault', 'name'], booleans: ['owners-only'], run: adminEnvCreate },
   { words: ['admin', 'var', 'set'], usage: 'admin var set --vault V --env E NAME', summary: 'set a variable; the value is read from stdin', strings: ['vault', 'env'], positionals: 1, run: adminVarSet },
   { words: ['admin', 'var', 'list'], usage: 'admin var list --vault V --env E', summary: 'list the variable names of an environment (never values)', strings: ['vault', 'env'], run: adminVarList },
+  {
+    words: ['admin', 'ci', 'add'],
+    usage: 'admin ci add --vault V --name N --issuer URL|github|gitlab --audience A --subject PATTERN --role editor|owner [--environments a,b] [--claims k=v,...]',
+    summary: 'let CI runs whose OIDC identity token matches read the vault (no stored secret); * in --subject matches any run of characters',
+    strings: ['vault', 'name', 'issuer', 'audience', 'subject', 'role', 'environments', 'claims'],
+    run: adminCiAdd,
+  },
+  { words: ['admin', 'ci', 'list'], usage: 'admin ci list --vault V', summary: 'list the CI identities of a vault', strings: ['vault'], run: adminCiList },
+  { words: ['admin', 'ci', 'remove'], usage: 'admin ci remove --vault V --name N', summary: 'remove a CI identity; its live tokens stop at once', strings: ['vault', 'name'], run: adminCiRemove },
   { words: ['admin', 'rotate-master-key'], usage: 'admin rotate-master-key', summary: 'new master key; rewraps the vault keys, values untouched; the old key file is kept as a backup', run: adminRotateMasterKey },
   { words: ['admin', 'signins', 'revoke'], usage: 'admin signins revoke --email E', summary: "revoke a person's CLI sign-ins and end their web sessions", strings: ['email'], run: adminSigninsRevoke },
 ]

@@ -1,6 +1,8 @@
 import { BASE_URL_HELP, type Command } from '../command.js'
 import type { SignIn } from '../config-store.js'
-import { signInError } from '../errors.js'
+import { ciTokenSource } from '../ci-sign-in.js'
+import { clean, CliError, signInError } from '../errors.js'
+import { EXIT } from '../exit-codes.js'
 import {
   buildAuthorizationRequest,
   discover,
@@ -29,6 +31,9 @@ ${BASE_URL_HELP}
   --push           also ask for the right to send .env files (envkeep push);
                    tick "Allow this sign-in to send .env files" on the consent page
   --no-browser     do not open a browser; open the printed link yourself
+  --ci             in CI: exchange this run's identity token (ENVKEEP_OIDC_TOKEN, or
+                   GitHub Actions' id-token) and print who it signs in as; nothing is
+                   stored (pull, run and vaults do the same by themselves in CI)
   -h, --help       show this help
 
 Without a terminal (CI, scripts) login fails at once with exit code 4, unless
@@ -36,10 +41,12 @@ Without a terminal (CI, scripts) login fails at once with exit code 4, unless
   options: {
     push: { type: 'boolean' },
     'no-browser': { type: 'boolean' },
+    ci: { type: 'boolean' },
   },
   positionals: [0, 0],
   async run(ctx, { values }) {
     const baseUrl = await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
+    if (values.ci === true) return loginCi(ctx, baseUrl)
     const noBrowser = values['no-browser'] === true
     if (!ctx.deps.isTTY && !noBrowser) {
       throw signInError(
@@ -83,6 +90,26 @@ Without a terminal (CI, scripts) login fails at once with exit code 4, unless
     )
     return 0
   },
+}
+
+/** `login --ci`: the exchange, then the vault list it reaches, printed; the token stays in memory. */
+async function loginCi(ctx: Parameters<Command['run']>[0], baseUrl: string): Promise<number> {
+  if (!ciTokenSource(ctx.deps.env, baseUrl)) {
+    throw new CliError('no CI identity token here: set ENVKEEP_OIDC_TOKEN, or run in GitHub Actions with `permissions: id-token: write`', {
+      exitCode: EXIT.needsSignIn,
+    })
+  }
+  if ((await ctx.store.read()).signIns[baseUrl]) {
+    throw new CliError(`a person's sign-in to ${baseUrl} is stored here; envkeep uses it rather than the CI identity`, {
+      hint: `run envkeep logout --base-url ${baseUrl} first, or set ENVKEEP_CONFIG_DIR to an empty folder`,
+    })
+  }
+  const { vaults } = await ctx.api(baseUrl).request<{ vaults: { name: string; role: string; environments: string[] }[] }>('/api/env/vaults', {
+    what: `could not sign in to ${baseUrl} as this CI run`,
+  })
+  const reach = vaults.map((v) => `${clean(v.name, 100)} (${clean(v.role, 20)}: ${v.environments.map((e) => clean(e, 64)).join(', ') || 'no environment'})`)
+  ctx.err(`${ctx.paint.green('Signed in')} to ${baseUrl} as a CI identity of ${reach.join('; ') || 'no vault'}. Nothing was stored.\n`)
+  return 0
 }
 
 export function signInRecord(

@@ -26,12 +26,12 @@ export interface RealServer {
  * The real self-hosting server (`envkeep-server start`, in this process, so
  * its clock can be moved) on 127.0.0.1 with a fresh data directory.
  */
-export async function startRealServer(t: { teardown(fn: () => unknown): void }): Promise<RealServer> {
+export async function startRealServer(t: { teardown(fn: () => unknown): void }, extraEnv: Record<string, string> = {}): Promise<RealServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'envkeep-cli-it-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   const port = await freePort()
   const clock = { ms: Date.now() }
-  const env = { ENVKEEP_DATA_DIR: join(dataDir, 'data'), ENVKEEP_PORT: String(port), ENVKEEP_LOG_LEVEL: 'info' }
+  const env = { ENVKEEP_DATA_DIR: join(dataDir, 'data'), ENVKEEP_PORT: String(port), ENVKEEP_LOG_LEVEL: 'info', ...extraEnv }
   const now = () => new Date(clock.ms)
 
   async function admin(args: string[], input = '') {

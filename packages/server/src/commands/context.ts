@@ -107,6 +107,7 @@ export function adminDomain(ctx: CommandContext, data: OpenData, keyring: Keyrin
       plans: ctx.config.plans,
       now: ctx.now,
       importTtlMs: ctx.config.importTtlSeconds * 1000,
+      ciAllowHttpLoopback: ctx.config.ciAllowHttpLoopbackIssuers,
       people: {
         async findPersonByEmail(email) {
           const a = await data.accounts.findAccountByEmail(email)
