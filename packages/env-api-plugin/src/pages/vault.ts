@@ -212,7 +212,8 @@ ${csrf}
 <p class="hint">The person needs an account already.</p>
 <button type="submit">Add member</button>
 </form>
-</section>`
+</section>
+<p><a href="${base}/ci">CI access</a>: let CI runs read this vault with their own identity token, no stored secret.</p>`
   : ''}
 </section>
 

@@ -1,0 +1,96 @@
+import t from 'tap'
+import { build, PEOPLE, session } from './helpers.js'
+
+const GH = 'https://token.actions.githubusercontent.com'
+
+t.test('an owner adds, sees and removes a CI identity on "CI access"; each is logged', async (t) => {
+  const b = await build(t)
+  const s = session(b.app, 'owner')
+  const url = `/v/${b.vaultId}/ci`
+  const vaultPage = await s.get(`/v/${b.vaultId}`)
+  t.match(vaultPage.body, `href="${url}"`, 'the vault page links to CI access')
+  const page = await s.get(url)
+  t.equal(page.statusCode, 200)
+  for (const label of ['CI access', 'No CI identity yet.', 'Add a CI identity', 'Subject pattern', 'Reads as', 'Add CI identity']) t.match(page.body, label)
+
+  const add = await s.post(`${url}/add`, {
+    name: 'deploy',
+    issuer: GH,
+    audience: 'http://127.0.0.1',
+    subject: 'repo:acme/shop:ref:refs/heads/main',
+    claims: 'environment=production\nref=refs/heads/main',
+    role: 'owner',
+    environments: 'production',
+  })
+  t.equal(add.statusCode, 303, add.body.slice(0, 300))
+  t.equal(add.headers.location, `${url}?done=added`)
+  const [identity] = await b.storage.listCiIdentities(b.vaultId)
+  t.same(
+    identity && { ...identity, requiredClaims: { ...identity.requiredClaims }, environments: identity.environments && [...identity.environments] },
+    identity && {
+      ...identity,
+      name: 'deploy',
+      issuer: GH,
+      subjectPattern: 'repo:acme/shop:ref:refs/heads/main',
+      requiredClaims: { environment: 'production', ref: 'refs/heads/main' },
+      role: 'owner',
+      environments: ['production'],
+    },
+  )
+  const listed = await s.get(`${url}?done=added`)
+  t.match(listed.body, 'The CI identity was added.')
+  t.match(listed.body, 'repo:acme/shop:ref:refs/heads/main')
+  const [log] = await b.storage.listAccessLog(b.vaultId, { limit: 1 })
+  t.same([log?.action, log?.personId, log?.subject], ['member_added', PEOPLE.owner!.id, `ci:${identity!.id}`])
+
+  const dup = await s.post(`${url}/add`, { name: 'DEPLOY', issuer: GH, audience: 'a', subject: 'repo:x/y:*', role: 'editor' })
+  t.equal(dup.statusCode, 409, 'a second identity of the same name is refused')
+  t.match(dup.body, 'has a CI identity by that name already')
+
+  const remove = await s.post(`${url}/remove`, { identity: identity!.id })
+  t.equal(remove.statusCode, 303)
+  t.same(await b.storage.listCiIdentities(b.vaultId), [])
+})
+
+t.test('refused CI identities: bad issuer, everything-pattern, role, owners-only environment for an editor; nothing stored, nothing echoed', async (t) => {
+  const b = await build(t)
+  const s = session(b.app, 'owner')
+  const url = `/v/${b.vaultId}/ci`
+  await s.get(url)
+  const base = { name: 'x', issuer: GH, audience: 'aud', subject: 'repo:acme/*', role: 'editor' }
+  const rows: [string, Record<string, string>, RegExp][] = [
+    ['plain http issuer', { issuer: 'http://issuer.example' }, /must be https/],
+    ['loopback http issuer without the test allowance', { issuer: 'http://127.0.0.1:9999' }, /must be https/],
+    ['a pattern that matches every subject', { subject: '*' }, /must not match every subject/],
+    ['viewer role', { role: 'viewer' }, /editor or owner/],
+    ['an editor limited to an owners-only environment', { environments: 'production' }, /cannot read owners-only/],
+    ['an environment the vault does not have', { environments: 'staging' }, /does not exist/],
+    ['a reserved claim', { claims: 'sub=repo:evil/x' }, /required claim/],
+  ]
+  for (const [name, over, why] of rows) {
+    const res = await s.post(`${url}/add`, { ...base, ...over })
+    t.equal(res.statusCode, 400, name)
+    t.match(res.body, why, `${name}: says why`)
+  }
+  t.same(await b.storage.listCiIdentities(b.vaultId), [], 'nothing stored')
+})
+
+t.test('only owners reach CI access; forms need the CSRF token', async (t) => {
+  const b = await build(t)
+  const url = `/v/${b.vaultId}/ci`
+  for (const who of ['editor', 'viewer']) {
+    const s = session(b.app, who)
+    const page = await s.get(url)
+    t.equal(page.statusCode, 403, `${who}: 403`)
+    await s.get(`/v/${b.vaultId}`)
+    const add = await s.post(`${url}/add`, { name: 'x', issuer: GH, audience: 'a', subject: 'repo:a/*', role: 'owner' })
+    t.equal(add.statusCode, 403, `${who} cannot add`)
+  }
+  const owner = session(b.app, 'owner')
+  await owner.get(url)
+  const noCsrf = await owner.post(`${url}/add`, { name: 'x', issuer: GH, audience: 'a', subject: 'repo:a/*', role: 'owner' }, { csrf: false })
+  t.equal(noCsrf.statusCode, 403, 'no CSRF token: refused')
+  t.same(await b.storage.listCiIdentities(b.vaultId), [])
+  const anon = session(b.app, null)
+  t.equal((await anon.get(url)).statusCode, 303, 'signed out: to the sign-in page')
+})
