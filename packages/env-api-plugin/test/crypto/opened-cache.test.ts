@@ -25,7 +25,7 @@ async function load(t: Test) {
   let wrapped: Uint8Array | null = null
   const storage = {
     getWrappedKey: async () => wrapped,
-    ensureWrappedKey: async (_v: string, w: Uint8Array) => (wrapped ??= w),
+    ensureWrappedKey: async (_v: string, wrap: () => Promise<Uint8Array>) => (wrapped ??= await wrap()),
   } as unknown as Storage
   return { mod, storage, calls }
 }
