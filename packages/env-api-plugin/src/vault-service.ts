@@ -66,7 +66,8 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       let wrapped = await storage.getWrappedKey(vaultId)
       if (!wrapped) {
         if (!create) throw errors.decryptFailed(new Error('vault has values but no data key'))
-        wrapped = await storage.ensureWrappedKey(vaultId, await keyring.wrap(randomBytes(32), vaultId))
+        // wrapped inside storage's transaction: a master-key rotation cannot commit in between
+        wrapped = await storage.ensureWrappedKey(vaultId, () => keyring.wrap(randomBytes(32), vaultId))
       }
       try {
         return await keyring.unwrap(wrapped, vaultId)

@@ -2,7 +2,8 @@ import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
-import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { buildCli } from '../src/main.js'
 import { Capture, freePort, runCli, tempDir } from './helpers.js'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
@@ -17,7 +18,7 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
 
   // a pending push that ended an hour ago, written straight to storage
   const storage = await createSqliteStorage({ filename: join(dir, 'data', 'envkeep.db') })
-  const ana = (await createSqliteAccountStore(storage.database).findAccountByEmail('ana@example.com'))!
+  const ana = (await (await createSqliteAccountStore(storage.database)).findAccountByEmail('ana@example.com'))!
   const vault = (await storage.findVaultsByName('shop', ana.id))[0]!
   const now = new Date()
   const id = randomUUID()

@@ -297,19 +297,33 @@ class SqliteVaultStore implements VaultStore {
     })
   }
 
-  ensureWrappedKey(vaultId: string, wrapped: Uint8Array): Promise<Uint8Array> {
-    return this.#tx('immediate', 'vaults', () => {
-      this.#run(
-        this.#db
-          .updateTable('vaults')
-          .set({ wrapped_key: bytes(wrapped) })
-          .where('id', '=', vaultId)
-          .where('wrapped_key', 'is', null),
-      )
-      const r = this.#first(this.#db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
-      if (!r?.wrapped_key) throw new StorageError('23503', 'vaults')
-      return r.wrapped_key
-    })
+  /**
+   * Holds the connection (kysely's mutex, an IMMEDIATE transaction) across
+   * the awaited `wrap`, like rewrapKeys: a rotation in this or another
+   * process commits either before the key is wrapped or after it is stored.
+   */
+  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array> {
+    return wrapStorage(
+      () =>
+        this.#db.connection().execute(async (conn) => {
+          await sql`begin immediate`.execute(conn)
+          try {
+            const r = await conn.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId).executeTakeFirst()
+            if (!r) throw new StorageError('23503', 'vaults')
+            let key = r.wrapped_key
+            if (!key) {
+              key = await wrap()
+              await conn.updateTable('vaults').set({ wrapped_key: bytes(key) }).where('id', '=', vaultId).execute()
+            }
+            await sql`commit`.execute(conn)
+            return key
+          } catch (err) {
+            if (this.#d.sqlite.inTransaction) await sql`rollback`.execute(conn)
+            throw err
+          }
+        }),
+      'vaults',
+    )
   }
 
   /**

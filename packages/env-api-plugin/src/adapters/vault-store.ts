@@ -267,11 +267,17 @@ export interface VaultStore {
   getWrappedKey(vaultId: string): Promise<Uint8Array | null>
 
   /**
-   * Stores `wrapped` as the vault's data key only if it has none; atomic.
-   * Returns the key that is stored afterwards (the existing one if another
-   * writer won). No such vault: throws 23503.
+   * The vault's wrapped data key, made if it has none: in one write
+   * transaction, if the vault has no key, calls `wrap()` (which wraps a new
+   * data key under the current master key) and stores its result. `wrap`
+   * runs inside the transaction, holding the write lock, so a master-key
+   * rotation (`rewrapKeys`) can never commit between the wrapping and the
+   * storing: a key is wrapped either before the rotation (and rewrapped by
+   * it) or after it (under the new key). `wrap` is not called when the
+   * vault has a key already (another writer won); that key is returned. A
+   * throw from `wrap` stores nothing. No such vault: throws 23503.
    */
-  ensureWrappedKey(vaultId: string, wrapped: Uint8Array): Promise<Uint8Array>
+  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array>
 
   /**
    * Replaces the wrapped data keys of all vaults (master key rotation), in

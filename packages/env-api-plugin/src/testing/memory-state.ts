@@ -190,7 +190,7 @@ export class MemoryDb {
   /** Throws as a failing constraint would if the probe broke writes into `what` (for `name`). */
   checkWrite(what: BrokenTable, name?: string): void {
     for (const b of this.broken) {
-      if (b.what === what && (b.name === undefined || b.name === name)) throw new StorageError('23514', `${what} (writes broken by the test probe)`)
+      if (b.what === what && (b.name === undefined || b.name === name)) throw new StorageError('23514', what) // as a failing constraint: names the table, never the cause
     }
   }
 

@@ -1,5 +1,5 @@
 import type { Storage } from '../adapters/storage.js'
-import { MemoryDb, varKey, type MemoryDbOptions } from './memory-state.js'
+import { MemoryDb, varKey, type MemoryDbOptions, type State } from './memory-state.js'
 import { MemoryCiIdentityStore } from './memory-ci-identity-store.js'
 import { MemoryOAuthStore } from './memory-oauth-store.js'
 import { MemoryVaultStore } from './memory-vault-store.js'
@@ -7,10 +7,19 @@ import type { VaultStoreProbe } from './vault-store-contract.js'
 
 export interface MemoryStorageOptions extends MemoryDbOptions {}
 
+/** The memory store's data, for tests that change it behind the store's back (as SQL would). */
+export type MemoryState = State
+
 /** The reference store: the whole storage contract in memory, with the contract suite's probe. */
 export interface MemoryStorage extends Storage {
   /** looks at the data directly and breaks chosen writes (see the contract suite) */
   readonly probe: VaultStoreProbe
+  /**
+   * Changes the stored data behind the store's back, in one transaction (a
+   * test's tampering, or a setting no method changes yet). Rows are frozen:
+   * replace them (`map.set(key, { ...row, field })`), do not edit them.
+   */
+  edit(fn: (state: MemoryState) => void): Promise<void>
   /** later calls throw StorageError 08006, as with a closed database */
   close(): Promise<void>
 }
@@ -31,6 +40,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
     bindAll(new MemoryCiIdentityStore(db)),
     {
       probe: memoryProbe(db),
+      edit: (fn: (state: MemoryState) => void) => db.write('edit', fn),
       close: async () => db.close(),
     },
   )

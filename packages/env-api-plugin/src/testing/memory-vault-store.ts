@@ -174,11 +174,12 @@ export class MemoryVaultStore implements VaultStore {
     })
   }
 
-  ensureWrappedKey(vaultId: string, wrapped: Uint8Array): Promise<Uint8Array> {
-    return this.#db.write('vaults', (s) => {
+  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array> {
+    return this.#db.write('vaults', async (s) => {
       const v = this.#requireVault(s, vaultId, 'vaults')
       if (v.wrappedKey) return copyBytes(v.wrappedKey)
-      s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(wrapped) }))
+      const wrapped = copyBytes(await wrap()) // inside the transaction: no rotation commits meanwhile
+      s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: wrapped }))
       return copyBytes(wrapped)
     })
   }

@@ -454,7 +454,7 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'wrapped keys: none at first; ensureWrappedKey keeps the first writer\'s key',
+    name: 'wrapped keys: none at first; ensureWrappedKey wraps once, for the first writer only',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
@@ -462,14 +462,51 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         assert.equal(await store.getWrappedKey(randomUUID()), null)
         const k1 = sealed(60)
         const k2 = sealed(60)
-        same(await store.ensureWrappedKey(id, k1), k1)
-        same(await store.ensureWrappedKey(id, k2), k1, 'the existing key wins')
+        let calls = 0
+        const wrapAs = (k: Uint8Array) => async () => {
+          calls++
+          return k
+        }
+        same(await store.ensureWrappedKey(id, wrapAs(k1)), k1)
+        same(await store.ensureWrappedKey(id, wrapAs(k2)), k1, 'the existing key wins')
+        assert.equal(calls, 1, 'no wrapping when there is a key')
         same(await store.getWrappedKey(id), k1)
-        // two racing writers agree on one key
+        // two racing writers agree on one key, and only one wraps
         const other = await newVault(store)
-        const [x, y] = await Promise.all([store.ensureWrappedKey(other, k1), store.ensureWrappedKey(other, k2)])
+        calls = 0
+        const [x, y] = await Promise.all([store.ensureWrappedKey(other, wrapAs(k1)), store.ensureWrappedKey(other, wrapAs(k2))])
         same(x, y, 'both writers get the same key')
         same(await store.getWrappedKey(other), x)
+        assert.equal(calls, 1)
+        // a failing wrap stores nothing
+        const third = await newVault(store)
+        await assert.rejects(store.ensureWrappedKey(third, async () => Promise.reject(new Error('keyring refused'))))
+        assert.equal(await store.getWrappedKey(third), null)
+        await rejectsWith(store.ensureWrappedKey(randomUUID(), wrapAs(k1)), '23503')
+      }),
+  },
+  {
+    name: 'ensureWrappedKey wraps inside its transaction: a rotation waits, then rewraps the new key too',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const k = sealed(60)
+        let release!: () => void
+        const gate = new Promise<void>((resolve) => (release = resolve))
+        let wrapping!: () => void
+        const started = new Promise<void>((resolve) => (wrapping = resolve))
+        const ensured = store.ensureWrappedKey(id, async () => {
+          wrapping()
+          await gate // the keyring is slow (a KMS, say)
+          return k
+        })
+        await started
+        const rotated = store.rewrapKeys(async (w) => new Uint8Array([...w, 9]))
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        release()
+        same(await ensured, k)
+        assert.equal(await rotated, 1, 'the rotation ran after the key was stored, and rewrapped it')
+        same(await store.getWrappedKey(id), new Uint8Array([...k, 9]))
       }),
   },
   {
@@ -481,8 +518,8 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         const none = await newVault(store)
         const ka = sealed(60)
         const kb = sealed(60)
-        await store.ensureWrappedKey(a, ka)
-        await store.ensureWrappedKey(b, kb)
+        await store.ensureWrappedKey(a, async () => ka)
+        await store.ensureWrappedKey(b, async () => kb)
         let calls = 0
         await assert.rejects(
           store.rewrapKeys(async (w) => {

@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyRequest, type LightMyRequestResponse } from 'fastify'
-import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import envApi from '../../src/index.js'
 import type { PeopleAdapter, Person } from '../../src/adapters/people.js'
 import type { RefusedLine, StorageLimit } from '../../src/adapters/vault-store.js'
@@ -8,7 +7,7 @@ import type { Storage } from '../../src/adapters/storage.js'
 import { createLocalKeyring } from '../../src/crypto/local-keyring.js'
 import { createVaultCrypto } from '../../src/vault-service.js'
 import { DEFAULT_ENVIRONMENTS } from '../../src/pages/vaults.js'
-import { testLogEntry } from '../../src/testing/index.js'
+import { createMemoryStorage, testLogEntry } from '../../src/testing/index.js'
 
 export const PEOPLE: Readonly<Record<string, Person>> = Object.freeze({
   owner: { id: 'p-owner', email: 'olga@example.test', name: 'Olga Owner' },
@@ -61,19 +60,19 @@ export interface Built {
 const T0 = new Date('2026-11-21T12:00:00.000Z')
 export const TTL = 7 * 24 * 60 * 60 * 1000
 
-/** A ready app with the plugin on SQLite in memory, a vault with three members; closed at teardown. */
+/** A ready app with the plugin on the memory store, a vault with three members; closed at teardown. */
 export async function build(
   t: { teardown(fn: () => unknown): void },
   opts: {
     vaultName?: string
     baseUrl?: string
     noKey?: boolean
-    /** default: SQLite in memory */
+    /** default: the reference memory store */
     storage?: Storage & { close(): Promise<void> }
     plans?: Record<string, StorageLimit>
   } = {},
 ): Promise<Built> {
-  const storage = opts.storage ?? (await createSqliteStorage({ filename: ':memory:' }))
+  const storage = opts.storage ?? createMemoryStorage()
   const keyring = createLocalKeyring(randomBytes(32))
   const clock: Clock = { now: T0 }
   const logs: string[] = []

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs'
 import type { Readable, Writable } from 'node:stream'
-import { createSqliteAccountStore, createSqliteStorage, type AccountStore, type SqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import type { AccountStore } from '../accounts/account-store.js'
+import { createSqliteAccountStore } from '../accounts/sqlite-account-store.js'
 import {
   ApiError,
   createDomain,
@@ -75,8 +77,13 @@ export async function openData(config: ServerConfig): Promise<OpenData> {
   if (!existsSync(config.databaseFile))
     throw new CommandFailure(`no envkeep database in ${config.dataDir}; run \`envkeep-server init\` first`)
   const storage = await createSqliteStorage({ filename: config.databaseFile, busyTimeoutMs: 10_000 })
-  const accounts = createSqliteAccountStore(storage.database)
-  return { storage, accounts, close: () => storage.close() }
+  try {
+    const accounts = await createSqliteAccountStore(storage.database)
+    return { storage, accounts, close: () => storage.close() }
+  } catch (err) {
+    await storage.close()
+    throw err
+  }
 }
 
 export function requireString(ctx: CommandContext, flag: string): string {
