@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { createVaultCrypto, type AccessLogEntry, type Keyring } from '@envkeep/env-api-plugin'
 import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 
 /** The base URL the bench's real stack is configured with (never resolved: tokens are bound to it). */
 export const BASE_URL = 'https://envkeep.bench'
@@ -107,19 +108,20 @@ export async function seed(filename: string, keyring: Keyring): Promise<Seeded> 
       action,
       environment: 'development',
       names,
+      subject: null,
+      detail: null,
       address: null,
     })
 
     async function vaultWith(name: string, count: number): Promise<string> {
       const id = randomUUID()
-      await storage.createVault({ id, name, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now })
+      await storage.createVault({ id, name, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now }, testLogEntry({ vaultId: id, action: 'vault_created' }))
       if (count === 0) return id
       const values: Record<string, string> = {}
       for (let i = 0; i < count; i++) values[varName('VAR', i)] = value40()
       const sealed = await crypto.sealValues(id, 'development', values)
       const importId = randomUUID()
-      const created = await storage.createImport(
-        {
+      const created = await storage.createImport({
           id: importId,
           vaultId: id,
           environment: 'development',
@@ -128,13 +130,9 @@ export async function seed(filename: string, keyring: Keyring): Promise<Seeded> 
           values: sealed,
           refused: [],
           createdAt: now,
-          expiresAt: new Date(now.getTime() + 86_400_000),
-        },
-        BENCH_PLANS['self-hosted'],
-        log(id, 'push_created', Object.keys(values)),
-      )
+          expiresAt: new Date(now.getTime() + 86_400_000), limit: BENCH_PLANS['self-hosted'] }, log(id, 'push_created', Object.keys(values)))
       if (!created.ok) throw new Error('bench: seeding push refused')
-      const applied = await storage.decideImport(importId, 'applied', owner, now, log(id, 'push_applied', Object.keys(values)))
+      const applied = await storage.decideImport({ importId: importId, decision: 'applied', by: owner, now: now }, log(id, 'push_applied', Object.keys(values)))
       if (!applied.ok) throw new Error('bench: seeding push not applied')
       return id
     }
@@ -146,8 +144,8 @@ export async function seed(filename: string, keyring: Keyring): Promise<Seeded> 
     const many = 'bench-many-vaults'
     for (let i = 0; i < MANY_VAULTS; i++) {
       const id = randomUUID()
-      await storage.createVault({ id, name: `team-${String(i).padStart(4, '0')}`, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now })
-      await storage.setMember(id, many, i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer')
+      await storage.createVault({ id, name: `team-${String(i).padStart(4, '0')}`, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now }, testLogEntry({ vaultId: id, action: 'vault_created' }))
+      await storage.setMember({ vaultId: id, personId: many, role: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' }, testLogEntry({ vaultId: id, action: 'member_added', subject: many, detail: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' }))
     }
 
     const ownerToken = await mintSignIn(storage, owner, now)

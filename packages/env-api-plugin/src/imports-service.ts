@@ -1,5 +1,8 @@
-import { canDecideImport } from './access.js'
 import type { ImportRecord, Storage } from './adapters/storage.js'
+import { personActor } from './domain/actor.js'
+import { DomainFailure } from './domain/failure.js'
+import { decidePush } from './domain/pushes.js'
+import { createVaultCrypto } from './vault-service.js'
 
 export interface DecideImportInput {
   readonly importId: string
@@ -24,38 +27,30 @@ export type DecideImportOutcome =
   | { readonly outcome: 'not_pending'; readonly import: ImportRecord }
 
 /**
- * Decides a pending push for the review page. Who may: an owner, or an
- * editor on an environment that is not owners-only; the sender only when
- * the vault does not require a second person. Applying writes every staged
- * value or none (one storage call), and logs `push_applied` / `push_rejected`.
+ * Decides a pending push, for a host's own pages: the domain layer's
+ * `decidePush` (who may, the second-person rule, all values or none, the
+ * log entry) with its refusals as outcomes.
  */
 export async function decideImport(storage: Storage, input: DecideImportInput): Promise<DecideImportOutcome> {
   const imp = await storage.getImport(input.importId, input.now)
   if (!imp) return { outcome: 'not_found' }
-  const vault = await storage.getVault(imp.vaultId, input.personId)
-  const env = vault?.environments.find((e) => e.name === imp.environment)
-  if (!vault || !env) return { outcome: 'not_found' }
-  const isSender = imp.senderId === input.personId
-  if (!canDecideImport(vault.role, env, isSender, vault.requireSecondPerson)) {
-    const reason =
-      vault.role === 'viewer'
-        ? 'your role (viewer) cannot decide pushes'
-        : vault.role === 'editor' && env.ownersOnly
-          ? 'your role (editor) cannot decide pushes to owners-only environments'
-          : 'this vault requires a second person to decide a push; the sender cannot decide their own'
-    return { outcome: 'forbidden', reason, import: imp }
+  const deps = {
+    storage,
+    crypto: createVaultCrypto(storage, null), // deciding opens no value
+    hasKey: false,
+    plans: {},
+    now: () => input.now,
+    importTtlMs: 0,
+    people: { findPersonByEmail: async () => null },
   }
-  if (imp.status !== 'pending') return { outcome: 'not_pending', import: imp }
-  const result = await storage.decideImport(imp.id, input.decision, input.personId, input.now, {
-    vaultId: imp.vaultId,
-    at: input.now,
-    personId: input.personId,
-    signInId: input.signInId ?? null,
-    clientId: input.clientId ?? null,
-    action: input.decision === 'applied' ? 'push_applied' : 'push_rejected',
-    environment: imp.environment,
-    names: imp.names,
-    address: input.address ?? null,
-  })
-  return result.ok ? { outcome: 'decided', import: result.import } : { outcome: 'not_pending', import: result.import }
+  const actor = personActor(input)
+  try {
+    return { outcome: 'decided', import: await decidePush(deps, actor, { vaultId: imp.vaultId, importId: imp.id, decision: input.decision }) }
+  } catch (err) {
+    if (!(err instanceof DomainFailure)) throw err
+    if (err.kind === 'not_found') return { outcome: 'not_found' }
+    const now = (await storage.getImport(imp.id, input.now)) ?? imp
+    if (err.kind === 'forbidden') return { outcome: 'forbidden', reason: err.reason, import: now }
+    return { outcome: 'not_pending', import: now }
+  }
 }

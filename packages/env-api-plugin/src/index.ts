@@ -14,9 +14,30 @@ export type * from './adapters/keyring.js'
 export type * from './adapters/people.js'
 export { ApiError, StorageError, SQLSTATE_NAMES } from './errors.js'
 export { createLocalKeyring } from './crypto/local-keyring.js'
-export { createVaultCrypto, nameProblem, valueProblem, type VaultCrypto } from './vault-service.js'
+export { createVaultCrypto, nameProblem, rotateDataKey, valueProblem, type VaultCrypto } from './vault-service.js'
 export { canReadEnvironment, canWriteEnvironment, canDecideImport, canManageVault } from './access.js'
 export { decideImport, type DecideImportInput, type DecideImportOutcome } from './imports-service.js'
+export {
+  ADMINISTRATOR,
+  ADMINISTRATOR_CLIENT,
+  createDomain,
+  DEFAULT_ENVIRONMENTS,
+  DomainFailure,
+  defaultPlan,
+  environmentNameProblem,
+  isRole,
+  limitOf,
+  personActor,
+  ROLES,
+  vaultNameProblem,
+  withFailuresAs,
+  type Actor,
+  type AdministratorActor,
+  type Domain,
+  type DomainDeps,
+  type FailureKind,
+  type PersonActor,
+} from './domain/index.js'
 
 /**
  * envkeep's routes: `/api/env/*`, the OAuth 2.1 authorization server with

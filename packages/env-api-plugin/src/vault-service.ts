@@ -4,32 +4,20 @@ import type { AccessLogEntry, SealedVariable, Storage } from './adapters/storage
 import { errors } from './errors.js'
 import { open, placeOf, seal } from './crypto/seal.js'
 
-export const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/
-export const MAX_NAME_LENGTH = 256
-export const MAX_VALUE_BYTES = 65_536
-export const RESERVED_PREFIX = 'ENVKEEP_'
-
-/** Why a variable name is refused, or null when it is fine. Never repeats the name. */
-export function nameProblem(name: string): string | null {
-  if (name.length < 1 || name.length > MAX_NAME_LENGTH) return `a name must be 1 to ${MAX_NAME_LENGTH} characters`
-  if (!NAME_RE.test(name)) return 'a name must start with a letter or underscore and hold only letters, digits and underscores'
-  if (name.startsWith(RESERVED_PREFIX)) return `names beginning with ${RESERVED_PREFIX} are the client's own settings`
-  // JSON parsers refuse it and object assignment drops it: a variable by this name could be
-  // stored but never delivered, so it is not a name.
-  if (name === '__proto__') return 'the name __proto__ is reserved'
-  return null
-}
-
-/** Why a value is refused, or null when it is fine. Never repeats the value. */
-export function valueProblem(value: string): string | null {
-  if (value.length === 0) return 'a value must not be empty'
-  if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `a value must be at most ${MAX_VALUE_BYTES} bytes`
-  return null
-}
+/** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
+export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
 
 export interface VaultCrypto {
   /** Seals plaintext values for a vault's environment (creating the vault's data key on first use). */
   sealValues(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<SealedVariable[]>
+  /**
+   * The same, with the wrapped data key they were sealed under: pass it to
+   * storage (`sealedUnder`), which refuses the write if the vault's data key
+   * was rotated meanwhile; then `forget` the vault and seal again.
+   */
+  seal(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<{ values: SealedVariable[]; sealedUnder: Uint8Array }>
+  /** Drops the vault's cached data key: the next use reads the stored one again. */
+  forget(vaultId: string): void
   /** Opens sealed values, keyed by name in the order given; throws ApiError decrypt_failed if any one fails (nothing is returned). */
   openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
 }
@@ -55,7 +43,7 @@ type OpenedEnvironment = Map<string, { readonly sealed: Buffer; readonly value: 
  * With no keyring every call answers 503 not_configured.
  */
 export function createVaultCrypto(storage: Storage, keyring: Keyring | null, options: VaultCryptoOptions = {}): VaultCrypto {
-  const keys = new Map<string, Promise<Uint8Array>>()
+  const keys = new Map<string, Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }>>()
   const cacheMax = options.openedCacheBytes ?? 0
   // least recently read environment first; sizes in bytes (UTF-16 values + sealed)
   const opened = new Map<string, { entries: OpenedEnvironment; bytes: number }>()
@@ -78,7 +66,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     }
   }
 
-  async function dataKey(vaultId: string, create: boolean): Promise<Uint8Array> {
+  async function dataKey(vaultId: string, create: boolean): Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }> {
     if (!keyring) throw errors.notConfigured()
     const cached = keys.get(vaultId)
     if (cached) return cached
@@ -86,10 +74,11 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       let wrapped = await storage.getWrappedKey(vaultId)
       if (!wrapped) {
         if (!create) throw errors.decryptFailed(new Error('vault has values but no data key'))
-        wrapped = await storage.ensureWrappedKey(vaultId, await keyring.wrap(randomBytes(32), vaultId))
+        // wrapped inside storage's transaction: a master-key rotation cannot commit in between
+        wrapped = await storage.ensureWrappedKey(vaultId, () => keyring.wrap(randomBytes(32), vaultId))
       }
       try {
-        return await keyring.unwrap(wrapped, vaultId)
+        return { wrapped, key: await keyring.unwrap(wrapped, vaultId) }
       } catch (cause) {
         throw errors.decryptFailed(cause)
       }
@@ -99,50 +88,103 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     return p
   }
 
-  return {
-    async sealValues(vaultId, environment, values) {
-      const key = await dataKey(vaultId, true)
-      return Object.keys(values).map((name) => ({
+  async function sealWith(vaultId: string, environment: string, values: Readonly<Record<string, string>>) {
+    const { wrapped, key } = await dataKey(vaultId, true)
+    return {
+      sealedUnder: wrapped,
+      values: Object.keys(values).map((name) => ({
         name,
         sealed: seal(key, Buffer.from(values[name] as string, 'utf8'), placeOf(vaultId, environment, name)),
-      }))
+      })),
+    }
+  }
+
+  /** Opens every value with one key; throws on the first that does not open. */
+  function openAll(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
+    const out: Record<string, string> = {}
+    const memo = cacheMax > 0 ? openedEnvironment(vaultId, environment) : null
+    const bytesBefore = memo?.bytes ?? 0
+    try {
+      for (const v of sealed) {
+        const hit = memo?.entries.get(v.name)
+        if (hit && hit.sealed.equals(v.sealed)) {
+          out[v.name] = hit.value
+          continue
+        }
+        const value = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
+        out[v.name] = value
+        if (memo) {
+          const size = v.sealed.byteLength + 2 * value.length + 2 * v.name.length
+          if (hit) memo.bytes -= hit.sealed.byteLength + 2 * hit.value.length + 2 * v.name.length
+          memo.entries.set(v.name, { sealed: Buffer.from(v.sealed), value })
+          memo.bytes += size
+        }
+      }
+    } finally {
+      if (memo) {
+        openedBytes += memo.bytes - bytesBefore
+        evict()
+      }
+    }
+    return out
+  }
+
+  return {
+    async sealValues(vaultId, environment, values) {
+      return (await sealWith(vaultId, environment, values)).values
+    },
+    seal: sealWith,
+    forget(vaultId) {
+      keys.delete(vaultId)
     },
     async openValues(vaultId, environment, sealed) {
       if (sealed.length === 0) {
         if (!keyring) throw errors.notConfigured()
         return {}
       }
-      const key = await dataKey(vaultId, false)
-      const out: Record<string, string> = {}
-      const memo = cacheMax > 0 ? openedEnvironment(vaultId, environment) : null
-      const bytesBefore = memo?.bytes ?? 0
+      const first = await dataKey(vaultId, false)
       try {
-        for (const v of sealed) {
-          const hit = memo?.entries.get(v.name)
-          if (hit && hit.sealed.equals(v.sealed)) {
-            out[v.name] = hit.value
-            continue
-          }
-          const value = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
-          out[v.name] = value
-          if (memo) {
-            const size = v.sealed.byteLength + 2 * value.length + 2 * v.name.length
-            if (hit) memo.bytes -= hit.sealed.byteLength + 2 * hit.value.length + 2 * v.name.length
-            memo.entries.set(v.name, { sealed: Buffer.from(v.sealed), value })
-            memo.bytes += size
-          }
-        }
+        return openAll(vaultId, environment, first.key, sealed)
       } catch (cause) {
-        throw errors.decryptFailed(cause)
-      } finally {
-        if (memo) {
-          openedBytes += memo.bytes - bytesBefore
-          evict()
+        // the cached key may be one rotated away by another process: read the stored key once more
+        keys.delete(vaultId)
+        const fresh = await dataKey(vaultId, false)
+        if (Buffer.from(fresh.wrapped).equals(Buffer.from(first.wrapped))) throw errors.decryptFailed(cause)
+        try {
+          return openAll(vaultId, environment, fresh.key, sealed)
+        } catch (again) {
+          throw errors.decryptFailed(again)
         }
       }
-      return out
     },
   }
+}
+
+/**
+ * Data-key rotation of one vault: a new random data key, wrapped by the
+ * keyring, and every sealed value of the vault (variables and staged values
+ * of pending pushes) opened with the old key and sealed with the new one,
+ * in one storage transaction (`resealVault`). A value that does not open
+ * stops it with nothing changed. False when the vault has no key yet.
+ */
+export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId: string): Promise<boolean> {
+  return storage.resealVault(vaultId, async (current) => {
+    const oldKey = await keyring.unwrap(current.wrappedKey, vaultId)
+    const newKey = randomBytes(32)
+    const again = (environment: string, name: string, sealed: Uint8Array): Uint8Array => {
+      const place = placeOf(vaultId, environment, name)
+      return seal(newKey, open(oldKey, sealed, place), place)
+    }
+    try {
+      return {
+        wrappedKey: await keyring.wrap(newKey, vaultId),
+        variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+        staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+      }
+    } finally {
+      newKey.fill(0)
+    }
+  })
 }
 
 export type { AccessLogEntry }

@@ -1,22 +1,18 @@
 import { randomUUID } from 'node:crypto'
 import Fastify from 'fastify'
 import t from 'tap'
-import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import envApi from '../src/index.js'
 import { Capture } from '@envkeep/test-support'
+import { createMemoryStorage, testLogEntry } from '../src/testing/index.js'
 
 t.test('the plugin expires pending pushes past their end on its own, from start, for any host', async (t) => {
-  const storage = await createSqliteStorage({ filename: ':memory:' })
+  const storage = createMemoryStorage()
   t.teardown(() => storage.close())
   const now = new Date('2026-11-21T12:00:00.000Z')
   const vaultId = randomUUID()
-  await storage.createVault({ id: vaultId, name: 'shop', ownerId: 'p-ana', plan: 'self-hosted', environments: [{ name: 'development', ownersOnly: false }], now })
+  await storage.createVault({ id: vaultId, name: 'shop', ownerId: 'p-ana', plan: 'self-hosted', environments: [{ name: 'development', ownersOnly: false }], now }, testLogEntry({ vaultId: vaultId, action: 'vault_created' }))
   const push = (id: string, expiresAt: Date) =>
-    storage.createImport(
-      { id, vaultId, environment: 'development', senderId: 'p-ana', signInId: null, values: [{ name: 'A', sealed: new Uint8Array(40) }], refused: [], createdAt: new Date(now.getTime() - 7_200_000), expiresAt },
-      { maxVariables: 100, maxBytes: 1_000_000 },
-      { vaultId, at: now, personId: 'p-ana', signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null },
-    )
+    storage.createImport({ id, vaultId, environment: 'development', senderId: 'p-ana', signInId: null, values: [{ name: 'A', sealed: new Uint8Array(40) }], refused: [], createdAt: new Date(now.getTime() - 7_200_000), expiresAt, limit: { maxVariables: 100, maxBytes: 1_000_000 } }, testLogEntry({ vaultId, at: now, personId: 'p-ana', signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null }))
   const ended = randomUUID()
   const live = randomUUID()
   await push(ended, new Date(now.getTime() - 1))
@@ -34,7 +30,8 @@ t.test('the plugin expires pending pushes past their end on its own, from start,
   await app.ready()
   await app.close() // waits for a housekeeping run under way
 
-  const rows = storage.database.sqlite.prepare('select id, status from imports').all() as { id: string; status: string }[]
+  // as stored, without reading the push (a read would expire it itself)
+  const rows = await storage.listImports(vaultId, { limit: 10 })
   t.same(Object.fromEntries(rows.map((r) => [r.id, r.status])), { [ended]: 'expired', [live]: 'pending' }, 'without anyone reading the push')
   t.match(log.text, /"expired":1,"msg":"expired pending pushes"/)
 })

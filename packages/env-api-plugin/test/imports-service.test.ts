@@ -22,7 +22,11 @@ t.test('who may decide a push', async (t) => {
       const members: Record<string, 'owner' | 'editor' | 'viewer'> = {}
       if (role !== 'none') members.dee = role as 'owner' | 'editor' | 'viewer'
       const v = await b.createVault('olga', { members })
-      if (second) b.storage.database.sqlite.prepare('update vaults set require_second_person = 1 where id = ?').run(v)
+      if (second) {
+        await b.storage.edit((s) => {
+          s.vaults.set(v, { ...s.vaults.get(v)!, requireSecondPerson: true })
+        })
+      }
       const token = await b.signIn(isSender ? 'dee' : 'olga')
       const res = await b.push(v, env, token, { variables: { A: 'value-a' } })
       t.equal(res.statusCode, 201, 'push created')

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util'
 import { loadConfig, SETTINGS, UsageError } from './config.js'
 import { KeyFileError } from './keyring-file.js'
 import { adminEnvCreate } from './commands/admin-env.js'
-import { adminMemberAdd } from './commands/admin-member.js'
+import { adminMemberAdd, adminMemberRemove } from './commands/admin-member.js'
+import { adminRotateDataKeys } from './commands/admin-rotate-data-keys.js'
 import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
 import { adminSigninsRevoke } from './commands/admin-signins.js'
 import { adminUserCreate } from './commands/admin-user.js'
@@ -54,10 +55,12 @@ const COMMANDS: readonly CommandSpec[] = [
   },
   { words: ['admin', 'vault', 'create'], usage: 'admin vault create --name N --owner EMAIL', summary: 'create a vault with development, preview and production (owners only)', strings: ['name', 'owner'], run: adminVaultCreate },
   { words: ['admin', 'member', 'add'], usage: 'admin member add --vault V --email E --role owner|editor|viewer', summary: 'add a member to a vault, or change their role', strings: ['vault', 'email', 'role'], run: adminMemberAdd },
+  { words: ['admin', 'member', 'remove'], usage: 'admin member remove --vault V --email E', summary: 'remove a member from a vault (never its last owner)', strings: ['vault', 'email'], run: adminMemberRemove },
   { words: ['admin', 'env', 'create'], usage: 'admin env create --vault V --name N [--owners-only]', summary: 'add an environment to a vault', strings: ['vault', 'name'], booleans: ['owners-only'], run: adminEnvCreate },
   { words: ['admin', 'var', 'set'], usage: 'admin var set --vault V --env E NAME', summary: 'set a variable; the value is read from stdin', strings: ['vault', 'env'], positionals: 1, run: adminVarSet },
   { words: ['admin', 'var', 'list'], usage: 'admin var list --vault V --env E', summary: 'list the variable names of an environment (never values)', strings: ['vault', 'env'], run: adminVarList },
   { words: ['admin', 'rotate-master-key'], usage: 'admin rotate-master-key', summary: 'new master key; rewraps the vault keys, values untouched; the old key file is kept as a backup', run: adminRotateMasterKey },
+  { words: ['admin', 'rotate-data-keys'], usage: 'admin rotate-data-keys [--from VAULT_ID]', summary: 'new data keys; every stored value (pushes included) sealed again, vault by vault, online; --from resumes', strings: ['from'], run: adminRotateDataKeys },
   { words: ['admin', 'signins', 'revoke'], usage: 'admin signins revoke --email E', summary: "revoke a person's CLI sign-ins and end their web sessions", strings: ['email'], run: adminSigninsRevoke },
 ]
 

@@ -1,7 +1,7 @@
 import type {} from '@fastify/cookie'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PeopleAdapter, Person } from '@envkeep/env-api-plugin'
-import type { AccountRecord, AccountStore } from '@envkeep/storage-sqlite'
+import type { AccountRecord, AccountStore } from './accounts/account-store.js'
 import { hashToken, newToken } from './secrets.js'
 
 export const SESSION_COOKIE = 'envkeep_session'

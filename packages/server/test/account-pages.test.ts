@@ -5,7 +5,7 @@ import { addAccount, browser, buildTestApp, csrfOf } from './helpers.js'
 
 const PASSWORD_CANARY = 'canary-password-7Qx9-do-not-log'
 
-async function withSetupToken(accounts: import('@envkeep/storage-sqlite').AccountStore, now: Date): Promise<string> {
+async function withSetupToken(accounts: import('../src/accounts/account-store.js').AccountStore, now: Date): Promise<string> {
   const token = newToken()
   await accounts.replaceSetupToken(hashToken(token), now, new Date(now.getTime() + 3_600_000))
   return token

@@ -1,13 +1,14 @@
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
-import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { join } from 'node:path'
 import { tempDir } from './helpers.js'
 
 async function store(t: Test, filename = ':memory:') {
   const storage = await createSqliteStorage({ filename })
   t.teardown(() => storage.close())
-  return { storage, accounts: createSqliteAccountStore(storage.database) }
+  return { storage, accounts: await createSqliteAccountStore(storage.database) }
 }
 
 const NOW = new Date('2026-11-21T12:00:00.000Z')

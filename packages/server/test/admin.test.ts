@@ -3,7 +3,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { createVaultCrypto } from '@envkeep/env-api-plugin'
 import { mintSignIn } from '@envkeep/env-api-plugin/testing'
-import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { createFileKeyring, readKeyFile } from '../src/keyring-file.js'
 import { verifyPassword } from '../src/secrets.js'
 import { runCli, tempDir } from './helpers.js'
@@ -98,14 +99,14 @@ t.test('admin commands end to end on a data directory, rotation keeps values rea
   const oldCrypto = createVaultCrypto(storage, createFileKeyring(backup, oldKey))
   await t.rejects(oldCrypto.openValues(vaultId, 'development', [sealed!]), { code: 'decrypt_failed' }, 'the old key no longer opens')
 
-  const accounts = createSqliteAccountStore(storage.database)
+  const accounts = await createSqliteAccountStore(storage.database)
   const a = await accounts.findAccountByEmail('ana@example.com')
   t.ok(await verifyPassword(a!.passwordHash, PASSWORD), 'password stored as argon2id, trailing newline dropped')
   t.match(a!.passwordHash, /^\$argon2id\$/)
   const members = await storage.listMembers(vaultId)
   t.same(members.map((m) => m.role).sort(), ['editor', 'owner'])
   const log = await storage.listAccessLog(vaultId, { limit: 50 })
-  t.ok(log.some((e) => e.action === 'variable_set' && e.names.includes('DATABASE_URL') && e.clientId === 'envkeep-server admin'))
+  t.ok(log.some((e) => e.action === 'variable_set' && e.names.includes('DATABASE_URL') && e.clientId === 'envkeep-server' && e.personId === null), 'logged as the server administrator')
 
   for (const o of outputs) {
     t.notOk(o.includes(VALUE), 'no value in any output')
@@ -122,7 +123,7 @@ t.test('admin signins revoke ends CLI sign-ins and web sessions', async (t) => {
   t.equal((await runCli(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin'], env, PASSWORD, dir)).code, 0)
   const storage = await createSqliteStorage({ filename: join(dir, 'data', 'envkeep.db') })
   t.teardown(() => storage.close())
-  const accounts = createSqliteAccountStore(storage.database)
+  const accounts = await createSqliteAccountStore(storage.database)
   const ana = (await accounts.findAccountByEmail('ana@example.com'))!
   const now = new Date()
   await mintSignIn(storage, { baseUrl: 'http://127.0.0.1:8080', personId: ana.id, scopes: ['env:read'], now })

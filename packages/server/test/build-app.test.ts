@@ -5,6 +5,7 @@ import { mintSignIn } from '@envkeep/env-api-plugin/testing'
 import type { SqliteStorage } from '@envkeep/storage-sqlite'
 import type { ServerConfig } from '../src/config.js'
 import { addAccount, buildTestApp } from './helpers.js'
+import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 
 
 /** A live CLI sign-in made straight in storage, and its access token. */
@@ -24,7 +25,7 @@ async function vaultWithOwner(storage: SqliteStorage, ownerId: string, now: Date
       { name: 'production', ownersOnly: true },
     ],
     now,
-  })
+  }, testLogEntry({ vaultId: id, action: 'vault_created' }))
   return id
 }
 

@@ -4,7 +4,9 @@ import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import type { Test } from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { createSqliteAccountStore, createSqliteStorage, type AccountStore, type SqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import type { AccountStore } from '../src/accounts/account-store.js'
+import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import type { Keyring } from '@envkeep/env-api-plugin'
 import { Capture, freePort } from '@envkeep/test-support'
 import { buildApp } from '../src/build-app.js'
@@ -38,7 +40,7 @@ export async function buildTestApp(
   const dir = tempDir(t)
   const config = loadConfig({}, { ENVKEEP_DATA_DIR: dir, ...o.env }, dir)
   const storage = await createSqliteStorage({ filename: ':memory:' })
-  const accounts = createSqliteAccountStore(storage.database)
+  const accounts = await createSqliteAccountStore(storage.database)
   const log = new Capture()
   const clock = { ms: Date.parse('2026-11-21T12:00:00.000Z') }
   const { app } = await buildApp({

@@ -2,9 +2,11 @@ import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
-import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { buildCli } from '../src/main.js'
 import { Capture, freePort, runCli, tempDir } from './helpers.js'
+import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 
 t.test('start: the sweep expires pushes past their end; a shutdown signal closes and exits 0', async (t) => {
   const dir = tempDir(t)
@@ -16,12 +18,11 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
 
   // a pending push that ended an hour ago, written straight to storage
   const storage = await createSqliteStorage({ filename: join(dir, 'data', 'envkeep.db') })
-  const ana = (await createSqliteAccountStore(storage.database).findAccountByEmail('ana@example.com'))!
+  const ana = (await (await createSqliteAccountStore(storage.database)).findAccountByEmail('ana@example.com'))!
   const vault = (await storage.findVaultsByName('shop', ana.id))[0]!
   const now = new Date()
   const id = randomUUID()
-  const created = await storage.createImport(
-    {
+  const created = await storage.createImport({
       id,
       vaultId: vault.id,
       environment: 'development',
@@ -30,11 +31,7 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
       values: [{ name: 'A', sealed: new Uint8Array(40) }],
       refused: [],
       createdAt: new Date(now.getTime() - 7_200_000),
-      expiresAt: new Date(now.getTime() - 3_600_000),
-    },
-    { maxVariables: 100, maxBytes: 1_000_000 },
-    { vaultId: vault.id, at: now, personId: ana.id, signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null },
-  )
+      expiresAt: new Date(now.getTime() - 3_600_000), limit: { maxVariables: 100, maxBytes: 1_000_000 } }, testLogEntry({ vaultId: vault.id, at: now, personId: ana.id, signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null }))
   t.equal(created.ok, true)
   await storage.close()
 

@@ -2,4 +2,3 @@ export { openDatabase, type OpenDatabase, type OpenOptions } from './database.js
 export { createSqliteStorage, type SqliteStorage } from './storage.js'
 export { createSqliteVaultStore } from './vault-store.js'
 export { createSqliteOAuthStore } from './oauth-store.js'
-export { createSqliteAccountStore, type AccountStore, type AccountRecord, type NewAccount, type WebSession } from './account-store.js'

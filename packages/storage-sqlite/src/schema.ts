@@ -78,6 +78,10 @@ export interface AccessLogTable {
   /** JSON array of variable names, never values */
   names: string
   address: string | null
+  /** 004: the member a member_* entry concerns */
+  subject: string | null
+  /** 004: the role a member_added/member_changed entry gave */
+  detail: string | null
 }
 
 export interface DB {
@@ -143,33 +147,4 @@ export interface DB {
   refresh_tokens: RefreshTokensTable
 }
 
-// 003_accounts: local accounts of the self-hosting server (account-store.ts).
-// Only hashes of passwords (argon2id) and tokens (SHA-256 hex); times in epoch milliseconds.
-export interface AccountsTable {
-  id: string
-  /** unique, case-insensitive (collate nocase) */
-  email: string
-  name: string
-  password_hash: string
-  created_at: number
-}
-
-export interface WebSessionsTable {
-  token_hash: string
-  account_id: string
-  created_at: number
-  expires_at: number
-}
-
-export interface SetupTokensTable {
-  token_hash: string
-  created_at: number
-  expires_at: number
-}
-
-// Declaration merging: this adds the account tables to DB.
-export interface DB {
-  accounts: AccountsTable
-  web_sessions: WebSessionsTable
-  setup_tokens: SetupTokensTable
-}
+// 003_accounts: moved to @envkeep/server (src/accounts/), which migrates its own tables.

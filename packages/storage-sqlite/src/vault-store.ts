@@ -2,19 +2,33 @@ import type {
   AccessAction,
   AccessLogEntry,
   AccessLogRow,
+  CreateEnvironmentResult,
   CreateImportResult,
   DecideImportResult,
+  DeleteVariableResult,
   EnvironmentInfo,
+  ImportDecision,
   ImportRecord,
   ImportStatus,
+  MemberChange,
+  NewEnvironment,
   NewImport,
+  NewVault,
+  OverLimit,
   RefusedLine,
+  RemoveMemberResult,
   Role,
   SealedVariable,
+  SetMemberResult,
+  SetVariableResult,
   StorageLimit,
+  VariableDelete,
   VariableMeta,
+  VariableWrite,
   VaultAccess,
+  VaultInfo,
   VaultRecord,
+  VaultSecrets,
   VaultStore,
 } from '@envkeep/env-api-plugin'
 import { StorageError } from '@envkeep/env-api-plugin'
@@ -83,9 +97,10 @@ function toImport(r: ImportRow): ImportRecord {
 /** Statements of the hot read path, written by hand and prepared once. */
 const READ_VARIABLES_SQL =
   'select "name", "sealed" from "variables" where "vault_id" = ? and "environment" = ? order by "name"'
+const READ_ONE_VARIABLE_SQL = 'select "name", "sealed" from "variables" where "vault_id" = ? and "environment" = ? and "name" = ?'
 const ENV_VERSION_SQL = 'select "version" from "environments" where "vault_id" = ? and "name" = ?'
 const INSERT_LOG_SQL =
-  'insert into "access_log" ("vault_id", "at", "person_id", "sign_in_id", "client_id", "action", "environment", "names", "address") values (?, ?, ?, ?, ?, ?, ?, ?, ?)'
+  'insert into "access_log" ("vault_id", "at", "person_id", "sign_in_id", "client_id", "action", "environment", "names", "address", "subject", "detail") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
 
 /** A person's vaults: all of them, one by id, or those with a name (parameters: person, then id or name). */
 const ACCESS_VAULTS_SQL = {
@@ -110,6 +125,7 @@ interface PendingRead {
   readonly vaultId: string
   readonly environment: string
   readonly log: AccessLogEntry
+  readonly names?: readonly string[] | undefined
   resolve(r: { variables: SealedVariable[]; version: number }): void
   reject(err: unknown): void
 }
@@ -171,6 +187,8 @@ class SqliteVaultStore implements VaultStore {
       e.environment,
       JSON.stringify(e.names),
       e.address,
+      e.subject,
+      e.detail,
     )
   }
 
@@ -250,20 +268,15 @@ class SqliteVaultStore implements VaultStore {
       environment: r.environment,
       names: JSON.parse(r.names) as string[],
       address: null,
+      subject: null,
+      detail: null,
     })
     return { ...r, status: 'expired', decided_at: r.expires_at, decided_by: null }
   }
 
   // ---- vaults -------------------------------------------------------------
 
-  createVault(input: {
-    id: string
-    name: string
-    ownerId: string
-    plan: string
-    environments: readonly EnvironmentInfo[]
-    now: Date
-  }): Promise<VaultRecord> {
+  createVault(input: NewVault, log: AccessLogEntry): Promise<VaultRecord> {
     const at = input.now.getTime()
     return this.#tx('immediate', 'vaults', () => {
       this.#run(
@@ -279,6 +292,7 @@ class SqliteVaultStore implements VaultStore {
             .values({ vault_id: input.id, name: e.name, owners_only: e.ownersOnly ? 1 : 0, version: 0, created_at: at }),
         )
       }
+      this.#log(log)
       return {
         id: input.id,
         name: input.name,
@@ -296,19 +310,33 @@ class SqliteVaultStore implements VaultStore {
     })
   }
 
-  ensureWrappedKey(vaultId: string, wrapped: Uint8Array): Promise<Uint8Array> {
-    return this.#tx('immediate', 'vaults', () => {
-      this.#run(
-        this.#db
-          .updateTable('vaults')
-          .set({ wrapped_key: bytes(wrapped) })
-          .where('id', '=', vaultId)
-          .where('wrapped_key', 'is', null),
-      )
-      const r = this.#first(this.#db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
-      if (!r?.wrapped_key) throw new StorageError('23503', 'vaults')
-      return r.wrapped_key
-    })
+  /**
+   * Holds the connection (kysely's mutex, an IMMEDIATE transaction) across
+   * the awaited `wrap`, like rewrapKeys: a rotation in this or another
+   * process commits either before the key is wrapped or after it is stored.
+   */
+  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array> {
+    return wrapStorage(
+      () =>
+        this.#db.connection().execute(async (conn) => {
+          await sql`begin immediate`.execute(conn)
+          try {
+            const r = await conn.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId).executeTakeFirst()
+            if (!r) throw new StorageError('23503', 'vaults')
+            let key = r.wrapped_key
+            if (!key) {
+              key = await wrap()
+              await conn.updateTable('vaults').set({ wrapped_key: bytes(key) }).where('id', '=', vaultId).execute()
+            }
+            await sql`commit`.execute(conn)
+            return key
+          } catch (err) {
+            if (this.#d.sqlite.inTransaction) await sql`rollback`.execute(conn)
+            throw err
+          }
+        }),
+      'vaults',
+    )
   }
 
   /**
@@ -343,6 +371,72 @@ class SqliteVaultStore implements VaultStore {
     )
   }
 
+  /** Holds the connection in one IMMEDIATE transaction across the awaited `reseal`, like rewrapKeys. */
+  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean> {
+    return wrapStorage(
+      () =>
+        this.#db.connection().execute(async (conn) => {
+          await sql`begin immediate`.execute(conn)
+          try {
+            const v = await conn.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId).executeTakeFirst()
+            if (!v?.wrapped_key) {
+              await sql`commit`.execute(conn)
+              return false
+            }
+            const variables = await conn
+              .selectFrom('variables')
+              .select(['environment', 'name', 'sealed'])
+              .where('vault_id', '=', vaultId)
+              .orderBy('environment')
+              .orderBy('name')
+              .execute()
+            const staged = await conn
+              .selectFrom('import_values as iv')
+              .innerJoin('imports as i', 'i.id', 'iv.import_id')
+              .select(['iv.import_id as importId', 'i.environment', 'iv.name', 'iv.sealed'])
+              .where('i.vault_id', '=', vaultId)
+              .where('i.status', '=', 'pending')
+              .execute()
+            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged })
+            await conn.updateTable('vaults').set({ wrapped_key: bytes(next.wrappedKey) }).where('id', '=', vaultId).execute()
+            for (const n of next.variables) {
+              const r = await conn
+                .updateTable('variables')
+                .set({ sealed: bytes(n.sealed) })
+                .where('vault_id', '=', vaultId)
+                .where('environment', '=', n.environment)
+                .where('name', '=', n.name)
+                .executeTakeFirst()
+              if (r.numUpdatedRows !== 1n) throw new StorageError('23503', 'variables')
+            }
+            for (const n of next.staged) {
+              const r = await conn
+                .updateTable('import_values')
+                .set({ sealed: bytes(n.sealed) })
+                .where('import_id', '=', n.importId)
+                .where('name', '=', n.name)
+                .executeTakeFirst()
+              if (r.numUpdatedRows !== 1n) throw new StorageError('23503', 'import_values')
+            }
+            await conn.updateTable('environments').set({ version: sql<number>`"version" + 1` }).where('vault_id', '=', vaultId).execute()
+            await sql`commit`.execute(conn)
+            return true
+          } catch (err) {
+            if (this.#d.sqlite.inTransaction) await sql`rollback`.execute(conn)
+            throw err
+          }
+        }),
+      'vaults',
+    )
+  }
+
+  /** True when the vault's stored key is not the one the caller sealed under. */
+  #staleKey(vaultId: string, sealedUnder: Uint8Array | undefined): boolean {
+    if (!sealedUnder) return false
+    const r = this.#first(this.#db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
+    return !r?.wrapped_key || !Buffer.from(r.wrapped_key).equals(bytes(sealedUnder))
+  }
+
   listVaults(personId: string): Promise<VaultAccess[]> {
     return this.#tx('deferred', 'vaults', () => this.#access(personId, {}))
   }
@@ -355,33 +449,100 @@ class SqliteVaultStore implements VaultStore {
     return this.#tx('deferred', 'vaults', () => this.#access(personId, { name }))
   }
 
-  createEnvironment(vaultId: string, env: EnvironmentInfo, now: Date): Promise<void> {
-    return this.#tx('immediate', 'environments', () => {
-      this.#run(
-        this.#db
-          .insertInto('environments')
-          .values({ vault_id: vaultId, name: env.name, owners_only: env.ownersOnly ? 1 : 0, version: 0, created_at: now.getTime() }),
+  findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
+    return this.#tx('deferred', 'vaults', () => {
+      let q = this.#db.selectFrom('vaults').select(['id', 'name', 'plan', 'require_second_person', 'created_at'])
+      if ('id' in filter) q = q.where('id', '=', filter.id)
+      else if ('name' in filter) q = q.where('name', '=', filter.name)
+      return this.#all(q.orderBy('id')).map((v) => ({
+        id: v.id,
+        name: v.name,
+        plan: v.plan,
+        requireSecondPerson: v.require_second_person === 1,
+        createdAt: new Date(v.created_at),
+        environments: this.#all(
+          this.#db.selectFrom('environments').select(['name', 'owners_only']).where('vault_id', '=', v.id).orderBy('name'),
+        ).map((e) => ({ name: e.name, ownersOnly: e.owners_only === 1 })),
+      }))
+    })
+  }
+
+  createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult> {
+    return this.#tx('immediate', 'environments', (): CreateEnvironmentResult => {
+      if (!this.#vaultExists(input.vaultId)) throw new StorageError('23503', 'environments')
+      const exists = this.#first(
+        this.#db.selectFrom('environments').select('name').where('vault_id', '=', input.vaultId).where('name', '=', input.name),
       )
+      if (exists) return { ok: false, reason: 'exists' }
+      this.#run(
+        this.#db.insertInto('environments').values({
+          vault_id: input.vaultId,
+          name: input.name,
+          owners_only: input.ownersOnly ? 1 : 0,
+          version: 0,
+          created_at: input.now.getTime(),
+        }),
+      )
+      this.#log(log)
+      return { ok: true }
     })
   }
 
   // ---- members ------------------------------------------------------------
 
-  setMember(vaultId: string, personId: string, role: Role): Promise<void> {
-    return this.#tx('immediate', 'members', () => {
+  #vaultExists(vaultId: string): boolean {
+    return this.#first(this.#db.selectFrom('vaults').select('id').where('id', '=', vaultId)) !== undefined
+  }
+
+  #roleOf(vaultId: string, personId: string): Role | null {
+    return (
+      this.#first(this.#db.selectFrom('members').select('role').where('vault_id', '=', vaultId).where('person_id', '=', personId))
+        ?.role ?? null
+    )
+  }
+
+  #ownerCount(vaultId: string): number {
+    return (
+      this.#first(
+        this.#db
+          .selectFrom('members')
+          .select(sql<number>`count(*)`.as('n'))
+          .where('vault_id', '=', vaultId)
+          .where('role', '=', 'owner'),
+      )?.n ?? 0
+    )
+  }
+
+  /** Both checks inside the caller's IMMEDIATE transaction: no other writer can change the owners meanwhile. */
+  setMember(change: MemberChange, log: AccessLogEntry): Promise<SetMemberResult> {
+    return this.#tx('immediate', 'members', (): SetMemberResult => {
+      if (!this.#vaultExists(change.vaultId)) throw new StorageError('23503', 'members')
+      const previous = this.#roleOf(change.vaultId, change.personId)
+      const expect = change.expect ?? 'any'
+      if (expect === 'new' && previous !== null) return { ok: false, reason: 'already_member' }
+      if (expect === 'existing' && previous === null) return { ok: false, reason: 'not_member' }
+      if (previous === change.role) return { ok: true, previous }
+      if (previous === 'owner' && this.#ownerCount(change.vaultId) <= 1) return { ok: false, reason: 'last_owner' }
       this.#run(
         this.#db
           .insertInto('members')
-          .values({ vault_id: vaultId, person_id: personId, role })
-          .onConflict((oc) => oc.columns(['vault_id', 'person_id']).doUpdateSet({ role })),
+          .values({ vault_id: change.vaultId, person_id: change.personId, role: change.role })
+          .onConflict((oc) => oc.columns(['vault_id', 'person_id']).doUpdateSet({ role: change.role })),
       )
+      this.#log({ ...log, action: previous === null ? 'member_added' : 'member_changed' })
+      return { ok: true, previous }
     })
   }
 
-  removeMember(vaultId: string, personId: string): Promise<boolean> {
-    return this.#tx('immediate', 'members', () =>
-      this.#run(this.#db.deleteFrom('members').where('vault_id', '=', vaultId).where('person_id', '=', personId)) > 0,
-    )
+  removeMember(input: { readonly vaultId: string; readonly personId: string }, log: AccessLogEntry): Promise<RemoveMemberResult> {
+    return this.#tx('immediate', 'members', (): RemoveMemberResult => {
+      const previous = this.#roleOf(input.vaultId, input.personId)
+      if (previous === null) return { ok: false, reason: 'not_member' }
+      if (previous === 'owner' && this.#ownerCount(input.vaultId) <= 1) return { ok: false, reason: 'last_owner' }
+      this.#run(this.#db.deleteFrom('members').where('vault_id', '=', input.vaultId).where('person_id', '=', input.personId))
+      this.#log(log)
+      return { ok: true, previous }
+    })
   }
 
   listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]> {
@@ -398,12 +559,14 @@ class SqliteVaultStore implements VaultStore {
     vaultId: string,
     environment: string,
     log: AccessLogEntry,
+    names?: readonly string[],
   ): Promise<{ variables: SealedVariable[]; version: number }> {
-    const r = { vaultId, environment, log }
+    const r = { vaultId, environment, log, names }
+    // A read of chosen names is small and rare (the pages' Reveal): alone.
     // An environment that was large when last read is read at once, alone:
     // held over to the next turn, its rows outlive a young-generation GC
     // and cost more than the shared commit saves.
-    if ((this.#lastReadSize.get(`${vaultId}/${environment}`) ?? 0) >= GROUP_COMMIT_ROWS) {
+    if (names !== undefined || (this.#lastReadSize.get(`${vaultId}/${environment}`) ?? 0) >= GROUP_COMMIT_ROWS) {
       return this.#tx('immediate', 'variables', () => this.#readOne(r))
     }
     return new Promise((resolve, reject) => {
@@ -414,9 +577,18 @@ class SqliteVaultStore implements VaultStore {
 
   /** One read with its log entry; runs inside the caller's transaction. */
   #readOne(r: Omit<PendingRead, 'resolve' | 'reject'>): { variables: SealedVariable[]; version: number } {
-    const variables = this.#stmt(READ_VARIABLES_SQL).all(r.vaultId, r.environment) as SealedVariable[]
-    if (this.#lastReadSize.size >= 10_000) this.#lastReadSize.clear()
-    this.#lastReadSize.set(`${r.vaultId}/${r.environment}`, variables.length)
+    let variables: SealedVariable[]
+    if (r.names === undefined) {
+      variables = this.#stmt(READ_VARIABLES_SQL).all(r.vaultId, r.environment) as SealedVariable[]
+      if (this.#lastReadSize.size >= 10_000) this.#lastReadSize.clear()
+      this.#lastReadSize.set(`${r.vaultId}/${r.environment}`, variables.length)
+    } else {
+      const one = this.#stmt(READ_ONE_VARIABLE_SQL)
+      variables = [...new Set(r.names)]
+        .sort()
+        .map((n) => one.get(r.vaultId, r.environment, n) as SealedVariable | undefined)
+        .filter((v) => v !== undefined)
+    }
     const v = this.#stmt(ENV_VERSION_SQL).get(r.vaultId, r.environment) as { version: number } | undefined
     this.#log({ ...r.log, names: variables.map((x) => x.name) }) // the log names exactly what was read
     return { variables, version: v?.version ?? 0 }
@@ -499,34 +671,59 @@ class SqliteVaultStore implements VaultStore {
     })
   }
 
-  setVariable(
-    vaultId: string,
-    environment: string,
-    value: SealedVariable,
-    by: string,
-    now: Date,
-    log: AccessLogEntry,
-  ): Promise<void> {
-    return this.#tx('immediate', 'variables', () => {
-      this.#upsertVariable(vaultId, environment, value, by, now.getTime())
+  /** The vault's usage: its variables plus the staged values of its pending pushes. */
+  #usage(vaultId: string): { n: number; bytes: number } {
+    const stored = this.#first(
+      this.#db
+        .selectFrom('variables')
+        .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(length("sealed")), 0)`.as('bytes')])
+        .where('vault_id', '=', vaultId),
+    ) ?? { n: 0, bytes: 0 }
+    const staged = this.#first(
+      this.#db
+        .selectFrom('import_values as iv')
+        .innerJoin('imports as i', 'i.id', 'iv.import_id')
+        .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(length("iv"."sealed")), 0)`.as('bytes')])
+        .where('i.vault_id', '=', vaultId)
+        .where('i.status', '=', 'pending'),
+    ) ?? { n: 0, bytes: 0 }
+    return { n: stored.n + staged.n, bytes: stored.bytes + staged.bytes }
+  }
+
+  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
+    const { vaultId, environment, value } = write
+    return this.#tx('immediate', 'variables', (): SetVariableResult => {
+      if (this.#staleKey(vaultId, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
+      const old = this.#stmt(READ_ONE_VARIABLE_SQL).get(vaultId, environment, value.name) as SealedVariable | undefined
+      const expect = write.expect ?? 'any'
+      if (expect === 'new' && old) return { ok: false, reason: 'exists' }
+      if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
+      const before = this.#usage(vaultId)
+      const over = overLimit(before, {
+        n: before.n + (old ? 0 : 1),
+        bytes: before.bytes - (old?.sealed.byteLength ?? 0) + value.sealed.byteLength,
+      }, write.limit)
+      if (over) return over
+      this.#upsertVariable(vaultId, environment, value, write.by, write.now.getTime())
       this.#bumpVersion(vaultId, environment)
       this.#log(log)
+      return { ok: true, created: !old }
     })
   }
 
-  deleteVariable(vaultId: string, environment: string, name: string, log: AccessLogEntry): Promise<boolean> {
-    return this.#tx('immediate', 'variables', () => {
+  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
+    return this.#tx('immediate', 'variables', (): DeleteVariableResult => {
       const n = this.#run(
         this.#db
           .deleteFrom('variables')
-          .where('vault_id', '=', vaultId)
-          .where('environment', '=', environment)
-          .where('name', '=', name),
+          .where('vault_id', '=', input.vaultId)
+          .where('environment', '=', input.environment)
+          .where('name', '=', input.name),
       )
-      if (n === 0) return false
-      this.#bumpVersion(vaultId, environment)
+      if (n === 0) return { ok: false, reason: 'absent' }
+      this.#bumpVersion(input.vaultId, input.environment)
       this.#log(log)
-      return true
+      return { ok: true }
     })
   }
 
@@ -557,36 +754,21 @@ class SqliteVaultStore implements VaultStore {
         environment: r.environment,
         names: JSON.parse(r.names) as string[],
         address: r.address,
+        subject: r.subject,
+        detail: r.detail,
       }))
     })
   }
 
   // ---- pushes (imports) ---------------------------------------------------
 
-  createImport(input: NewImport, limit: StorageLimit, log: AccessLogEntry): Promise<CreateImportResult> {
+  createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
     return this.#tx('immediate', 'imports', (): CreateImportResult => {
-      const stored = this.#first(
-        this.#db
-          .selectFrom('variables')
-          .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(length("sealed")), 0)`.as('bytes')])
-          .where('vault_id', '=', input.vaultId),
-      ) ?? { n: 0, bytes: 0 }
-      const staged = this.#first(
-        this.#db
-          .selectFrom('import_values as iv')
-          .innerJoin('imports as i', 'i.id', 'iv.import_id')
-          .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(length("iv"."sealed")), 0)`.as('bytes')])
-          .where('i.vault_id', '=', input.vaultId)
-          .where('i.status', '=', 'pending'),
-      ) ?? { n: 0, bytes: 0 }
-      const usedCount = stored.n + staged.n
-      const usedBytes = stored.bytes + staged.bytes
+      if (this.#staleKey(input.vaultId, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
+      const before = this.#usage(input.vaultId)
       const newBytes = input.values.reduce((s, v) => s + v.sealed.byteLength, 0)
-      // usage is what the vault would hold with this push: the figure that went over
-      const withCount = usedCount + input.values.length
-      if (withCount > limit.maxVariables) return { ok: false, limit: 'variables', usage: withCount, max: limit.maxVariables }
-      const withBytes = usedBytes + newBytes
-      if (withBytes > limit.maxBytes) return { ok: false, limit: 'bytes', usage: withBytes, max: limit.maxBytes }
+      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + newBytes }, input.limit)
+      if (over) return over
 
       const existing = new Set(
         this.#all(
@@ -643,19 +825,14 @@ class SqliteVaultStore implements VaultStore {
     )
   }
 
-  decideImport(
-    importId: string,
-    decision: 'applied' | 'rejected',
-    by: string,
-    now: Date,
-    log: AccessLogEntry,
-  ): Promise<DecideImportResult> {
-    const at = now.getTime()
+  decideImport(d: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult> {
+    const { importId, decision, by } = d
+    const at = d.now.getTime()
     return this.#tx('immediate', 'imports', (): DecideImportResult => {
       const r = this.#importRow(importId)
       if (!r) throw new StorageError('23503', 'imports')
-      if (r.status !== 'pending') return { ok: false, import: toImport(r) }
-      if (at >= r.expires_at) return { ok: false, import: toImport(this.#expire(r)) }
+      if (r.status !== 'pending') return { ok: false, reason: 'not_pending', import: toImport(r) }
+      if (at >= r.expires_at) return { ok: false, reason: 'not_pending', import: toImport(this.#expire(r)) }
       if (decision === 'applied') {
         const staged = this.#all(
           this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'),
@@ -699,4 +876,16 @@ class SqliteVaultStore implements VaultStore {
       return this.#all<ImportRow>(q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit)).map(toImport)
     })
   }
+}
+
+/**
+ * The storage-limit refusal for a change taking usage from `before` to
+ * `after`, or null when it is allowed: refused when a figure would be over
+ * its maximum and larger than before (a vault over a limit that shrank may shrink).
+ */
+function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
+  if (after.n > limit.maxVariables && after.n > before.n) return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
+  if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
+    return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
+  return null
 }

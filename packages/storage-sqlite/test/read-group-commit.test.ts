@@ -5,6 +5,7 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import type { AccessAction, AccessLogEntry } from '@envkeep/env-api-plugin'
 import { createSqliteStorage, type SqliteStorage } from '../src/index.js'
+import { testLogEntry, TEST_NO_LIMIT } from '@envkeep/env-api-plugin/testing'
 
 // readVariables commits the reads asked for in one turn of the event loop
 // together (group commit). What must still hold for each read: its log
@@ -15,7 +16,7 @@ const T0 = new Date('2026-11-21T12:00:00.000Z')
 const OWNER = 'person-owner'
 
 function entry(vaultId: string, environment: string, action: AccessAction = 'read'): AccessLogEntry {
-  return { vaultId, at: T0, personId: OWNER, signInId: null, clientId: null, action, environment, names: [], address: '127.0.0.1' }
+  return { vaultId, at: T0, personId: OWNER, signInId: null, clientId: null, action, environment, names: [], address: '127.0.0.1', subject: null, detail: null }
 }
 
 async function setup(t: Tap): Promise<{ storage: SqliteStorage; file: string; vaults: string[] }> {
@@ -36,9 +37,9 @@ async function setup(t: Tap): Promise<{ storage: SqliteStorage; file: string; va
       plan: 'self-hosted',
       environments: [{ name: 'development', ownersOnly: false }, { name: 'preview', ownersOnly: false }],
       now: T0,
-    })
+    }, testLogEntry({ vaultId: id, action: 'vault_created' }))
     for (const name of names) {
-      await storage.setVariable(id, 'development', { name, sealed: Buffer.from(`sealed-${name}`) }, OWNER, T0, entry(id, 'development', 'variable_set'))
+      await storage.setVariable({ vaultId: id, environment: 'development', value: { name, sealed: Buffer.from(`sealed-${name}`) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT }, entry(id, 'development', 'variable_set'))
     }
     vaults.push(id)
   }
@@ -117,7 +118,7 @@ t.test('a group commit stops taking reads past 1,000 variables; the rest are ans
   const v0 = vaults[0] as string
   for (let i = 0; i < 600; i++) {
     const name = `V${String(i).padStart(4, '0')}`
-    await storage.setVariable(v0, 'preview', { name, sealed: Buffer.from(name) }, OWNER, T0, entry(v0, 'preview', 'variable_set'))
+    await storage.setVariable({ vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT }, entry(v0, 'preview', 'variable_set'))
   }
   const committedWhenSettled: number[] = []
   const reads = [0, 1, 2].map((i) =>
@@ -136,7 +137,7 @@ t.test('an environment that was large when last read is read alone, at once, and
   const v0 = vaults[0] as string
   for (let i = 0; i < 1000; i++) {
     const name = `V${String(i).padStart(4, '0')}`
-    await storage.setVariable(v0, 'preview', { name, sealed: Buffer.from(name) }, OWNER, T0, entry(v0, 'preview', 'variable_set'))
+    await storage.setVariable({ vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT }, entry(v0, 'preview', 'variable_set'))
   }
   t.equal((await storage.readVariables(v0, 'preview', entry(v0, 'preview'))).variables.length, 1000)
   const first = storage.readVariables(v0, 'preview', entry(v0, 'preview'))

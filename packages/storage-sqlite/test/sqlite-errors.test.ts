@@ -7,6 +7,7 @@ import t from 'tap'
 import { StorageError, type AccessLogEntry, type VaultStore } from '@envkeep/env-api-plugin'
 import { createSqliteVaultStore, openDatabase, type OpenDatabase } from '../src/index.js'
 import { sqlstateFor, toStorageError, wrapStorage } from '../src/sqlite-errors.js'
+import { testLogEntry, TEST_NO_LIMIT } from '@envkeep/env-api-plugin/testing'
 
 const T0 = new Date('2026-11-21T10:00:00.000Z')
 
@@ -21,6 +22,8 @@ function entry(vaultId: string, over: Partial<AccessLogEntry> = {}): AccessLogEn
     environment: 'development',
     names: [],
     address: null,
+    subject: null,
+    detail: null,
     ...over,
   }
 }
@@ -37,7 +40,7 @@ async function fresh(t: { teardown(fn: () => unknown): void }, filename = ':memo
     plan: 'self-hosted',
     environments: [{ name: 'development', ownersOnly: false }],
     now: T0,
-  })
+  }, testLogEntry({ vaultId: vaultId, action: 'vault_created' }))
   return { d, store, vaultId }
 }
 
@@ -105,7 +108,7 @@ t.test('a closed database is 08006 (503), on every path', async (t) => {
   const calls: [string, () => Promise<unknown>][] = [
     ['listVaults', () => store.listVaults('p1')],
     ['readVariables', () => store.readVariables(vaultId, 'development', entry(vaultId, { action: 'read' }))],
-    ['setVariable', () => store.setVariable(vaultId, 'development', { name: 'A', sealed: randomBytes(30) }, 'p1', T0, entry(vaultId))],
+    ['setVariable', () => store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId))],
     ['rewrapKeys (through kysely)', () => store.rewrapKeys(async (w) => w)],
   ]
   for (const [name, call] of calls) {
@@ -119,7 +122,7 @@ t.test('a unique violation is 23505, names the constraint, never the row', async
   const { store, vaultId } = await fresh(t)
   const canary = `CANARY_${randomUUID()}`
   const e = await caught(
-    store.createVault({ id: vaultId, name: canary, ownerId: canary, plan: canary, environments: [], now: T0 }),
+    store.createVault({ id: vaultId, name: canary, ownerId: canary, plan: canary, environments: [], now: T0 }, testLogEntry({ vaultId: vaultId, action: 'vault_created' })),
   )
   t.equal(e.sqlstate, '23505')
   t.equal(e.detail, 'vaults.id')
@@ -131,16 +134,16 @@ t.test('a unique violation is 23505, names the constraint, never the row', async
 t.test('a foreign key violation is 23503; a check violation is 23514 naming the rule', async (t) => {
   const { store, vaultId } = await fresh(t)
   const sealed = randomBytes(30)
-  const fk = await caught(store.setVariable(vaultId, 'nowhere', { name: 'A', sealed }, 'p1', T0, entry(vaultId)))
+  const fk = await caught(store.setVariable({ vaultId: vaultId, environment: 'nowhere', value: { name: 'A', sealed }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)))
   t.equal(fk.sqlstate, '23503')
   t.equal(fk.detail, 'variables')
   t.notMatch(fk.message, sealed.toString('hex'))
-  const check = await caught(store.setMember(vaultId, 'p2', 'admin' as never))
+  const check = await caught(store.setMember({ vaultId: vaultId, personId: 'p2', role: 'admin' as never }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: 'p2', detail: 'admin' as never })))
   t.equal(check.sqlstate, '23514')
   t.equal(check.detail, 'members_role')
   t.notMatch(check.message, 'admin')
   const empty = await caught(
-    store.setVariable(vaultId, 'development', { name: 'A', sealed: new Uint8Array(0) }, 'p1', T0, entry(vaultId)),
+    store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: new Uint8Array(0) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)),
   )
   t.equal(empty.sqlstate, '23514')
   t.equal(empty.detail, 'variables_sealed')
@@ -158,12 +161,12 @@ t.test('a lock held by another connection is 55P03 once busy_timeout runs out', 
     if (other.inTransaction) other.exec('rollback')
   })
   const e = await caught(
-    store.setVariable(vaultId, 'development', { name: 'A', sealed: randomBytes(30) }, 'p1', T0, entry(vaultId)),
+    store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)),
   )
   t.equal(e.sqlstate, '55P03')
   t.equal(e.status, 504)
   other.exec('rollback')
-  await store.setVariable(vaultId, 'development', { name: 'A', sealed: randomBytes(30) }, 'p1', T0, entry(vaultId))
+  await store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId))
   t.equal((await store.listVariableNames(vaultId, 'development')).length, 1, 'works once the lock is gone')
 })
 
@@ -183,7 +186,7 @@ t.test('work waits for an open kysely transaction instead of joining it', async 
     })
     .catch((err: unknown) => err)
   await inside
-  const write = store.setVariable(vaultId, 'development', { name: 'A', sealed: randomBytes(30) }, 'p1', T0, entry(vaultId))
+  const write = store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId))
   release()
   await write
   t.match(await tx, { message: 'roll back' })

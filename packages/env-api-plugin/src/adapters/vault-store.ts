@@ -1,14 +1,24 @@
 /**
  * The vault half of the storage contract: vaults, memberships, environments,
- * sealed variables, pushes (imports) and the access log.
+ * sealed variables, pushes (imports) and the access log. How to implement a
+ * backend, step by step: docs/storage-contract.md. The contract suite every
+ * backend must pass: `runVaultStoreContract` in `@envkeep/env-api-plugin/testing`;
+ * the reference implementation: `createMemoryStorage()` from the same export.
  *
- * Rules for every method (see docs/storage-contract.md and the contract suite
- * in `src/testing/`):
+ * Rules for every method:
  * - all async; something absent is `null` (or `[]`), never a thrown NotFound;
  * - inputs are plain data (ids, names, Dates, bytes); adapters never see a request;
- * - what must be atomic is one method, and its TSDoc says so;
+ * - storage knows no rule of the service except the few it must check inside
+ *   its own transaction, which are passed in as data (the plan's `limit`) or
+ *   are invariants of the data (a vault keeps at least one owner). An
+ *   expected refusal is a result (`{ ok: false, reason }`), never a throw;
+ * - every change is one method and one transaction, and takes its access-log
+ *   entry the same way: `(input, log)`. The entry is written in the same
+ *   transaction as the change, or nothing is written; a change that is
+ *   refused or does nothing writes no entry;
  * - database failures are thrown as `StorageError` (../errors.ts) carrying the
- *   spec's SQLSTATE vocabulary; nothing above storage knows SQL;
+ *   spec's SQLSTATE vocabulary (23505 duplicate, 23503 missing parent, …);
+ *   nothing above storage knows SQL;
  * - values only ever cross this interface sealed (`Uint8Array`), never plain.
  */
 
@@ -29,11 +39,15 @@ export interface VaultRecord {
   readonly createdAt: Date
 }
 
-/** A vault as one person sees it. */
-export interface VaultAccess extends VaultRecord {
-  readonly role: Role
-  /** every environment of the vault, in name order (readability is decided above storage) */
+/** A vault with its environments, as the server administrator sees it (no role). */
+export interface VaultInfo extends VaultRecord {
+  /** every environment of the vault, in name order */
   readonly environments: readonly EnvironmentInfo[]
+}
+
+/** A vault as one person sees it. */
+export interface VaultAccess extends VaultInfo {
+  readonly role: Role
 }
 
 export interface SealedVariable {
@@ -45,6 +59,7 @@ export interface SealedVariable {
 export interface VariableMeta {
   readonly name: string
   readonly updatedAt: Date
+  /** the person who wrote it last; `null` for the server administrator */
   readonly updatedBy: string | null
 }
 
@@ -61,7 +76,13 @@ export type AccessAction =
   | 'member_changed'
   | 'member_removed'
   | 'environment_created'
+  | 'vault_created'
 
+/**
+ * One entry of a vault's access log. Who: a person (`personId`, with the
+ * sign-in, client and address they used), or the server administrator
+ * (`personId: null`, `clientId: 'envkeep-server'`), or nobody (`push_expired`).
+ */
 export interface AccessLogEntry {
   readonly vaultId: string
   readonly at: Date
@@ -73,6 +94,10 @@ export interface AccessLogEntry {
   /** variable names only, never values */
   readonly names: readonly string[]
   readonly address: string | null
+  /** whom the change concerns: the member's person id for member_* actions; else null */
+  readonly subject: string | null
+  /** what it became, in a word: the role for member_added/member_changed; else null */
+  readonly detail: string | null
 }
 
 export interface AccessLogRow extends AccessLogEntry {
@@ -103,6 +128,117 @@ export interface ImportRecord {
   readonly decidedBy: string | null
 }
 
+/**
+ * The plan's storage limit of a vault, checked by storage inside the
+ * transaction of every change that stores a value. A vault's usage is its
+ * variables plus the staged values of its pending pushes, counted and sized
+ * (bytes of sealed values) together. A change is refused when, with it, a
+ * figure would be over its maximum AND larger than before the change (so a
+ * vault over a limit that shrank can still shrink).
+ *
+ * Applying a push takes no limit: its staged values were counted when it
+ * was created, and moving them into the environment never grows usage.
+ */
+export interface StorageLimit {
+  /** most variables per vault, staged values of pending pushes included */
+  readonly maxVariables: number
+  /** most bytes of sealed values per vault, staged values of pending pushes included */
+  readonly maxBytes: number
+}
+
+/** A change refused by the storage limit; nothing was written. */
+export interface OverLimit {
+  readonly ok: false
+  readonly reason: 'storage_limit'
+  readonly limit: 'variables' | 'bytes'
+  /** what the vault would hold with the change (count or bytes): the figure over `max` */
+  readonly usage: number
+  readonly max: number
+}
+
+export interface NewVault {
+  readonly id: string
+  readonly name: string
+  readonly ownerId: string
+  readonly plan: string
+  readonly environments: readonly EnvironmentInfo[]
+  readonly now: Date
+}
+
+export interface NewEnvironment {
+  readonly vaultId: string
+  readonly name: string
+  readonly ownersOnly: boolean
+  readonly now: Date
+}
+
+export type CreateEnvironmentResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'exists' }
+
+export interface MemberChange {
+  readonly vaultId: string
+  readonly personId: string
+  readonly role: Role
+  /**
+   * `new`: refuse (`already_member`) if the person is a member; `existing`:
+   * refuse (`not_member`) if not; `any` (default): add or change.
+   */
+  readonly expect?: 'new' | 'existing' | 'any'
+}
+
+export type SetMemberResult =
+  /** `previous` is the role before (null: was not a member); same role → nothing written or logged */
+  | { readonly ok: true; readonly previous: Role | null }
+  /** the change would leave the vault without an owner */
+  | { readonly ok: false; readonly reason: 'last_owner' | 'already_member' | 'not_member' }
+
+export type RemoveMemberResult =
+  | { readonly ok: true; readonly previous: Role }
+  | { readonly ok: false; readonly reason: 'last_owner' | 'not_member' }
+
+/**
+ * One value written to an environment. (History, issue 12, will add the
+ * change set written in the same transaction here.)
+ */
+export interface VariableWrite {
+  readonly vaultId: string
+  readonly environment: string
+  readonly value: SealedVariable
+  /** the person writing; `null` for the server administrator */
+  readonly by: string | null
+  readonly now: Date
+  readonly limit: StorageLimit
+  /** `new`: refuse (`exists`) if the name has a value; `existing`: refuse (`absent`) if not; `any` (default) */
+  readonly expect?: 'new' | 'existing' | 'any'
+  /**
+   * The wrapped data key the value was sealed under. When given, a vault
+   * whose key is no longer this one (its data key was rotated meanwhile)
+   * refuses the write (`stale_key`): the caller seals again under the current key.
+   */
+  readonly sealedUnder?: Uint8Array
+}
+
+/** The vault's data key changed since the values were sealed: nothing was written. */
+export interface StaleKey {
+  readonly ok: false
+  readonly reason: 'stale_key'
+}
+
+export type SetVariableResult =
+  | { readonly ok: true; readonly created: boolean }
+  | { readonly ok: false; readonly reason: 'exists' | 'absent' }
+  | OverLimit
+  | StaleKey
+
+export interface VariableDelete {
+  readonly vaultId: string
+  readonly environment: string
+  readonly name: string
+  readonly by: string | null
+  readonly now: Date
+}
+
+export type DeleteVariableResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'absent' }
+
 export interface NewImport {
   readonly id: string
   readonly vaultId: string
@@ -113,149 +249,206 @@ export interface NewImport {
   readonly refused: readonly RefusedLine[]
   readonly createdAt: Date
   readonly expiresAt: Date
+  readonly limit: StorageLimit
+  /** as in VariableWrite: the wrapped data key the staged values were sealed under */
+  readonly sealedUnder?: Uint8Array
 }
 
-export interface StorageLimit {
-  /** most variables per vault, staged values of pending pushes included */
-  readonly maxVariables: number
-  /** most bytes of sealed values per vault, staged values of pending pushes included */
-  readonly maxBytes: number
+export type CreateImportResult = { readonly ok: true; readonly import: ImportRecord } | OverLimit | StaleKey
+
+/** Every secret of a vault: its wrapped data key and every sealed value (variables and staged values of pending pushes). */
+export interface VaultSecrets {
+  readonly wrappedKey: Uint8Array
+  readonly variables: readonly { readonly environment: string; readonly name: string; readonly sealed: Uint8Array }[]
+  readonly staged: readonly { readonly importId: string; readonly environment: string; readonly name: string; readonly sealed: Uint8Array }[]
 }
 
-export type CreateImportResult =
-  | { readonly ok: true; readonly import: ImportRecord }
-  | {
-      readonly ok: false
-      readonly limit: 'variables' | 'bytes'
-      /** what the vault would hold with this push included (count or bytes): the figure over `max` */
-      readonly usage: number
-      readonly max: number
-    }
+export interface ImportDecision {
+  readonly importId: string
+  readonly decision: 'applied' | 'rejected'
+  readonly by: string
+  readonly now: Date
+}
 
 export type DecideImportResult =
   | { readonly ok: true; readonly import: ImportRecord }
-  /** the push was not pending (already decided, or expired now): nothing changed */
-  | { readonly ok: false; readonly import: ImportRecord }
+  /** the push was not pending (already decided, or expired now): nothing changed but the expiry */
+  | { readonly ok: false; readonly reason: 'not_pending'; readonly import: ImportRecord }
 
 export interface VaultStore {
+  // ---- vaults and keys --------------------------------------------------------
+
   /**
-   * Creates a vault with its owner and the given environments, in one transaction.
+   * Creates a vault with its owner and environments and appends `log`
+   * (`vault_created`), in one transaction. An existing id throws 23505 and
+   * changes nothing.
    */
-  createVault(input: {
-    id: string
-    name: string
-    ownerId: string
-    plan: string
-    environments: readonly EnvironmentInfo[]
-    now: Date
-  }): Promise<VaultRecord>
+  createVault(input: NewVault, log: AccessLogEntry): Promise<VaultRecord>
 
   /** The wrapped data key of a vault, or `null` when none was made yet (or no such vault). */
   getWrappedKey(vaultId: string): Promise<Uint8Array | null>
 
   /**
-   * Stores `wrapped` as the vault's data key only if it has none; atomic.
-   * Returns the key that is stored afterwards (the existing one if another writer won).
+   * The vault's wrapped data key, made if it has none: in one write
+   * transaction, if the vault has no key, calls `wrap()` (which wraps a new
+   * data key under the current master key) and stores its result. `wrap`
+   * runs inside the transaction, holding the write lock, so a master-key
+   * rotation (`rewrapKeys`) can never commit between the wrapping and the
+   * storing: a key is wrapped either before the rotation (and rewrapped by
+   * it) or after it (under the new key). `wrap` is not called when the
+   * vault has a key already (another writer won); that key is returned. A
+   * throw from `wrap` stores nothing. No such vault: throws 23503.
    */
-  ensureWrappedKey(vaultId: string, wrapped: Uint8Array): Promise<Uint8Array>
+  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array>
 
-  /** Replaces the wrapped data keys of all vaults (master key rotation), in one transaction. */
+  /**
+   * Replaces the wrapped data keys of all vaults (master key rotation), in
+   * one transaction that holds the store's write lock across the awaited
+   * `rewrap` calls, so no key can be stored meanwhile. A throw rolls every
+   * key back. Returns how many keys were rewrapped.
+   */
   rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number>
 
-  /** Vaults the person is a member of, in name order, with their role and environments. */
+  /**
+   * Replaces a vault's data key (data-key rotation), in one transaction that
+   * holds the write lock across the awaited `reseal`: reads the vault's
+   * secrets, calls `reseal` with them, and writes what it returns (the same
+   * rows, each with new sealed bytes, and the new wrapped key); a throw
+   * changes nothing. Every environment's version changes. Returns false
+   * (and does not call `reseal`) for an unknown vault or one without a key.
+   */
+  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean>
+
+  /** Vaults the person is a member of, in name order (then id), with their role and environments. */
   listVaults(personId: string): Promise<VaultAccess[]>
 
   /** One vault as the person sees it; `null` when absent or the person is not a member. */
   getVault(vaultId: string, personId: string): Promise<VaultAccess | null>
 
-  /** Finds vaults by exact name among those the person is a member of. */
+  /** Vaults by exact (case-sensitive) name among those the person is a member of, in id order. */
   findVaultsByName(name: string, personId: string): Promise<VaultAccess[]>
 
-  createEnvironment(vaultId: string, env: EnvironmentInfo, now: Date): Promise<void>
+  /**
+   * Every vault with that id or exact name (or every vault, for `{}`),
+   * whoever its members (for the server administrator's commands), in id
+   * order; `[]` when none.
+   */
+  findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]>
 
-  setMember(vaultId: string, personId: string, role: Role): Promise<void>
-  removeMember(vaultId: string, personId: string): Promise<boolean>
-  listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]>
+  // ---- environments and members ------------------------------------------------
 
   /**
-   * Reads every sealed variable of an environment in name order AND appends
-   * `log` to the access log, in one transaction: if the entry cannot be
-   * written, nothing is returned (the error is thrown).
-   * The entry is written with `names` set to the names of the variables read
-   * (whatever `log.names` holds is replaced), so the log says exactly what left.
-   * `version` changes whenever a variable of the environment changes.
+   * Adds an environment and appends `log` (`environment_created`), in one
+   * transaction. A name the vault has already: `{ ok: false, reason: 'exists' }`.
+   * No such vault: throws 23503.
+   */
+  createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult>
+
+  /**
+   * Adds a member or changes their role, and appends `log`, in one
+   * transaction. Storage writes the entry's `action` as `member_added` when
+   * the person was not a member and `member_changed` otherwise (whatever
+   * `log.action` says). Invariant checked inside the transaction: a change
+   * that would leave the vault without an owner is refused (`last_owner`).
+   * Setting the role a member has already writes nothing and logs nothing.
+   * No such vault: throws 23503.
+   */
+  setMember(change: MemberChange, log: AccessLogEntry): Promise<SetMemberResult>
+
+  /**
+   * Removes a member and appends `log` (`member_removed`), in one
+   * transaction; refused with `last_owner` when they are the vault's only owner.
+   */
+  removeMember(input: { readonly vaultId: string; readonly personId: string }, log: AccessLogEntry): Promise<RemoveMemberResult>
+
+  /** Every member of a vault, in person-id order; `[]` for an unknown vault. */
+  listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]>
+
+  // ---- variables ---------------------------------------------------------------
+
+  /**
+   * Reads the sealed variables of an environment in name order (all of
+   * them, or only `names` when given) AND appends `log`, in one
+   * transaction: if the entry cannot be written, nothing is returned (the
+   * error is thrown). The entry's `names` are replaced by the names actually
+   * read, so the log says exactly what left. `version` changes whenever a
+   * variable of the environment changes. This is the hot path of the API:
+   * one round trip where the backend can.
    */
   readVariables(
     vaultId: string,
     environment: string,
     log: AccessLogEntry,
+    names?: readonly string[],
   ): Promise<{ variables: SealedVariable[]; version: number }>
 
   /** Names and metadata of the variables of an environment (no values), in name order. */
   listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]>
 
-  /** One sealed value, or null. Does not log (callers log `read` themselves). */
+  /** One sealed value, or null. Not logged: use readVariables to deliver a value. */
   getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null>
 
-  /** Writes (insert or replace) one variable and appends `log`, in one transaction. */
-  setVariable(
-    vaultId: string,
-    environment: string,
-    value: SealedVariable,
-    by: string,
-    now: Date,
-    log: AccessLogEntry,
-  ): Promise<void>
+  /**
+   * Writes (inserts or replaces) one variable and appends `log`, in one
+   * transaction, after checking inside it `write.expect` and the storage
+   * `write.limit` (see StorageLimit). A refusal writes nothing. An
+   * environment that does not exist throws 23503.
+   */
+  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult>
 
-  /** Deletes one variable and appends `log`, in one transaction. Returns false if absent. */
-  deleteVariable(vaultId: string, environment: string, name: string, log: AccessLogEntry): Promise<boolean>
+  /** Deletes one variable and appends `log`, in one transaction; `absent` when there was none (nothing logged). */
+  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult>
 
-  /** Appends one entry to the access log. */
+  // ---- access log --------------------------------------------------------------
+
+  /** Appends one entry that goes with no change (a refusal, a read of staged values). */
   appendAccessLog(entry: AccessLogEntry): Promise<void>
 
-  /** Newest first. */
+  /** Newest first (by id); `before` is an id cursor. */
   listAccessLog(
     vaultId: string,
     filter: { environment?: string; action?: AccessAction; limit: number; before?: number },
   ): Promise<AccessLogRow[]>
 
+  // ---- pushes (imports) ----------------------------------------------------------
+
   /**
-   * Creates a pending push with its staged (sealed) values and appends a
-   * `push_created` log entry, in one transaction. Computes `overwrites` from
-   * the environment's current variables. Checks `limit` against the vault's
-   * usage (variables + staged values of pending pushes, counted and sized
-   * together with the new push) inside the same transaction.
+   * Creates a pending push with its staged (sealed) values and appends `log`
+   * (`push_created`), in one transaction, after checking `input.limit`
+   * inside it (the staged values count). Computes `overwrites` from the
+   * environment's current variables; `names` are sorted. An existing id
+   * throws 23505.
    */
-  createImport(input: NewImport, limit: StorageLimit, log: AccessLogEntry): Promise<CreateImportResult>
+  createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult>
 
   /**
    * A push by id, or null. If it is pending and `now >= expiresAt`, it is
    * first moved to `expired` (decidedAt = expiresAt, staged values deleted,
-   * `push_expired` logged), atomically.
+   * `push_expired` logged with `personId: null` and the push's names),
+   * atomically.
    */
   getImport(importId: string, now: Date): Promise<ImportRecord | null>
 
-  /** The staged sealed values of a pending push (empty once decided). */
+  /** The staged sealed values of a pending push, in name order (empty once decided). */
   getImportValues(importId: string): Promise<SealedVariable[]>
 
   /**
-   * Decides a pending push, atomically: for `applied`, every staged value is
-   * written to the environment's variables (all or none), then staged values
-   * are deleted, status, decidedAt and decidedBy set, and `log` appended.
+   * Decides a pending push and appends `log`, atomically: for `applied`,
+   * every staged value is written to the environment's variables (all or
+   * none; `updatedBy` = `decision.by`); then staged values are deleted and status, decidedAt and decidedBy set.
    * A push that is not pending, or has expired by `now`, is left unchanged
-   * (expired is recorded) and returned with ok: false.
+   * (the expiry is recorded as in getImport) → `not_pending`. Unknown push:
+   * throws 23503.
    */
-  decideImport(
-    importId: string,
-    decision: 'applied' | 'rejected',
-    by: string,
-    now: Date,
-    log: AccessLogEntry,
-  ): Promise<DecideImportResult>
+  decideImport(decision: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult>
 
-  /** Moves every pending push with expiresAt <= now to expired. Returns how many. */
+  /**
+   * Moves every pending push with expiresAt <= now to expired, each with its
+   * `push_expired` entry, atomically per push at least. Returns how many.
+   * Safe to run from several processes at once: each push expires once.
+   */
   expireImports(now: Date): Promise<number>
 
-  /** Pending pushes of a vault, newest first. */
+  /** Pushes of a vault, newest first (createdAt, then id), optionally by status. */
   listImports(vaultId: string, filter: { status?: ImportStatus; limit: number }): Promise<ImportRecord[]>
 }

@@ -1,21 +1,20 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
-import type { AccessLogEntry, EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
-import { canDecideImport, canReadEnvironment } from '../access.js'
+import type { EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
+import type { PersonActor } from '../domain/actor.js'
+import { canReadEnvironment } from '../domain/permissions.js'
 import { vaultTag } from '../errors.js'
-import { decideImport } from '../imports-service.js'
 import { csrfField, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
-import { pageError, refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { pageActor, pageDomain } from './domain.js'
+import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
-import { loadVault, vaultUrl } from './vault.js'
-
-const NOT_SHARED = "database (only what's shared with you is visible)" as const
-const NOT_FOUND_PUSH = 'this push does not exist or is not shared with you'
+import { vaultUrl } from './vault.js'
 
 type Params = { vault: string; import: string }
 
 interface ReviewContext {
   readonly person: Person
+  readonly actor: PersonActor
   readonly vault: VaultAccess
   readonly push: ImportRecord
   readonly env: EnvironmentInfo
@@ -30,33 +29,17 @@ const OUTCOME: Readonly<Record<ImportRecord['status'], string>> = Object.freeze(
 
 /** The review page of a push: `/v/:vault/variables/imports/:import`, with Reveal, Apply and Reject. */
 export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
-  const { storage } = deps.opts
+  const domain = pageDomain(deps)
 
   function reviewPath(vaultId: string, importId: string): string {
     return `/v/${encodeURIComponent(vaultId)}/variables/imports/${encodeURIComponent(importId)}`
   }
 
   /** The push as a member of its vault sees it (expired first if its time is up), or 404. */
-  async function load(person: Person, params: Params): Promise<ReviewContext> {
-    const vault = await loadVault(deps, params.vault, person)
-    const push = await storage.getImport(params.import, deps.opts.now())
-    if (!push || push.vaultId !== vault.id) throw pageError(404, NOT_SHARED, NOT_FOUND_PUSH)
-    const env = vault.environments.find((e) => e.name === push.environment) ?? { name: push.environment, ownersOnly: true }
-    return { person, vault, push, env }
-  }
-
-  function logEntry(request: FastifyRequest, ctx: ReviewContext, action: AccessLogEntry['action']): AccessLogEntry {
-    return {
-      vaultId: ctx.vault.id,
-      at: deps.opts.now(),
-      personId: ctx.person.id,
-      signInId: null,
-      clientId: null,
-      action,
-      environment: ctx.push.environment,
-      names: ctx.push.names,
-      address: request.ip ?? null,
-    }
+  async function load(person: Person, request: FastifyRequest<{ Params: Params }>): Promise<ReviewContext> {
+    const actor = pageActor(person, request)
+    const view = await domain.loadPush(actor, { vaultId: request.params.vault, importId: request.params.import })
+    return { person, actor, ...view }
   }
 
   async function render(
@@ -74,7 +57,7 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
     const [sender, decider] = await Promise.all([people(push.senderId), people(push.decidedBy)])
     const pending = push.status === 'pending'
     const readable = canReadEnvironment(vault.role, env)
-    const canDecide = pending && canDecideImport(vault.role, env, push.senderId === person.id, vault.requireSecondPerson)
+    const canDecide = domain.mayDecide(ctx.actor, ctx)
     const token = reply.generateCsrf()
     const action = pagePath(deps, reviewPath(vault.id, push.id))
     const overwrites = new Set(push.overwrites)
@@ -171,7 +154,7 @@ ${canDecide
     const person = await personOrSignIn(deps, request, reply)
     if (!person) return reply
     request.envkeepOperation = `showing a push to vault ${vaultTag(request.params.vault)}`
-    return render(reply, await load(person, request.params))
+    return render(reply, await load(person, request))
   })
 
   function reviewForm(
@@ -186,47 +169,26 @@ ${canDecide
       request.envkeepOperation = operation(vaultTag(request.params.vault))
       let ctx: ReviewContext | null = null
       try {
-        ctx = await load(person, request.params)
+        ctx = await load(person, request)
         return await work(request, reply, ctx)
       } catch (err) {
         const f = toPageFailure(err, request)
         if (!ctx || f.status >= 500) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
         // show the push as it is now (another person may have decided it)
-        return render(reply, await load(person, request.params), { problem: f })
+        return render(reply, await load(person, request), { problem: f })
       }
     })
   }
 
-  reviewForm('/reveal', (tag) => `revealing the values of a push to vault ${tag}`, async (request, reply, ctx) => {
-    if (ctx.push.status !== 'pending') throw pageError(409, 'web app', `this push is ${ctx.push.status}; its values are no longer kept`)
-    if (!canReadEnvironment(ctx.vault.role, ctx.env)) {
-      await storage.appendAccessLog({ ...logEntry(request, ctx, 'refused'), names: [] })
-      throw pageError(403, 'database (your role)', `your role (${ctx.vault.role}) cannot read the values of this environment`)
-    }
-    const staged = await storage.getImportValues(ctx.push.id)
-    const existing = (
-      await Promise.all(ctx.push.overwrites.map((name) => storage.getVariable(ctx.vault.id, ctx.push.environment, name)))
-    ).filter((v) => v !== null)
-    // logged before the values leave the server; if the log fails, nothing is shown
-    await storage.appendAccessLog({ ...logEntry(request, ctx, 'read'), names: staged.map((s) => s.name) })
-    const values = await deps.crypto.openValues(ctx.vault.id, ctx.push.environment, staged)
-    const current = await deps.crypto.openValues(ctx.vault.id, ctx.push.environment, existing)
-    return render(reply, ctx, { revealed: values, current })
+  reviewForm('/reveal', (tag) => `revealing the values of a push to vault ${tag}`, async (_request, reply, ctx) => {
+    const r = await domain.revealPush(ctx.actor, { vaultId: ctx.vault.id, importId: ctx.push.id })
+    return render(reply, { ...ctx, ...r }, { revealed: r.values, current: r.current })
   })
 
   for (const decision of ['applied', 'rejected'] as const) {
     const verb = decision === 'applied' ? 'apply' : 'reject'
-    reviewForm(`/${verb}`, (tag) => `${decision === 'applied' ? 'applying' : 'rejecting'} a push to vault ${tag}`, async (request, reply, ctx) => {
-      const result = await decideImport(storage, {
-        importId: ctx.push.id,
-        decision,
-        personId: ctx.person.id,
-        now: deps.opts.now(),
-        address: request.ip ?? null,
-      })
-      if (result.outcome === 'not_found') throw pageError(404, NOT_SHARED, NOT_FOUND_PUSH)
-      if (result.outcome === 'forbidden') throw pageError(403, 'database (your role)', result.reason)
-      if (result.outcome === 'not_pending') throw pageError(409, 'web app', `this push is already ${result.import.status}`)
+    reviewForm(`/${verb}`, (tag) => `${decision === 'applied' ? 'applying' : 'rejecting'} a push to vault ${tag}`, async (_request, reply, ctx) => {
+      await domain.decidePush(ctx.actor, { vaultId: ctx.vault.id, importId: ctx.push.id, decision })
       return seeOther(deps, reply, reviewPath(ctx.vault.id, ctx.push.id))
     })
   }

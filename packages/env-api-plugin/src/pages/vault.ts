@@ -1,16 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
-import type {
-  AccessAction,
-  AccessLogEntry,
-  EnvironmentInfo,
-  Role,
-  VariableMeta,
-  VaultAccess,
-} from '../adapters/vault-store.js'
-import { canManageVault, canReadEnvironment, canWriteEnvironment } from '../access.js'
+import type { AccessAction, EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
+import { ADMINISTRATOR_CLIENT, type PersonActor } from '../domain/actor.js'
+import { canManageVault, canReadEnvironment, canWriteEnvironment } from '../domain/permissions.js'
+import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
-import { nameProblem, valueProblem, MAX_NAME_LENGTH } from '../vault-service.js'
 import {
   csrfField,
   field,
@@ -23,11 +17,11 @@ import {
   when,
   type PageDeps,
 } from './context.js'
-import { pageError, refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { pageActor, pageDomain } from './domain.js'
+import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
 
-export const ROLES: readonly Role[] = Object.freeze(['owner', 'editor', 'viewer'])
-export const ENVIRONMENT_NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/
+export { ENVIRONMENT_NAME_RE, ROLES }
 export const ACCESS_ACTIONS: readonly AccessAction[] = Object.freeze([
   'read',
   'refused',
@@ -41,9 +35,9 @@ export const ACCESS_ACTIONS: readonly AccessAction[] = Object.freeze([
   'member_changed',
   'member_removed',
   'environment_created',
+  'vault_created',
 ])
 const LOG_PAGE = 50
-const NOT_SHARED = "database (only what's shared with you is visible)" as const
 
 const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   variable_added: 'The variable was added.',
@@ -55,37 +49,8 @@ const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   environment_created: 'The environment was added.',
 })
 
-export const NOT_FOUND_VAULT = 'this vault does not exist or is not shared with you'
-
-/** The vault as the person sees it, or a 404 (absent and not shared look the same). */
-export async function loadVault(deps: PageDeps, vaultId: string, person: Person): Promise<VaultAccess> {
-  const vault = await deps.opts.storage.getVault(vaultId, person.id)
-  if (!vault) throw pageError(404, NOT_SHARED, NOT_FOUND_VAULT)
-  return vault
-}
-
 export function vaultUrl(deps: PageDeps, vaultId: string): string {
   return pagePath(deps, `/v/${encodeURIComponent(vaultId)}`)
-}
-
-function environmentOf(vault: VaultAccess, name: string): EnvironmentInfo {
-  const env = vault.environments.find((e) => e.name === name)
-  if (!env) throw pageError(404, NOT_SHARED, 'this environment does not exist in the vault')
-  return env
-}
-
-function logEntry(request: FastifyRequest, deps: PageDeps, vaultId: string, person: Person, action: AccessAction, environment: string | null, names: readonly string[]): AccessLogEntry {
-  return {
-    vaultId,
-    at: deps.opts.now(),
-    personId: person.id,
-    signInId: null,
-    clientId: null,
-    action,
-    environment,
-    names,
-    address: request.ip ?? null,
-  }
 }
 
 interface VaultView {
@@ -130,6 +95,7 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
   const pushes = pending.filter((p) => p.expiresAt.getTime() > now)
   const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
   const logPeople = await Promise.all(log.map((l) => people(l.personId)))
+  const logSubjects = await Promise.all(log.map((l) => people(l.subject)))
   const pushPeople = await Promise.all(pushes.map((p) => people(p.senderId)))
   const owners = members.filter((m) => m.role === 'owner').length
 
@@ -174,10 +140,18 @@ ${csrf}<input type="hidden" name="person" value="${m.personId}">
   const logRows = log.map(
     (l, i) => html`<tr>
 <td data-label="When">${when(l.at)}</td>
-<td data-label="Who">${l.personId ? personLabel(logPeople[i] ?? null, l.personId) : html`<span class="muted">—</span>`}${l.clientId ? html` <span class="muted">via command line</span>` : ''}</td>
+<td data-label="Who">${l.personId
+  ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
+  : l.clientId === ADMINISTRATOR_CLIENT
+    ? html`<span class="muted">server administrator</span>`
+    : html`<span class="muted">—</span>`}</td>
 <td data-label="Action"><span class="action">${l.action.replace(/_/g, ' ')}</span></td>
 <td data-label="Environment">${l.environment ?? ''}</td>
-<td data-label="Names">${l.names.length ? html`<code>${l.names.join(', ')}</code>` : ''}</td>
+<td data-label="Names">${l.subject
+  ? html`${personLabel(logSubjects[i] ?? null, l.subject)}${l.detail ? html` as <span class="role role-${l.detail}">${l.detail}</span>` : ''}`
+  : l.names.length
+    ? html`<code>${l.names.join(', ')}</code>`
+    : ''}</td>
 </tr>`,
   )
   const oldest = log.length === LOG_PAGE ? log[log.length - 1] : undefined
@@ -332,43 +306,45 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}">
 
 type Params = { vault: string }
 
-/** `/v/:vault` and its forms. */
+/** `/v/:vault` and its forms. Every rule is the domain layer's; here the form fields and the answers. */
 export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
-  const { storage } = deps.opts
+  const domain = pageDomain(deps)
 
   app.get<{ Params: Params }>('/v/:vault', async function vaultPage(request, reply) {
     const person = await personOrSignIn(deps, request, reply)
     if (!person) return reply
     request.envkeepOperation = `showing vault ${vaultTag(request.params.vault)}`
-    const vault = await loadVault(deps, request.params.vault, person)
+    const vault = await domain.locateVault(pageActor(person, request), request.params.vault)
     const done = field(request.query, 'done')
     return renderVault(deps, reply, { vault, person, notice: NOTICES[done] ?? null, query: request.query })
   })
 
+  interface FormContext {
+    readonly request: FastifyRequest<{ Params: Params }>
+    readonly reply: FastifyReply
+    readonly person: Person
+    readonly actor: PersonActor
+    readonly vaultId: string
+  }
+
   /**
    * Runs a form of the vault page: on success `work` answers (redirect or
-   * page); a refusal re-renders the vault page with the refusal on top;
-   * a server failure shows the error page.
+   * page); a refusal re-renders the vault page, as it is now, with the
+   * refusal on top; a server failure, or a vault the person cannot see,
+   * shows the error page.
    */
-  function vaultForm(
-    path: string,
-    operation: (vaultId: string, body: unknown) => string,
-    work: (ctx: { request: FastifyRequest<{ Params: Params }>; reply: FastifyReply; person: Person; vault: VaultAccess }) => Promise<FastifyReply>,
-  ): void {
+  function vaultForm(path: string, operation: (vaultId: string, body: unknown) => string, work: (ctx: FormContext) => Promise<FastifyReply>): void {
     app.post<{ Params: Params }>(`/v/:vault${path}`, { preHandler: app.csrfProtection }, async function vaultFormHandler(request, reply) {
       const vaultPath = vaultUrl(deps, request.params.vault)
       const person = await personOrSignIn(deps, request, reply, vaultPath)
       if (!person) return reply
       request.envkeepOperation = operation(vaultTag(request.params.vault), request.body)
-      let vault: VaultAccess | null = null
+      const actor = pageActor(person, request)
       try {
-        vault = await loadVault(deps, request.params.vault, person)
-        return await work({ request, reply, person, vault })
+        return await work({ request, reply, person, actor, vaultId: request.params.vault })
       } catch (err) {
         const f = toPageFailure(err, request)
-        if (!vault || f.status >= 500) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
-        // re-read: the refusal may follow a partial change by someone else
-        const fresh = await storage.getVault(vault.id, person.id)
+        const fresh = f.status >= 500 ? null : await domain.locateVault(actor, request.params.vault).catch(() => null)
         if (!fresh) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
         return renderVault(deps, reply, { vault: fresh, person, problem: f })
       }
@@ -379,144 +355,55 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     const env = field(body, 'environment')
     return ENVIRONMENT_NAME_RE.test(env) ? `${verb} ${env} of vault ${tag}` : `${verb} an environment of vault ${tag}`
   }
+  const back = (vaultId: string, query: string) => `/v/${encodeURIComponent(vaultId)}?${query}`
 
-  function requireWrite(vault: VaultAccess, env: EnvironmentInfo): void {
-    if (!canWriteEnvironment(vault.role, env)) {
-      throw pageError(
-        403,
-        'database (your role)',
-        vault.role === 'viewer'
-          ? 'your role (viewer) cannot change variables'
-          : `your role (${vault.role}) cannot change owners-only environments`,
-      )
-    }
-  }
-
-  function requireOwner(vault: VaultAccess, what: string): void {
-    if (!canManageVault(vault.role)) throw pageError(403, 'database (your role)', `your role (${vault.role}) cannot ${what}; only owners can`)
-  }
-
-  vaultForm('/reveal', envPhrase('revealing values in'), async ({ request, reply, person, vault }) => {
-    const env = environmentOf(vault, field(request.body, 'environment'))
-    if (!canReadEnvironment(vault.role, env)) {
-      await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'refused', env.name, []))
-      throw pageError(
-        403,
-        'database (your role)',
-        vault.role === 'viewer' ? 'your role (viewer) cannot read values' : `your role (${vault.role}) cannot read owners-only environments`,
-      )
-    }
-    const name = field(request.body, 'name')
-    let values: Record<string, string>
-    if (name === '') {
-      // storage writes the entry with the names it actually read
-      const read = await storage.readVariables(vault.id, env.name, logEntry(request, deps, vault.id, person, 'read', env.name, []))
-      values = await deps.crypto.openValues(vault.id, env.name, read.variables)
-    } else {
-      const sealed = await storage.getVariable(vault.id, env.name, name)
-      if (!sealed) throw pageError(404, NOT_SHARED, 'that variable does not exist in this environment')
-      // logged before the value leaves the server; if the log fails, nothing is shown
-      await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'read', env.name, [name]))
-      values = await deps.crypto.openValues(vault.id, env.name, [sealed])
-    }
-    return renderVault(deps, reply, { vault, person, revealed: { environment: env.name, values } })
+  vaultForm('/reveal', envPhrase('revealing values in'), async ({ request, reply, person, actor, vaultId }) => {
+    const r = await domain.revealValues(actor, { vaultId, environment: field(request.body, 'environment'), name: field(request.body, 'name') })
+    return renderVault(deps, reply, { vault: r.vault, person, revealed: { environment: r.env.name, values: r.values } })
   })
 
-  async function writeVariable(
-    ctx: { request: FastifyRequest<{ Params: Params }>; reply: FastifyReply; person: Person; vault: VaultAccess },
-    mode: 'add' | 'change',
-  ): Promise<FastifyReply> {
-    const { request, reply, person, vault } = ctx
-    const env = environmentOf(vault, field(request.body, 'environment'))
-    requireWrite(vault, env)
-    const name = field(request.body, 'name').trim()
-    const value = field(request.body, 'value')
-    const np = nameProblem(name)
-    if (np) throw pageError(400, 'web app', np)
-    const vp = valueProblem(value)
-    if (vp) throw pageError(400, 'web app', vp)
-    const existing = await storage.getVariable(vault.id, env.name, name)
-    if (mode === 'add' && existing) throw pageError(409, 'web app', 'a variable with that name exists in this environment; use Change to give it a new value')
-    if (mode === 'change' && !existing) throw pageError(404, NOT_SHARED, 'that variable does not exist in this environment')
-    const [sealed] = await deps.crypto.sealValues(vault.id, env.name, { [name]: value })
-    await storage.setVariable(vault.id, env.name, sealed!, person.id, deps.opts.now(), logEntry(request, deps, vault.id, person, 'variable_set', env.name, [name]))
-    return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${env.name}`)
+  for (const mode of ['add', 'change'] as const) {
+    vaultForm(`/variables/${mode}`, envPhrase(mode === 'add' ? 'adding a variable to' : 'changing a variable in'), async ({ request, reply, actor, vaultId }) => {
+      const r = await domain.writeVariable(actor, {
+        vaultId,
+        environment: field(request.body, 'environment'),
+        name: field(request.body, 'name'),
+        value: field(request.body, 'value'),
+        mode,
+      })
+      return seeOther(deps, reply, back(r.vault.id, `done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${r.env.name}`))
+    })
   }
 
-  vaultForm('/variables/add', envPhrase('adding a variable to'), (ctx) => writeVariable(ctx, 'add'))
-  vaultForm('/variables/change', envPhrase('changing a variable in'), (ctx) => writeVariable(ctx, 'change'))
-
-  vaultForm('/variables/delete', envPhrase('deleting a variable from'), async ({ request, reply, person, vault }) => {
-    const env = environmentOf(vault, field(request.body, 'environment'))
-    requireWrite(vault, env)
-    const name = field(request.body, 'name')
-    if (nameProblem(name)) throw pageError(404, NOT_SHARED, 'that variable does not exist in this environment')
-    const deleted = await storage.deleteVariable(vault.id, env.name, name, logEntry(request, deps, vault.id, person, 'variable_deleted', env.name, [name]))
-    if (!deleted) throw pageError(404, NOT_SHARED, 'that variable does not exist in this environment')
-    return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=variable_deleted#env-${env.name}`)
+  vaultForm('/variables/delete', envPhrase('deleting a variable from'), async ({ request, reply, actor, vaultId }) => {
+    const r = await domain.deleteVariable(actor, { vaultId, environment: field(request.body, 'environment'), name: field(request.body, 'name') })
+    return seeOther(deps, reply, back(r.vault.id, `done=variable_deleted#env-${r.env.name}`))
   })
 
-  function roleOf(body: unknown): Role {
-    const role = field(body, 'role')
-    if (!(ROLES as readonly string[]).includes(role)) throw pageError(400, 'web app', 'a role must be owner, editor or viewer')
-    return role as Role
-  }
-
-  vaultForm('/members/add', (tag) => `adding a member to vault ${tag}`, async ({ request, reply, person, vault }) => {
-    requireOwner(vault, 'add members')
-    const role = roleOf(request.body)
-    const email = field(request.body, 'email').trim()
-    if (email.length === 0 || email.length > 320) throw pageError(400, 'web app', 'an email address is needed')
-    const who = await deps.opts.people.findPersonByEmail(email)
-    if (!who) throw pageError(404, 'web app', 'there is no account with that email address; the person needs an account first')
-    const members = await storage.listMembers(vault.id)
-    if (members.some((m) => m.personId === who.id)) throw pageError(409, 'web app', 'that person is already a member; change their role instead')
-    await storage.setMember(vault.id, who.id, role)
-    await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'member_added', null, []))
-    return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=member_added#members`)
+  vaultForm('/members/add', (tag) => `adding a member to vault ${tag}`, async ({ request, reply, actor, vaultId }) => {
+    const r = await domain.addMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), mode: 'new' })
+    return seeOther(deps, reply, back(r.vault.id, 'done=member_added#members'))
   })
 
-  async function memberOf(vault: VaultAccess, body: unknown): Promise<{ personId: string; role: Role; owners: number }> {
-    const personId = field(body, 'person')
-    const members = await storage.listMembers(vault.id)
-    const m = members.find((x) => x.personId === personId)
-    if (!m) throw pageError(404, NOT_SHARED, 'that person is not a member of this vault')
-    return { ...m, owners: members.filter((x) => x.role === 'owner').length }
-  }
-
-  vaultForm('/members/change', (tag) => `changing a member's role in vault ${tag}`, async ({ request, reply, person, vault }) => {
-    requireOwner(vault, 'change roles')
-    const role = roleOf(request.body)
-    const m = await memberOf(vault, request.body)
-    if (m.role === 'owner' && role !== 'owner' && m.owners <= 1) throw pageError(409, 'web app', 'a vault must keep at least one owner; make someone else owner first')
-    if (m.role !== role) {
-      await storage.setMember(vault.id, m.personId, role)
-      await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'member_changed', null, []))
-    }
-    if (m.personId === person.id && role !== 'owner') return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=member_changed`)
-    return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=member_changed#members`)
+  vaultForm('/members/change', (tag) => `changing a member's role in vault ${tag}`, async ({ request, reply, person, actor, vaultId }) => {
+    const r = await domain.changeRole(actor, { vaultId, personId: field(request.body, 'person'), role: field(request.body, 'role') })
+    // someone who stepped down from owner no longer sees the members' forms
+    const self = r.personId === person.id && r.role !== 'owner'
+    return seeOther(deps, reply, back(r.vault.id, self ? 'done=member_changed' : 'done=member_changed#members'))
   })
 
-  vaultForm('/members/remove', (tag) => `removing a member from vault ${tag}`, async ({ request, reply, person, vault }) => {
-    requireOwner(vault, 'remove members')
-    const m = await memberOf(vault, request.body)
-    if (m.role === 'owner' && m.owners <= 1) throw pageError(409, 'web app', 'a vault must keep at least one owner; the last owner cannot be removed')
-    await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'member_removed', null, []))
-    await storage.removeMember(vault.id, m.personId)
-    if (m.personId === person.id) return seeOther(deps, reply, '/')
-    return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=member_removed#members`)
+  vaultForm('/members/remove', (tag) => `removing a member from vault ${tag}`, async ({ request, reply, person, actor, vaultId }) => {
+    const r = await domain.removeMember(actor, { vaultId, personId: field(request.body, 'person') })
+    if (r.personId === person.id) return seeOther(deps, reply, '/')
+    return seeOther(deps, reply, back(r.vault.id, 'done=member_removed#members'))
   })
 
-  vaultForm('/environments', (tag) => `adding an environment to vault ${tag}`, async ({ request, reply, person, vault }) => {
-    requireOwner(vault, 'add environments')
-    const name = field(request.body, 'name').trim()
-    if (!ENVIRONMENT_NAME_RE.test(name)) {
-      throw pageError(400, 'web app', 'an environment name must be 1 to 63 lower-case letters, digits or dashes, starting with a letter or digit')
-    }
-    if (vault.environments.some((e) => e.name === name)) throw pageError(409, 'web app', 'an environment with that name exists in this vault')
-    const ownersOnly = field(request.body, 'owners_only') === 'on'
-    await storage.createEnvironment(vault.id, { name, ownersOnly }, deps.opts.now())
-    await storage.appendAccessLog(logEntry(request, deps, vault.id, person, 'environment_created', name, []))
-    return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}?done=environment_created#env-${name}`)
+  vaultForm('/environments', (tag) => `adding an environment to vault ${tag}`, async ({ request, reply, actor, vaultId }) => {
+    const r = await domain.createEnvironment(actor, {
+      vaultId,
+      name: field(request.body, 'name'),
+      ownersOnly: field(request.body, 'owners_only') === 'on',
+    })
+    return seeOther(deps, reply, back(r.vault.id, `done=environment_created#env-${r.environment.name}`))
   })
 }

@@ -1,34 +1,19 @@
-import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
-import type { EnvironmentInfo } from '../adapters/vault-store.js'
-import { canReadEnvironment } from '../access.js'
+import { canReadEnvironment } from '../domain/permissions.js'
+import { MAX_VAULT_NAME } from '../domain/rules.js'
 import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type PageDeps } from './context.js'
-import { pageError, refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { pageActor, pageDomain } from './domain.js'
+import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
 
-/** A new vault's environments: production is owners-only. */
-export const DEFAULT_ENVIRONMENTS: readonly EnvironmentInfo[] = Object.freeze([
-  { name: 'development', ownersOnly: false },
-  { name: 'preview', ownersOnly: false },
-  { name: 'production', ownersOnly: true },
-])
-
-export const MAX_VAULT_NAME = 100
-
-/** Why a vault name is refused, or null. Never repeats the name. */
-export function vaultNameProblem(name: string): string | null {
-  if (name.length === 0) return 'a vault needs a name'
-  if (name.length > MAX_VAULT_NAME) return `a vault name must be at most ${MAX_VAULT_NAME} characters`
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(name)) return 'a vault name must not hold control characters'
-  return null
-}
+export { DEFAULT_ENVIRONMENTS, MAX_VAULT_NAME, vaultNameProblem } from '../domain/rules.js'
 
 /** `/`: the person's vaults, and a form to create one. */
 export function vaultListRoutes(app: FastifyInstance, deps: PageDeps): void {
+  const domain = pageDomain(deps)
   async function render(reply: FastifyReply, person: Person, problem: PageFailure | null) {
-    const vaults = await deps.opts.storage.listVaults(person.id)
+    const vaults = await domain.listVaults(person.id)
     const token = reply.generateCsrf()
     const rows = vaults.map(
       (v) => html`<li><a href="${pagePath(deps, `/v/${encodeURIComponent(v.id)}`)}">${v.name}</a>
@@ -62,19 +47,7 @@ ${csrfField(token)}
     if (!person) return reply
     request.envkeepOperation = 'creating a vault'
     try {
-      const name = field(request.body, 'name').trim()
-      const problem = vaultNameProblem(name)
-      if (problem) throw pageError(400, 'web app', problem)
-      const plans = Object.keys(deps.opts.plans)
-      const plan = plans.includes('self-hosted') ? 'self-hosted' : (plans[0] ?? 'self-hosted')
-      const vault = await deps.opts.storage.createVault({
-        id: randomUUID(),
-        name,
-        ownerId: person.id,
-        plan,
-        environments: DEFAULT_ENVIRONMENTS,
-        now: deps.opts.now(),
-      })
+      const vault = await domain.createVault(pageActor(person, request), { name: field(request.body, 'name') })
       return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}`)
     } catch (err) {
       const f = toPageFailure(err, request)

@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
-import { createSqliteStorage, type OpenDatabase, type SqliteStorage } from '@envkeep/storage-sqlite'
 import envApi, { createVaultCrypto, type EnvApiOptions, type Keyring, type Role, type Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 import { mintSignIn } from '../../src/testing/sign-in.js'
+import { createMemoryStorage, testLogEntry, TEST_NO_LIMIT, type MemoryStorage } from '../../src/testing/index.js'
 
 export const BASE_URL = 'https://envkeep.example'
 export const CLI_CLIENT = `${BASE_URL}/cli/oauth-client.json`
@@ -16,7 +16,8 @@ type Tap = { teardown(fn: () => unknown): void }
 
 export interface BuildOptions {
   keyring?: Keyring | null
-  filename?: string
+  /** a store to use (and leave open), e.g. to reopen the same data under another key; default a fresh memory store */
+  storage?: MemoryStorage
   /** wraps the storage the plugin sees (failure injection); tests still see the real one */
   wrapStorage?: (s: Storage) => Storage
   extra?: Partial<EnvApiOptions>
@@ -26,7 +27,7 @@ export interface BuildOptions {
 
 export interface Built {
   app: FastifyInstance
-  storage: SqliteStorage
+  storage: MemoryStorage
   keyring: Keyring | null
   /** every log line the app wrote, raw JSON */
   logs: string[]
@@ -39,9 +40,9 @@ export interface Built {
   push(vaultId: string, environment: string, token: string | null, body: unknown): Promise<LightMyRequestResponse>
 }
 
-/** A ready app with the plugin on SQLite (in memory unless `filename`), closed at teardown. */
+/** A ready app with the plugin on the reference memory store, closed at teardown (the store too, unless given). */
 export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
-  const storage = await createSqliteStorage({ filename: o.filename ?? ':memory:' })
+  const storage = o.storage ?? createMemoryStorage()
   const keyring = o.keyring === undefined ? createTestKeyring() : o.keyring
   const logs: string[] = []
   const clock = { now: new Date(T0) }
@@ -63,7 +64,7 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
   await app.ready()
   t.teardown(async () => {
     await app.close()
-    await storage.close()
+    if (!o.storage) await storage.close()
   })
   const seal = keyring ? createVaultCrypto(storage, keyring) : null
 
@@ -98,14 +99,14 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
           { name: 'production', ownersOnly: true },
         ],
         now: clock.now,
-      })
-      for (const [person, role] of Object.entries(vo.members ?? {})) await storage.setMember(id, person, role)
+      }, testLogEntry({ vaultId: id, action: 'vault_created' }))
+      for (const [person, role] of Object.entries(vo.members ?? {})) await storage.setMember({ vaultId: id, personId: person, role: role }, testLogEntry({ vaultId: id, action: 'member_added', subject: person, detail: role }))
       return id
     },
     async setValues(vaultId, environment, values, by = 'seed') {
       if (!seal) throw new Error('no keyring to seal with')
       for (const v of await seal.sealValues(vaultId, environment, values)) {
-        await storage.setVariable(vaultId, environment, v, by, clock.now, {
+        await storage.setVariable({ vaultId: vaultId, environment: environment, value: v, by: by, now: clock.now, limit: TEST_NO_LIMIT }, testLogEntry({
           vaultId,
           at: clock.now,
           personId: by,
@@ -115,7 +116,7 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
           environment,
           names: [v.name],
           address: null,
-        })
+        }))
       }
     },
     get(url, token, headers = {}) {
@@ -181,20 +182,61 @@ export function expectError(
   t.equal(Object.keys(body).sort().join(','), 'error,message,ref,where', 'exactly the four fields')
 }
 
-type Sqlite = OpenDatabase['sqlite']
-
 /** Breaking a stored value behind the adapter's back: each makes the next read fail with decrypt_failed. */
 export const tamper = {
   /** flips one bit of a sealed value (in its ciphertext) */
-  flipByte(db: Sqlite, vaultId: string, name: string): void {
-    const row = db.prepare('select sealed from variables where vault_id = ? and name = ?').get(vaultId, name) as { sealed: Buffer }
-    const s = Buffer.from(row.sealed)
-    s[s.length - 20] = (s[s.length - 20] as number) ^ 1
-    db.prepare('update variables set sealed = ? where vault_id = ? and name = ?').run(s, vaultId, name)
+  flipByte(storage: MemoryStorage, vaultId: string, name: string): Promise<void> {
+    return editVariable(storage, vaultId, name, (sealed) => {
+      const s = new Uint8Array(sealed)
+      s[s.length - 20] = (s[s.length - 20] as number) ^ 1
+      return s
+    })
   },
   /** puts the sealed bytes of one variable in another's row */
-  copySealed(db: Sqlite, vaultId: string, from: string, to: string): void {
-    const row = db.prepare('select sealed from variables where vault_id = ? and name = ?').get(vaultId, from) as { sealed: Buffer }
-    db.prepare('update variables set sealed = ? where vault_id = ? and name = ?').run(row.sealed, vaultId, to)
+  async copySealed(storage: MemoryStorage, vaultId: string, from: string, to: string): Promise<void> {
+    let bytes: Uint8Array | undefined
+    await storage.edit((st) => {
+      for (const [key, vars] of st.variables) if (key.startsWith(`${vaultId}\0`) && vars.has(from)) bytes = vars.get(from)!.sealed
+    })
+    if (!bytes) throw new Error('tamper: no such variable')
+    const copied = bytes
+    await editVariable(storage, vaultId, to, () => copied)
   },
+  /** copies a variable's row to another environment, sealed bytes unchanged */
+  copyToEnvironment(storage: MemoryStorage, vaultId: string, name: string, toEnvironment: string): Promise<void> {
+    return storage.edit((st) => {
+      for (const [key, vars] of st.variables) {
+        const row = key.startsWith(`${vaultId}\0`) ? vars.get(name) : undefined
+        if (!row) continue
+        const target = `${vaultId}\0${toEnvironment}`
+        const into = new Map(st.variables.get(target) ?? [])
+        into.set(name, row)
+        st.variables.set(target, into)
+        return
+      }
+    })
+  },
+  /** replaces a variable's sealed bytes */
+  setSealed(storage: MemoryStorage, vaultId: string, name: string, bytes: Uint8Array): Promise<void> {
+    return editVariable(storage, vaultId, name, () => bytes)
+  },
+  /** flips one bit of a vault's wrapped data key */
+  flipWrappedKey(storage: MemoryStorage, vaultId: string): Promise<void> {
+    return storage.edit((st) => {
+      const v = st.vaults.get(vaultId)
+      if (!v?.wrappedKey) throw new Error('tamper: no wrapped key')
+      const k = new Uint8Array(v.wrappedKey)
+      k[20] = (k[20] as number) ^ 0xff
+      st.vaults.set(vaultId, { ...v, wrappedKey: k })
+    })
+  },
+}
+
+function editVariable(storage: MemoryStorage, vaultId: string, name: string, change: (sealed: Uint8Array) => Uint8Array): Promise<void> {
+  return storage.edit((st) => {
+    for (const [key, vars] of st.variables) {
+      const row = key.startsWith(`${vaultId}\0`) ? vars.get(name) : undefined
+      if (row) vars.set(name, { ...row, sealed: change(row.sealed) })
+    }
+  })
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 import { build, PEOPLE, signIn } from '../oauth/helpers.js'
+import { testLogEntry } from '../../src/testing/index.js'
 
 t.test('tokens from the real OAuth flow: env:push only when the consent box was ticked', async (t) => {
   const b = await build(t, { extra: { keyring: createTestKeyring() } })
@@ -14,7 +15,7 @@ t.test('tokens from the real OAuth flow: env:push only when the consent box was 
     plan: 'self-hosted',
     environments: [{ name: 'development', ownersOnly: false }],
     now: b.clock.now,
-  })
+  }, testLogEntry({ vaultId: vault, action: 'vault_created' }))
   const push = (token: string) =>
     b.app.inject({
       method: 'POST',

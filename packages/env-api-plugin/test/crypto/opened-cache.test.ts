@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
-import type { OpenDatabase } from '@envkeep/storage-sqlite'
+import type { MemoryStorage } from '../../src/testing/index.js'
 import type { SealedVariable, Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 
@@ -25,7 +25,7 @@ async function load(t: Test) {
   let wrapped: Uint8Array | null = null
   const storage = {
     getWrappedKey: async () => wrapped,
-    ensureWrappedKey: async (_v: string, w: Uint8Array) => (wrapped ??= w),
+    ensureWrappedKey: async (_v: string, wrap: () => Promise<Uint8Array>) => (wrapped ??= await wrap()),
   } as unknown as Storage
   return { mod, storage, calls }
 }
@@ -104,15 +104,9 @@ t.test('off by default', async (t) => {
 t.test('through the read route: a value tampered with after it was read still fails the whole read', async (t) => {
   const { build, expectError, tamper } = await import('../api/helpers.js')
   const CANARY = 'canary-opened-cache-7f3a'
-  const tamperings: Array<[string, (db: OpenDatabase['sqlite'], v: string) => void]> = [
-    [
-      'a flipped byte',
-      (db, v) => tamper.flipByte(db, v, 'B_TWO'),
-    ],
-    [
-      'a ciphertext copied to another row',
-      (db, v) => tamper.copySealed(db, v, 'A_ONE', 'B_TWO'),
-    ],
+  const tamperings: Array<[string, (storage: MemoryStorage, v: string) => Promise<void>]> = [
+    ['a flipped byte', (s, v) => tamper.flipByte(s, v, 'B_TWO')],
+    ['a ciphertext copied to another row', (s, v) => tamper.copySealed(s, v, 'A_ONE', 'B_TWO')],
   ]
   for (const [name, tamper] of tamperings) {
     t.test(name, async (t) => {
@@ -125,7 +119,7 @@ t.test('through the read route: a value tampered with after it was read still fa
         t.equal(ok.statusCode, 200)
         t.same(ok.json().variables, { A_ONE: `${CANARY}-1`, B_TWO: `${CANARY}-2` })
       }
-      tamper(b.storage.database.sqlite, v)
+      await tamper(b.storage, v)
       const res = await b.get(`/api/env/${v}/development`, token)
       expectError(t, res, 500, 'decrypt_failed', 'encryption', { vault: v, secrets: [CANARY] })
     })

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import t from 'tap'
 import { mintSignIn } from '../../src/testing/sign-in.js'
 import { buildAcmeApp } from '../../../../examples/embed.js'
+import { testLogEntry } from '../../src/testing/index.js'
 
 const BASE = 'http://127.0.0.1:3000/envkeep'
 
@@ -34,7 +35,7 @@ t.test('the Acme example boots with envkeep embedded under /envkeep', async (t) 
       { name: 'production', ownersOnly: true },
     ],
     now: new Date(),
-  })
+  }, testLogEntry({ vaultId: vault, action: 'vault_created' }))
   const { accessToken: token } = await mintSignIn(storage, { baseUrl: BASE, personId: ada.id })
   const auth = { authorization: `Bearer ${token}` }
 

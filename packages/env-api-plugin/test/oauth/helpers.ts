@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import * as oauth from 'oauth4webapi'
-import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
 import { freePort } from '@envkeep/test-support'
 import envApi, { type EnvApiOptions, type PeopleAdapter, type Person, type Storage } from '../../src/index.js'
+import { createMemoryStorage, type MemoryStorage } from '../../src/testing/index.js'
 
 type Tap = { teardown(fn: () => unknown): void }
 
@@ -31,7 +31,7 @@ export function createTestPeople(): PeopleAdapter {
 
 export interface Built {
   readonly app: FastifyInstance
-  readonly storage: SqliteStorage
+  readonly storage: MemoryStorage
   readonly base: string
   readonly cli: string
   readonly resource: string
@@ -40,7 +40,7 @@ export interface Built {
 }
 
 /**
- * The plugin on SQLite :memory: with the test people adapter, listening on
+ * The plugin on the reference memory store with the test people adapter, listening on
  * 127.0.0.1 (`listen: true`) with `base` = `http://127.0.0.1:<port>`, or
  * only for `inject` with the given `baseUrl`.
  */
@@ -50,7 +50,7 @@ export async function build(
 ): Promise<Built> {
   const port = o.listen ? await freePort() : 0
   const base = o.baseUrl ?? (o.listen ? `http://127.0.0.1:${port}` : 'https://envkeep.example')
-  const storage = await createSqliteStorage({ filename: ':memory:' })
+  const storage = createMemoryStorage()
   const clock = { now: new Date(T0) }
   const logs: string[] = []
   const app = Fastify({ logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } })

@@ -1,12 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyRequest, type LightMyRequestResponse } from 'fastify'
-import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
 import envApi from '../../src/index.js'
 import type { PeopleAdapter, Person } from '../../src/adapters/people.js'
-import type { RefusedLine } from '../../src/adapters/vault-store.js'
+import type { RefusedLine, StorageLimit } from '../../src/adapters/vault-store.js'
+import type { Storage } from '../../src/adapters/storage.js'
 import { createLocalKeyring } from '../../src/crypto/local-keyring.js'
 import { createVaultCrypto } from '../../src/vault-service.js'
 import { DEFAULT_ENVIRONMENTS } from '../../src/pages/vaults.js'
+import { createMemoryStorage, testLogEntry } from '../../src/testing/index.js'
 
 export const PEOPLE: Readonly<Record<string, Person>> = Object.freeze({
   owner: { id: 'p-owner', email: 'olga@example.test', name: 'Olga Owner' },
@@ -47,7 +48,7 @@ export interface Clock {
 
 export interface Built {
   readonly app: FastifyInstance
-  readonly storage: SqliteStorage
+  readonly storage: Storage & { close(): Promise<void> }
   readonly clock: Clock
   readonly logs: string[]
   /** a vault with owner, editor and viewer members */
@@ -59,12 +60,19 @@ export interface Built {
 const T0 = new Date('2026-11-21T12:00:00.000Z')
 export const TTL = 7 * 24 * 60 * 60 * 1000
 
-/** A ready app with the plugin on SQLite in memory, a vault with three members; closed at teardown. */
+/** A ready app with the plugin on the memory store, a vault with three members; closed at teardown. */
 export async function build(
   t: { teardown(fn: () => unknown): void },
-  opts: { vaultName?: string; baseUrl?: string; noKey?: boolean } = {},
+  opts: {
+    vaultName?: string
+    baseUrl?: string
+    noKey?: boolean
+    /** default: the reference memory store */
+    storage?: Storage & { close(): Promise<void> }
+    plans?: Record<string, StorageLimit>
+  } = {},
 ): Promise<Built> {
-  const storage = await createSqliteStorage({ filename: ':memory:' })
+  const storage = opts.storage ?? createMemoryStorage()
   const keyring = createLocalKeyring(randomBytes(32))
   const clock: Clock = { now: T0 }
   const logs: string[] = []
@@ -81,6 +89,7 @@ export async function build(
     people: createTestPeople(),
     now: () => clock.now,
     importTtlMs: TTL,
+    ...(opts.plans ? { plans: opts.plans } : {}),
   })
   t.teardown(async () => {
     await app.close()
@@ -94,9 +103,9 @@ export async function build(
     plan: 'self-hosted',
     environments: DEFAULT_ENVIRONMENTS,
     now: T0,
-  })
-  await storage.setMember(vaultId, PEOPLE.editor!.id, 'editor')
-  await storage.setMember(vaultId, PEOPLE.viewer!.id, 'viewer')
+  }, testLogEntry({ vaultId: vaultId, action: 'vault_created' }))
+  await storage.setMember({ vaultId: vaultId, personId: PEOPLE.editor!.id, role: 'editor' }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.editor!.id, detail: 'editor' }))
+  await storage.setMember({ vaultId: vaultId, personId: PEOPLE.viewer!.id, role: 'viewer' }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.viewer!.id, detail: 'viewer' }))
   await app.ready()
   const crypto = createVaultCrypto(storage, keyring)
   return {
@@ -110,11 +119,7 @@ export async function build(
       const id = randomUUID()
       const sealed = await crypto.sealValues(vaultId, environment, values)
       const now = clock.now
-      const r = await storage.createImport(
-        { id, vaultId, environment, senderId: sender, signInId: null, values: sealed, refused, createdAt: now, expiresAt: new Date(now.getTime() + TTL) },
-        { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 },
-        { vaultId, at: now, personId: sender, signInId: null, clientId: null, action: 'push_created', environment, names: Object.keys(values), address: null },
-      )
+      const r = await storage.createImport({ id, vaultId, environment, senderId: sender, signInId: null, values: sealed, refused, createdAt: now, expiresAt: new Date(now.getTime() + TTL), limit: { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 } }, testLogEntry({ vaultId, at: now, personId: sender, signInId: null, clientId: null, action: 'push_created', environment, names: Object.keys(values), address: null }))
       if (!r.ok) throw new Error('push over limit')
       return id
     },

@@ -1,20 +1,21 @@
 import t from 'tap'
 import { build, PEOPLE, session, TTL } from './helpers.js'
+import { testLogEntry, TEST_NO_LIMIT } from '../../src/testing/index.js'
 
 const CANARY = 'canary-staged-55aa11'
 
 async function withExisting(b: Awaited<ReturnType<typeof build>>, env: string, values: Record<string, string>) {
   for (const v of await b.seal(env, values)) {
-    await b.storage.setVariable(b.vaultId, env, v, PEOPLE.owner!.id, b.clock.now, {
+    await b.storage.setVariable({ vaultId: b.vaultId, environment: env, value: v, by: PEOPLE.owner!.id, now: b.clock.now, limit: TEST_NO_LIMIT }, testLogEntry({
       vaultId: b.vaultId, at: b.clock.now, personId: PEOPLE.owner!.id, signInId: null, clientId: null, action: 'variable_set', environment: env, names: [v.name], address: null,
-    })
+    }))
   }
 }
 
 async function devValues(b: Awaited<ReturnType<typeof build>>, env = 'development') {
-  const read = await b.storage.readVariables(b.vaultId, env, {
+  const read = await b.storage.readVariables(b.vaultId, env, testLogEntry({
     vaultId: b.vaultId, at: b.clock.now, personId: PEOPLE.owner!.id, signInId: null, clientId: null, action: 'read', environment: env, names: [], address: null,
-  })
+  }))
   return read.variables.map((v) => v.name)
 }
 

@@ -1,12 +1,12 @@
-import { createVaultCrypto, nameProblem, valueProblem, type VaultAccess } from '@envkeep/env-api-plugin'
+import { ADMINISTRATOR, nameProblem } from '@envkeep/env-api-plugin'
 import { loadKeySource } from '../keyring-file.js'
-import { adminLog, CommandFailure, openData, readStdin, report, requireString, resolveVault, UsageFailure, type CommandContext } from './context.js'
+import { adminDomain, CommandFailure, openData, readStdin, report, requireString, UsageFailure, type CommandContext } from './context.js'
 
-function requireEnvironment(vault: VaultAccess, env: string): void {
-  if (!vault.environments.some((e) => e.name === env)) throw new CommandFailure('the vault has no environment with that name')
-}
-
-/** `admin var set --vault V --env E NAME`, the value on stdin (never on the command line). */
+/**
+ * `admin var set --vault V --env E NAME`, the value on stdin (never on the
+ * command line): the pages' rules, the plan's storage limit included,
+ * logged as the server administrator.
+ */
 export async function adminVarSet(ctx: CommandContext): Promise<number> {
   const v = requireString(ctx, 'vault')
   const env = requireString(ctx, 'env')
@@ -17,18 +17,11 @@ export async function adminVarSet(ctx: CommandContext): Promise<number> {
   const source = loadKeySource(ctx.config)
   if (source.kind === 'none') throw new CommandFailure('there is no master key: run `envkeep-server init` or set ENVKEEP_MASTER_KEY')
   const value = await readStdin(ctx.deps.stdin)
-  const vp = valueProblem(value)
-  if (vp) throw new CommandFailure(vp)
   const data = await openData(ctx.config)
   try {
-    const vault = await resolveVault(data, v)
-    requireEnvironment(vault, env)
-    const crypto = createVaultCrypto(data.storage, source.keyring)
-    const [sealed] = await crypto.sealValues(vault.id, env, { [name]: value })
-    // an admin acts for the vault: the change is recorded under its first owner
-    const owner = (await data.storage.listMembers(vault.id)).find((m) => m.role === 'owner')
-    const at = ctx.now()
-    await data.storage.setVariable(vault.id, env, sealed!, owner?.personId ?? 'admin', at, adminLog(vault.id, 'variable_set', at, env, [name]))
+    const domain = adminDomain(ctx, data, source.keyring)
+    const vault = await domain.findVaultForAdministrator(v)
+    await domain.writeVariable(ADMINISTRATOR, { vaultId: vault.id, environment: env, name, value, mode: 'set' })
     return report(ctx, `${name} set in ${env} of vault ${vault.name} (${vault.id})`, { vault: vault.id, environment: env, name })
   } finally {
     await data.close()
@@ -41,9 +34,9 @@ export async function adminVarList(ctx: CommandContext): Promise<number> {
   const env = requireString(ctx, 'env')
   const data = await openData(ctx.config)
   try {
-    const vault = await resolveVault(data, v)
-    requireEnvironment(vault, env)
-    const names = (await data.storage.listVariableNames(vault.id, env)).map((m) => m.name)
+    const domain = adminDomain(ctx, data)
+    const vault = await domain.findVaultForAdministrator(v)
+    const names = await domain.listVariableNames(ADMINISTRATOR, { vaultId: vault.id, environment: env })
     return report(ctx, names.join('\n'), { vault: vault.id, environment: env, names })
   } finally {
     await data.close()

@@ -1,7 +1,17 @@
 import { existsSync } from 'node:fs'
 import type { Readable, Writable } from 'node:stream'
-import { createSqliteAccountStore, createSqliteStorage, type AccountStore, type SqliteStorage } from '@envkeep/storage-sqlite'
-import type { AccessAction, AccessLogEntry, VaultAccess } from '@envkeep/env-api-plugin'
+import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import type { AccountStore } from '../accounts/account-store.js'
+import { createSqliteAccountStore } from '../accounts/sqlite-account-store.js'
+import {
+  ApiError,
+  createDomain,
+  createVaultCrypto,
+  DomainFailure,
+  withFailuresAs,
+  type Domain,
+  type Keyring,
+} from '@envkeep/env-api-plugin'
 import type { Env, ServerConfig } from '../config.js'
 
 /** Exit codes: 0 ok, 1 failure, 2 usage. */
@@ -67,8 +77,13 @@ export async function openData(config: ServerConfig): Promise<OpenData> {
   if (!existsSync(config.databaseFile))
     throw new CommandFailure(`no envkeep database in ${config.dataDir}; run \`envkeep-server init\` first`)
   const storage = await createSqliteStorage({ filename: config.databaseFile, busyTimeoutMs: 10_000 })
-  const accounts = createSqliteAccountStore(storage.database)
-  return { storage, accounts, close: () => storage.close() }
+  try {
+    const accounts = await createSqliteAccountStore(storage.database)
+    return { storage, accounts, close: () => storage.close() }
+  } catch (err) {
+    await storage.close()
+    throw err
+  }
 }
 
 export function requireString(ctx: CommandContext, flag: string): string {
@@ -85,41 +100,33 @@ export class UsageFailure extends Error {
   }
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 /**
- * A vault by id or by exact name, across every account (admins see all).
- * Fails when none or several match.
+ * The plugin's domain layer for an admin command: the same rules as the
+ * pages, the server administrator as the actor (see ADMINISTRATOR), and
+ * every refusal a CommandFailure (exit 1) with the domain's sentence.
  */
-export async function resolveVault(data: OpenData, v: string): Promise<VaultAccess> {
-  const found = new Map<string, VaultAccess>()
-  for (const account of await data.accounts.listAccounts()) {
-    if (UUID_RE.test(v)) {
-      const vault = await data.storage.getVault(v.toLowerCase(), account.id)
-      if (vault) found.set(vault.id, vault)
-    } else {
-      for (const vault of await data.storage.findVaultsByName(v, account.id)) found.set(vault.id, vault)
-    }
-    if (UUID_RE.test(v) && found.size > 0) break
-  }
-  if (found.size === 0) throw new CommandFailure(`no vault with that id or name`)
-  if (found.size > 1) throw new CommandFailure(`several vaults have that name; use the vault id: ${[...found.keys()].join(', ')}`)
-  return [...found.values()][0]!
+export function adminDomain(ctx: CommandContext, data: OpenData, keyring: Keyring | null = null): Domain {
+  return withFailuresAs(
+    createDomain({
+      storage: data.storage,
+      crypto: createVaultCrypto(data.storage, keyring),
+      hasKey: keyring !== null,
+      plans: ctx.config.plans,
+      now: ctx.now,
+      importTtlMs: ctx.config.importTtlSeconds * 1000,
+      people: {
+        async findPersonByEmail(email) {
+          const a = await data.accounts.findAccountByEmail(email)
+          return a ? { id: a.id, email: a.email, name: a.name } : null
+        },
+      },
+    }),
+    (err) => (err instanceof DomainFailure || err instanceof ApiError ? new CommandFailure(err.message, { cause: err }) : err),
+  )
 }
 
 export async function requireAccount(data: OpenData, email: string) {
   const account = await data.accounts.findAccountByEmail(email)
   if (!account) throw new CommandFailure('no account with that email')
   return account
-}
-
-/** An access log entry for something done with an admin command. */
-export function adminLog(
-  vaultId: string,
-  action: AccessAction,
-  at: Date,
-  environment: string | null,
-  names: readonly string[],
-): AccessLogEntry {
-  return { vaultId, at, personId: null, signInId: null, clientId: 'envkeep-server admin', action, environment, names, address: null }
 }

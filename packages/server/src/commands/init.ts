@@ -1,5 +1,6 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteAccountStore } from '../accounts/sqlite-account-store.js'
 import type { ServerConfig } from '../config.js'
 import { readKeyFile, writeNewKeyFile } from '../keyring-file.js'
 import { report, type CommandContext } from './context.js'
@@ -26,7 +27,11 @@ export async function initDataDir(config: ServerConfig): Promise<InitResult> {
     createdDir = true
   }
   const storage = await createSqliteStorage({ filename: config.databaseFile })
-  await storage.close()
+  try {
+    await createSqliteAccountStore(storage.database) // the server's own tables
+  } finally {
+    await storage.close()
+  }
   chmodSync(config.databaseFile, 0o600) // values are sealed, but names and the access log are not for others
   if (config.masterKeyFromEnv) return { createdDir, createdKey: false, keyFile: null }
   if (readKeyFile(config.masterKeyFile)) return { createdDir, createdKey: false, keyFile: config.masterKeyFile }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import type { DestinationStream } from 'pino'
-import { createSqliteAccountStore, createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteAccountStore } from '../accounts/sqlite-account-store.js'
 import { buildApp } from '../build-app.js'
 import { createLogger } from '../logger.js'
 import { loadKeySource } from '../keyring-file.js'
@@ -50,9 +51,10 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
 
   let stopping = false
   const storage = await createSqliteStorage({ filename: config.databaseFile })
-  const accounts = createSqliteAccountStore(storage.database)
   let app: Awaited<ReturnType<typeof buildApp>>['app']
+  let accounts: Awaited<ReturnType<typeof createSqliteAccountStore>>
   try {
+    accounts = await createSqliteAccountStore(storage.database)
     ;({ app } = await buildApp({
       config,
       storage,

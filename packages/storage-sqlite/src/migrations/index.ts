@@ -2,6 +2,7 @@ import type { Migration } from 'kysely/migration'
 import { m001Vaults } from './001-vaults.js'
 import { m002Oauth } from './002-oauth.js'
 import { m003Accounts } from './003-accounts.js'
+import { m004AccessLogSubject } from './004-access-log-subject.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '001_vaults': m001Vaults,
   '002_oauth': m002Oauth,
   '003_accounts': m003Accounts,
+  '004_access_log_subject': m004AccessLogSubject,
 }

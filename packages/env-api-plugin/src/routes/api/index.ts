@@ -7,6 +7,8 @@ import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
 import { createRateLimitHook } from '../../hooks/rate-limit.js'
 import type { ResolvedOptions } from '../../options.js'
 import { createVaultCrypto } from '../../vault-service.js'
+import { createDomain } from '../../domain/index.js'
+import { apiErrorOf } from './context.js'
 import { importsRoutes } from './imports.js'
 import { matchApiPath, notAllowedRoutes } from './not-allowed.js'
 import { variablesRoutes } from './variables.js'
@@ -36,6 +38,15 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   const opts = o.opts
   // Remembers opened values (checked against their exact sealed bytes) so a repeated read opens no cipher per value.
   const vaultCrypto = createVaultCrypto(opts.storage, opts.keyring, { openedCacheBytes: OPENED_CACHE_BYTES })
+  const domain = createDomain({
+    storage: opts.storage,
+    crypto: vaultCrypto,
+    hasKey: opts.keyring !== null,
+    plans: opts.plans,
+    now: opts.now,
+    importTtlMs: opts.importTtlMs,
+    people: opts.people,
+  })
 
   if (!api.hasRequestDecorator('signIn')) api.decorateRequest('signIn', null)
   if (!api.hasRequestDecorator('envkeepAuthFailure')) api.decorateRequest('envkeepAuthFailure', null)
@@ -88,14 +99,14 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   })
 
   api.setErrorHandler(function envApiErrors(err, request, reply) {
-    return renderApiError(err, request, reply)
+    return renderApiError(apiErrorOf(err), request, reply)
   })
   api.setNotFoundHandler(async function unknownPath(request: FastifyRequest) {
     throw unknownPathError(request) // reached only if the onRequest answer was skipped
   })
 
-  vaultsRoutes(api, opts)
-  variablesRoutes(api, opts, vaultCrypto)
-  importsRoutes(api, opts, vaultCrypto)
+  vaultsRoutes(api, domain)
+  variablesRoutes(api, domain)
+  importsRoutes(api, opts, domain)
   notAllowedRoutes(api)
 }

@@ -1,70 +1,8 @@
 import { StorageError } from '@envkeep/env-api-plugin'
-import type { OpenDatabase } from './database.js'
-
-/** A local account of the self-hosting server. */
-export interface AccountRecord {
-  readonly id: string
-  readonly email: string
-  readonly name: string
-  /** argon2id PHC string; never logged, never shown */
-  readonly passwordHash: string
-  readonly createdAt: Date
-}
-
-export interface NewAccount {
-  readonly id: string
-  readonly email: string
-  readonly name: string
-  readonly passwordHash: string
-}
-
-export interface WebSession {
-  readonly account: AccountRecord
-  readonly createdAt: Date
-  readonly expiresAt: Date
-}
-
-/**
- * Local accounts, web sessions and the one-time setup token of the
- * self-hosting server. Same rules as the plugin's storage contract: all
- * async, absent → null, what must be atomic is one method. Tokens arrive
- * here only as SHA-256 hex hashes. Emails are unique case-insensitively.
- */
-export interface AccountStore {
-  /** Creates an account. A taken email throws StorageError 23505 (accounts.email). */
-  createAccount(account: NewAccount, now: Date): Promise<AccountRecord>
-  /**
-   * Atomically: consumes the live setup token `tokenHash` (deleted, so it
-   * works once) and creates the first account. `null` when the token is
-   * unknown, expired or used, or when an account exists already (nothing changes then).
-   */
-  createFirstAccount(tokenHash: string, account: NewAccount, now: Date): Promise<AccountRecord | null>
-  getAccount(id: string): Promise<AccountRecord | null>
-  /** Case-insensitive. */
-  findAccountByEmail(email: string): Promise<AccountRecord | null>
-  /** Every account, by email. */
-  listAccounts(): Promise<AccountRecord[]>
-  countAccounts(): Promise<number>
-  /** Replaces the password hash; false when there is no such account. */
-  setPasswordHash(accountId: string, passwordHash: string): Promise<boolean>
-
-  /** Replaces any setup token with this one (only the newest link works). */
-  replaceSetupToken(tokenHash: string, now: Date, expiresAt: Date): Promise<void>
-  /** Whether a setup token is live (known and `now < expiresAt`). Never consumes. */
-  isSetupTokenLive(tokenHash: string, now: Date): Promise<boolean>
-  /** Removes every setup token (once an account exists). */
-  clearSetupTokens(): Promise<void>
-
-  createSession(tokenHash: string, accountId: string, now: Date, expiresAt: Date): Promise<void>
-  /** The live session (`now < expiresAt`) with its account, or null. */
-  findSession(tokenHash: string, now: Date): Promise<WebSession | null>
-  /** Ends one session; false when absent. */
-  deleteSession(tokenHash: string): Promise<boolean>
-  /** Ends every session of an account; returns how many. */
-  deleteSessionsOf(accountId: string): Promise<number>
-  /** Deletes sessions and setup tokens past their end; returns how many sessions. */
-  deleteExpired(now: Date): Promise<number>
-}
+import type { OpenDatabase } from '@envkeep/storage-sqlite'
+import type { Kysely } from 'kysely'
+import type { AccountRecord, AccountStore } from './account-store.js'
+import { migrateAccounts, type AccountsDB } from './migrations/sqlite.js'
 
 interface AccountRow {
   id: string
@@ -102,9 +40,14 @@ async function guard<T>(detail: string, work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The account store over the storage's open database (tables of migration 003_accounts). */
-export function createSqliteAccountStore(database: OpenDatabase): AccountStore {
-  const { db } = database
+/**
+ * The account store on the storage's open SQLite database (one file, one
+ * connection): runs the server's own migrations first (see
+ * migrations/sqlite.ts), then answers on the same connection.
+ */
+export async function createSqliteAccountStore(database: OpenDatabase): Promise<AccountStore> {
+  const db = database.db as unknown as Kysely<AccountsDB>
+  await migrateAccounts(database.db as unknown as Kysely<unknown>)
   return {
     createAccount: (a, now) =>
       guard('accounts.email', async () => {

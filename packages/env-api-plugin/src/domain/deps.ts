@@ -1,0 +1,19 @@
+import type { PeopleAdapter } from '../adapters/people.js'
+import type { Storage, StorageLimit } from '../adapters/storage.js'
+import type { VaultCrypto } from '../vault-service.js'
+
+/** What the domain works with; every surface (API, pages, admin commands) builds it from its own setting. */
+export interface DomainDeps {
+  readonly storage: Storage
+  /** seals and opens values; answers 503 not_configured without a key */
+  readonly crypto: VaultCrypto
+  /** false when the server has no master key: value operations answer not_configured before touching storage */
+  readonly hasKey: boolean
+  /** storage limits by plan name */
+  readonly plans: Readonly<Record<string, StorageLimit>>
+  readonly now: () => Date
+  /** lifetime of a pending push */
+  readonly importTtlMs: number
+  /** finds the person to add as a member */
+  readonly people: Pick<PeopleAdapter, 'findPersonByEmail'>
+}

@@ -1,0 +1,106 @@
+import type { Actor, PersonActor } from './actor.js'
+import type { DomainDeps } from './deps.js'
+import { listAccessLog } from './access-log.js'
+import { createEnvironment } from './environments.js'
+import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
+import { createPush, decidePush, loadPush, mayDecide, pushStatus, revealPush, type PushView } from './pushes.js'
+import { deleteVariable, listVariableNames, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
+import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
+
+/**
+ * The domain layer: the only code that knows the rules of vaults, members,
+ * environments, variables, pushes and the access log. The API routes, the
+ * pages and the server's admin commands call it with an actor; it answers
+ * with results, or throws a `DomainFailure` (a rule said no) that each
+ * surface renders its own way, `ApiError` for not_configured and
+ * decrypt_failed, or `StorageError`.
+ */
+export function createDomain(d: DomainDeps) {
+  return Object.freeze({
+    // vaults
+    locateVault: (actor: Actor, vaultId: string) => locateVault(d, actor, vaultId),
+    locateEnvironment: (actor: Actor, vaultId: string, environment: string) => locateEnvironment(d, actor, vaultId, environment),
+    findVaultForAdministrator: (ref: string) => findVaultForAdministrator(d, ref),
+    listVaults: (personId: string) => listVaults(d, personId),
+    createVault: (actor: Actor, input: { name: string; ownerId?: string }) => createVault(d, actor, input),
+    // environments and members
+    createEnvironment: (actor: Actor, input: { vaultId: string; name: string; ownersOnly: boolean }) => createEnvironment(d, actor, input),
+    addMember: (actor: Actor, input: { vaultId: string; email: string; role: string; mode?: 'new' | 'any' }) => addMember(d, actor, input),
+    changeRole: (actor: Actor, input: { vaultId: string; personId: string; role: string }) => changeRole(d, actor, input),
+    removeMember: (actor: Actor, input: { vaultId: string; personId: string }) => removeMember(d, actor, input),
+    removeMemberByEmail: (actor: Actor, input: { vaultId: string; email: string }) => removeMemberByEmail(d, actor, input),
+    listMembers: (actor: Actor, vaultId: string) => listMembers(d, actor, vaultId),
+    // variables
+    readEnvironment: (actor: Actor, input: { vaultId: string; environment: string }, located?: Located) => readEnvironment(d, actor, input, located),
+    revealValues: (actor: Actor, input: { vaultId: string; environment: string; name?: string }) => revealValues(d, actor, input),
+    writeVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string; value: string; mode: 'add' | 'change' | 'set' }) =>
+      writeVariable(d, actor, input),
+    deleteVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string }) => deleteVariable(d, actor, input),
+    listVariableNames: (actor: Actor, input: { vaultId: string; environment: string }) => listVariableNames(d, actor, input),
+    // pushes
+    createPush: (actor: PersonActor, input: Parameters<typeof createPush>[2], located?: Located) => createPush(d, actor, input, located),
+    pushStatus: (actor: PersonActor, importId: string) => pushStatus(d, actor, importId),
+    loadPush: (actor: Actor, input: { vaultId: string; importId: string }) => loadPush(d, actor, input),
+    mayDecide: (actor: Actor, view: PushView) => mayDecide(actor, view),
+    decidePush: (actor: PersonActor, input: { vaultId: string; importId: string; decision: 'applied' | 'rejected' }) => decidePush(d, actor, input),
+    revealPush: (actor: Actor, input: { vaultId: string; importId: string }) => revealPush(d, actor, input),
+    // access log
+    listAccessLog: (actor: Actor, input: Parameters<typeof listAccessLog>[2]) => listAccessLog(d, actor, input),
+  })
+}
+
+export type Domain = ReturnType<typeof createDomain>
+
+export { ADMINISTRATOR, ADMINISTRATOR_CLIENT, authorOf, entryFor, personActor, type Actor, type AdministratorActor, type PersonActor } from './actor.js'
+export type { DomainDeps } from './deps.js'
+export { DomainFailure, type FailureKind } from './failure.js'
+export { defaultPlan, limitOf } from './limits.js'
+export {
+  canDecideImport,
+  canManageVault,
+  canReadEnvironment,
+  canWriteEnvironment,
+  decideRefusal,
+  revealRefusal,
+  roleRefusal,
+  writeRefusal,
+} from './permissions.js'
+export { pushProblem, PUSH_NOT_FOUND, type PushInput, type PushView } from './pushes.js'
+export {
+  DEFAULT_ENVIRONMENTS,
+  ENVIRONMENT_NAME_RE,
+  environmentNameProblem,
+  isRole,
+  MAX_NAME_LENGTH,
+  MAX_VALUE_BYTES,
+  MAX_VAULT_NAME,
+  NAME_RE,
+  nameProblem,
+  RESERVED_PREFIX,
+  ROLES,
+  valueProblem,
+  vaultNameProblem,
+} from './rules.js'
+export { VARIABLE_NOT_FOUND, type Located, type ReadResult } from './variables.js'
+export { ENVIRONMENT_NOT_FOUND, VAULT_NOT_FOUND, VAULT_OR_ENVIRONMENT, vaultIdOrNull } from './vaults.js'
+
+/**
+ * The same domain, with every failure passed through `convert` first (a
+ * surface turns refusals into its own errors once, here, instead of at
+ * every call).
+ */
+export function withFailuresAs(domain: Domain, convert: (err: unknown) => unknown): Domain {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(domain)) {
+    const fn = v as (...a: unknown[]) => unknown
+    out[k] = (...a: unknown[]) => {
+      try {
+        const r = fn(...a)
+        return r instanceof Promise ? r.catch((err: unknown) => Promise.reject(convert(err))) : r
+      } catch (err) {
+        throw convert(err)
+      }
+    }
+  }
+  return Object.freeze(out) as Domain
+}

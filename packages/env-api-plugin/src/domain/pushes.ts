@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto'
+import type { EnvironmentInfo, ImportRecord, RefusedLine, VaultAccess } from '../adapters/vault-store.js'
+import { errors } from '../errors.js'
+import { MAX_REASON, MAX_REFUSED } from '../schemas/imports.js'
+import { entryFor, type Actor, type PersonActor } from './actor.js'
+import type { DomainDeps } from './deps.js'
+import { fail } from './failure.js'
+import { limitOf, overLimit } from './limits.js'
+import { canDecideImport, canReadEnvironment, decideRefusal, roleRefusal } from './permissions.js'
+import { MAX_NAME_LENGTH, nameProblem, valueProblem } from './rules.js'
+import { withCurrentKey, type Located } from './variables.js'
+import { locateEnvironment, locateVault } from './vaults.js'
+
+/**
+ * Pushes: a .env file sent from the command line waits as a pending push
+ * until a person with write access applies or rejects it (decisions.md).
+ */
+
+export const PUSH_NOT_FOUND = 'this push does not exist or is not shared with you'
+
+export interface PushInput {
+  readonly variables: Readonly<Record<string, string>>
+  readonly refused?: readonly RefusedLine[]
+}
+
+/** Why a push body is refused, or null. Reasons name the position of what is wrong, never its content. */
+export function pushProblem(body: PushInput): string | null {
+  const names = Object.keys(body.variables)
+  if (names.length === 0) return 'the push holds no variables'
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string
+    const np = nameProblem(name)
+    if (np) return `variable ${i + 1} of the push has a bad name: ${np}`
+    const vp = valueProblem(body.variables[name] as string)
+    if (vp) return `variable ${i + 1} of the push has a bad value: ${vp}`
+  }
+  const refused = body.refused ?? []
+  if (refused.length > MAX_REFUSED) return `at most ${MAX_REFUSED} refused entries are accepted`
+  for (let i = 0; i < refused.length; i++) {
+    const r = refused[i] as RefusedLine
+    if (!Number.isSafeInteger(r.line) || r.line < 1) return `refused entry ${i + 1}: line must be an integer of at least 1`
+    if (r.name.length > MAX_NAME_LENGTH) return `refused entry ${i + 1}: name must be at most ${MAX_NAME_LENGTH} characters`
+    if (r.reason.length < 1 || r.reason.length > MAX_REASON) return `refused entry ${i + 1}: reason must be 1 to ${MAX_REASON} characters`
+  }
+  return null
+}
+
+/**
+ * A push from a sign-in: the roles that may read the environment may push
+ * to it; values are sealed and staged, counted against the plan's limit
+ * in storage's transaction, and `push_created` logged with it.
+ */
+export async function createPush(
+  d: DomainDeps,
+  actor: PersonActor,
+  input: { vaultId: string; environment: string; body: PushInput },
+  located?: Located,
+): Promise<ImportRecord> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  located?.(vault, env)
+  if (!canReadEnvironment(vault.role, env)) throw fail.forbidden(roleRefusal(vault.role, env, 'push to'))
+  if (!d.hasKey) throw errors.notConfigured()
+  const problem = pushProblem(input.body)
+  if (problem) throw fail.invalid(problem)
+  const now = d.now()
+  const names = Object.keys(input.body.variables).sort()
+  const r = await withCurrentKey(d, vault.id, async () => {
+    const sealed = await d.crypto.seal(vault.id, env.name, input.body.variables)
+    return d.storage.createImport(
+      {
+        id: randomUUID(),
+        vaultId: vault.id,
+        environment: env.name,
+        senderId: actor.personId,
+        signInId: actor.signInId,
+        values: sealed.values,
+        sealedUnder: sealed.sealedUnder,
+        refused: (input.body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + d.importTtlMs),
+        limit: limitOf(d.plans, vault.plan),
+      },
+      entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
+    )
+  })
+  if (!r.ok && r.reason === 'stale_key') throw new Error('envkeep: the vault key kept changing while the push was sealed')
+  if (!r.ok) throw overLimit(vault, r, 'this push')
+  return r.import
+}
+
+/** A push's status, for its sender only: anyone else gets the answer of an unknown push. */
+export async function pushStatus(d: DomainDeps, actor: PersonActor, importId: string): Promise<ImportRecord> {
+  const imp = await d.storage.getImport(importId, d.now())
+  if (!imp || imp.senderId !== actor.personId) throw fail.notFound(PUSH_NOT_FOUND, 'the push')
+  return imp
+}
+
+export interface PushView {
+  readonly vault: VaultAccess
+  readonly push: ImportRecord
+  /** the push's environment (owners-only if it is gone) */
+  readonly env: EnvironmentInfo
+}
+
+/** A push of a vault as a member sees it (expired first if its time is up), or not_found. */
+export async function loadPush(d: DomainDeps, actor: Actor, input: { vaultId: string; importId: string }): Promise<PushView> {
+  const vault = await locateVault(d, actor, input.vaultId)
+  const push = await d.storage.getImport(input.importId, d.now())
+  if (!push || push.vaultId !== vault.id) throw fail.notFound(PUSH_NOT_FOUND, 'the push')
+  const env = vault.environments.find((e) => e.name === push.environment) ?? { name: push.environment, ownersOnly: true }
+  return { vault, push, env }
+}
+
+/** Whether the actor may decide this push now (for offering the buttons). */
+export function mayDecide(actor: Actor, view: PushView): boolean {
+  const isSender = actor.kind === 'person' && view.push.senderId === actor.personId
+  return view.push.status === 'pending' && canDecideImport(view.vault.role, view.env, isSender, view.vault.requireSecondPerson)
+}
+
+/**
+ * Applies or rejects a pending push: an owner, or an editor on an
+ * environment that is not owners-only; the sender only when the vault does
+ * not require a second person. Applying writes every staged value or none.
+ */
+export async function decidePush(
+  d: DomainDeps,
+  actor: PersonActor,
+  input: { vaultId: string; importId: string; decision: 'applied' | 'rejected' },
+): Promise<ImportRecord> {
+  const view = await loadPush(d, actor, input)
+  const { vault, push, env } = view
+  if (!canDecideImport(vault.role, env, push.senderId === actor.personId, vault.requireSecondPerson)) throw fail.forbidden(decideRefusal(vault.role, env))
+  if (push.status !== 'pending') throw fail.conflict(`this push is already ${push.status}`)
+  const now = d.now()
+  const r = await d.storage.decideImport(
+    { importId: push.id, decision: input.decision, by: actor.personId, now },
+    entryFor(actor, {
+      vaultId: vault.id,
+      action: input.decision === 'applied' ? 'push_applied' : 'push_rejected',
+      at: now,
+      environment: push.environment,
+      names: push.names,
+    }),
+  )
+  if (!r.ok) throw fail.conflict(`this push is already ${r.import.status}`)
+  return r.import
+}
+
+/**
+ * The staged values of a pending push, with the current values of the
+ * names it overwrites, for the review page. Logged as a read of the staged
+ * names before any value is opened; a role that may not read is refused
+ * and the refusal logged.
+ */
+export async function revealPush(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; importId: string },
+): Promise<PushView & { values: Record<string, string>; current: Record<string, string> }> {
+  const view = await loadPush(d, actor, input)
+  const { vault, push, env } = view
+  if (push.status !== 'pending') throw fail.conflict(`this push is ${push.status}; its values are no longer kept`)
+  const entry = { vaultId: vault.id, at: d.now(), environment: push.environment }
+  if (!canReadEnvironment(vault.role, env)) {
+    await d.storage.appendAccessLog(entryFor(actor, { ...entry, action: 'refused' }))
+    throw fail.forbidden(`your role (${vault.role}) cannot read the values of this environment`)
+  }
+  if (!d.hasKey) throw errors.notConfigured()
+  const staged = await d.storage.getImportValues(push.id)
+  const existing = (await Promise.all(push.overwrites.map((name) => d.storage.getVariable(vault.id, push.environment, name)))).filter(
+    (v) => v !== null,
+  )
+  // logged before the values leave the server; if the log fails, nothing is shown
+  await d.storage.appendAccessLog(entryFor(actor, { ...entry, action: 'read', names: staged.map((s) => s.name) }))
+  const values = await d.crypto.openValues(vault.id, push.environment, staged)
+  const current = await d.crypto.openValues(vault.id, push.environment, existing)
+  return { ...view, values, current }
+}
+

@@ -1,0 +1,59 @@
+import type { EnvironmentInfo, Role } from '../adapters/vault-store.js'
+
+/**
+ * What a name or value must be (decisions.md). Every reason says what is
+ * wrong in words and never repeats what was sent.
+ */
+
+export const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/
+export const MAX_NAME_LENGTH = 256
+export const MAX_VALUE_BYTES = 65_536
+export const RESERVED_PREFIX = 'ENVKEEP_'
+export const ENVIRONMENT_NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/
+export const MAX_VAULT_NAME = 100
+export const ROLES: readonly Role[] = Object.freeze(['owner', 'editor', 'viewer'])
+
+/** A new vault's environments: production is owners-only. */
+export const DEFAULT_ENVIRONMENTS: readonly EnvironmentInfo[] = Object.freeze([
+  Object.freeze({ name: 'development', ownersOnly: false }),
+  Object.freeze({ name: 'preview', ownersOnly: false }),
+  Object.freeze({ name: 'production', ownersOnly: true }),
+])
+
+/** Why a variable name is refused, or null when it is fine. */
+export function nameProblem(name: string): string | null {
+  if (name.length < 1 || name.length > MAX_NAME_LENGTH) return `a name must be 1 to ${MAX_NAME_LENGTH} characters`
+  if (!NAME_RE.test(name)) return 'a name must start with a letter or underscore and hold only letters, digits and underscores'
+  if (name.startsWith(RESERVED_PREFIX)) return `names beginning with ${RESERVED_PREFIX} are the client's own settings`
+  // JSON parsers refuse it and object assignment drops it: a variable by this name could be
+  // stored but never delivered, so it is not a name.
+  if (name === '__proto__') return 'the name __proto__ is reserved'
+  return null
+}
+
+/** Why a value is refused, or null when it is fine. */
+export function valueProblem(value: string): string | null {
+  if (value.length === 0) return 'a value must not be empty'
+  if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `a value must be at most ${MAX_VALUE_BYTES} bytes`
+  return null
+}
+
+/** Why an environment name is refused, or null. */
+export function environmentNameProblem(name: string): string | null {
+  return ENVIRONMENT_NAME_RE.test(name)
+    ? null
+    : 'an environment name must be 1 to 63 lower-case letters, digits or dashes, starting with a letter or digit'
+}
+
+/** Why a vault name is refused, or null. */
+export function vaultNameProblem(name: string): string | null {
+  if (name.length === 0) return 'a vault needs a name'
+  if (name.length > MAX_VAULT_NAME) return `a vault name must be at most ${MAX_VAULT_NAME} characters`
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) return 'a vault name must not hold control characters'
+  return null
+}
+
+export function isRole(s: string): s is Role {
+  return (ROLES as readonly string[]).includes(s)
+}

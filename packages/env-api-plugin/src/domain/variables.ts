@@ -1,0 +1,160 @@
+import type { EnvironmentInfo, SealedVariable, VaultAccess } from '../adapters/vault-store.js'
+import { errors } from '../errors.js'
+import { authorOf, entryFor, type Actor } from './actor.js'
+import type { DomainDeps } from './deps.js'
+import { fail } from './failure.js'
+import { limitOf, overLimit } from './limits.js'
+import { canReadEnvironment, canWriteEnvironment, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
+import { nameProblem, valueProblem } from './rules.js'
+import { locateEnvironment } from './vaults.js'
+
+export const VARIABLE_NOT_FOUND = 'that variable does not exist in this environment'
+
+/** Called once the vault and environment are found, before any refusal (the API names them in its messages). */
+export type Located = (vault: VaultAccess, env: EnvironmentInfo) => void
+
+export interface ReadResult {
+  readonly vault: VaultAccess
+  readonly env: EnvironmentInfo
+  /** name → value, in name order */
+  readonly values: Record<string, string>
+}
+
+/**
+ * Every value of an environment, for the command line (`GET /api/env`). A
+ * role that may not read is refused and the refusal logged; a read is
+ * logged, with exactly the names read, before any value is opened.
+ * Two storage calls: the vault as the actor sees it, then read-and-log.
+ */
+export async function readEnvironment(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; environment: string },
+  located?: Located,
+): Promise<ReadResult> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  located?.(vault, env)
+  await requireRead(d, actor, vault, env, roleRefusal(vault.role, env, 'read'))
+  return read(d, actor, vault, env)
+}
+
+/** Values shown on the vault page after Reveal: all of the environment's (no `name`), or one. */
+export async function revealValues(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; environment: string; name?: string },
+): Promise<ReadResult> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  await requireRead(d, actor, vault, env, revealRefusal(vault.role, env))
+  if (input.name === undefined || input.name === '') return read(d, actor, vault, env)
+  const r = await read(d, actor, vault, env, [input.name])
+  if (Object.keys(r.values).length === 0) throw fail.notFound(VARIABLE_NOT_FOUND)
+  return r
+}
+
+async function requireRead(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, refusal: string): Promise<void> {
+  if (canReadEnvironment(vault.role, env)) return
+  await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'refused', at: d.now(), environment: env.name }))
+  throw fail.forbidden(refusal)
+}
+
+async function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, names?: readonly string[]): Promise<ReadResult> {
+  if (!d.hasKey) throw errors.notConfigured() // before the read: nothing is logged as read that cannot be opened
+  const { variables } = await d.storage.readVariables(
+    vault.id,
+    env.name,
+    entryFor(actor, { vaultId: vault.id, action: 'read', at: d.now(), environment: env.name }),
+    names,
+  )
+  // storage answers in name order already; sort only if it did not
+  const sorted = inNameOrder(variables) ? variables : [...variables].sort(byName)
+  // openValues fills its object in the order given (names never look like array indexes)
+  return { vault, env, values: await d.crypto.openValues(vault.id, env.name, sorted) }
+}
+
+/**
+ * Writes one variable: `add` refuses a name that has a value, `change` one
+ * that has none, `set` (the administrator's `var set`) does either. The
+ * plan's storage limit is checked by storage in the write's transaction.
+ */
+export async function writeVariable(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; environment: string; name: string; value: string; mode: 'add' | 'change' | 'set' },
+): Promise<{ vault: VaultAccess; env: EnvironmentInfo; name: string; created: boolean }> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  if (!canWriteEnvironment(vault.role, env)) throw fail.forbidden(writeRefusal(vault.role))
+  const name = input.name.trim()
+  const np = nameProblem(name)
+  if (np) throw fail.invalid(np)
+  const vp = valueProblem(input.value)
+  if (vp) throw fail.invalid(vp)
+  const now = d.now()
+  const r = await withCurrentKey(d, vault.id, async () => {
+    const sealed = await d.crypto.seal(vault.id, env.name, { [name]: input.value })
+    return d.storage.setVariable(
+      {
+        vaultId: vault.id,
+        environment: env.name,
+        value: sealed.values[0] as SealedVariable,
+        by: authorOf(actor),
+        now,
+        limit: limitOf(d.plans, vault.plan),
+        expect: input.mode === 'add' ? 'new' : input.mode === 'change' ? 'existing' : 'any',
+        sealedUnder: sealed.sealedUnder,
+      },
+      entryFor(actor, { vaultId: vault.id, action: 'variable_set', at: now, environment: env.name, names: [name] }),
+    )
+  })
+  if (r.ok) return { vault, env, name, created: r.created }
+  if (r.reason === 'storage_limit') throw overLimit(vault, r, 'this change')
+  if (r.reason === 'stale_key') throw new Error('envkeep: the vault key kept changing while the value was sealed')
+  if (r.reason === 'exists') throw fail.conflict('a variable with that name exists in this environment; use Change to give it a new value')
+  throw fail.notFound(VARIABLE_NOT_FOUND)
+}
+
+/** Deletes one variable. */
+export async function deleteVariable(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; environment: string; name: string },
+): Promise<{ vault: VaultAccess; env: EnvironmentInfo }> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  if (!canWriteEnvironment(vault.role, env)) throw fail.forbidden(writeRefusal(vault.role))
+  if (nameProblem(input.name)) throw fail.notFound(VARIABLE_NOT_FOUND)
+  const now = d.now()
+  const r = await d.storage.deleteVariable(
+    { vaultId: vault.id, environment: env.name, name: input.name, by: authorOf(actor), now },
+    entryFor(actor, { vaultId: vault.id, action: 'variable_deleted', at: now, environment: env.name, names: [input.name] }),
+  )
+  if (!r.ok) throw fail.notFound(VARIABLE_NOT_FOUND)
+  return { vault, env }
+}
+
+/** Names (never values) of an environment's variables: any member may see them. */
+export async function listVariableNames(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }): Promise<string[]> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  return (await d.storage.listVariableNames(vault.id, env.name)).map((m) => m.name)
+}
+
+/**
+ * Seals and writes, again if storage says the vault's data key changed
+ * since it was cached (rotated by another process): the value is never
+ * stored under a key the vault no longer has.
+ */
+export async function withCurrentKey<R extends { ok: boolean; reason?: string }>(d: DomainDeps, vaultId: string, write: () => Promise<R>): Promise<R> {
+  for (let attempt = 0; ; attempt++) {
+    const r = await write()
+    if (r.ok || r.reason !== 'stale_key' || attempt >= 2) return r
+    d.crypto.forget(vaultId)
+  }
+}
+
+function byName(a: { name: string }, b: { name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+}
+
+function inNameOrder(list: readonly { name: string }[]): boolean {
+  for (let i = 1; i < list.length; i++) if ((list[i - 1] as { name: string }).name >= (list[i] as { name: string }).name) return false
+  return true
+}

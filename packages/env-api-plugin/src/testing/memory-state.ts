@@ -1,0 +1,194 @@
+import type { AuthorizationCodeRecord } from '../adapters/oauth-store.js'
+import type { AccessLogRow, ImportRecord, Role } from '../adapters/vault-store.js'
+import { StorageError } from '../errors.js'
+
+/**
+ * The data of the reference in-memory store, and its transactions. Rows are
+ * immutable objects (replaced, never edited), so a transaction works on a
+ * draft made of copied maps and commits by swapping the draft in; a throw
+ * drops the draft. Writers take turns (one lock); readers see the last
+ * committed state. With `yieldBetweenSteps`, every step of a transaction
+ * awaits a macrotask, as a networked database's round trips do: rules that
+ * hold only inside a transaction then visibly hold, and check-then-act
+ * across two calls visibly fails.
+ */
+
+export interface VaultRow {
+  readonly id: string
+  readonly name: string
+  readonly plan: string
+  readonly requireSecondPerson: boolean
+  readonly createdAt: number
+  readonly wrappedKey: Uint8Array | null
+}
+
+export interface EnvironmentRow {
+  readonly ownersOnly: boolean
+  readonly version: number
+  readonly createdAt: number
+}
+
+export interface VariableRow {
+  readonly sealed: Uint8Array
+  readonly updatedAt: number
+  readonly updatedBy: string | null
+}
+
+export interface SignInRow {
+  readonly id: string
+  readonly personId: string
+  readonly clientId: string
+  readonly resource: string
+  readonly scopes: readonly string[]
+  readonly codeHash: string | null
+  readonly createdAt: number
+  readonly expiresAt: number
+  readonly lastUsedAt: number | null
+  readonly revokedAt: number | null
+}
+
+export interface State {
+  vaults: Map<string, VaultRow>
+  /** vault → person → role */
+  members: Map<string, Map<string, Role>>
+  /** vault → environment name → row */
+  environments: Map<string, Map<string, EnvironmentRow>>
+  /** `vault\0environment` → name → row */
+  variables: Map<string, Map<string, VariableRow>>
+  imports: Map<string, ImportRecord>
+  /** import → name → sealed */
+  importValues: Map<string, Map<string, Uint8Array>>
+  accessLog: AccessLogRow[]
+  nextLogId: number
+  codes: Map<string, AuthorizationCodeRecord>
+  signIns: Map<string, SignInRow>
+  accessTokens: Map<string, { readonly signInId: string; readonly expiresAt: number }>
+  refreshTokens: Map<string, { readonly signInId: string; readonly usedAt: number | null }>
+}
+
+export function emptyState(): State {
+  return {
+    vaults: new Map(),
+    members: new Map(),
+    environments: new Map(),
+    variables: new Map(),
+    imports: new Map(),
+    importValues: new Map(),
+    accessLog: [],
+    nextLogId: 1,
+    codes: new Map(),
+    signIns: new Map(),
+    accessTokens: new Map(),
+    refreshTokens: new Map(),
+  }
+}
+
+function cloneNested<K, K2, V>(m: Map<K, Map<K2, V>>): Map<K, Map<K2, V>> {
+  const out = new Map<K, Map<K2, V>>()
+  for (const [k, v] of m) out.set(k, new Map(v))
+  return out
+}
+
+function draftOf(s: State): State {
+  return {
+    vaults: new Map(s.vaults),
+    members: cloneNested(s.members),
+    environments: cloneNested(s.environments),
+    variables: cloneNested(s.variables),
+    imports: new Map(s.imports),
+    importValues: cloneNested(s.importValues),
+    accessLog: [...s.accessLog],
+    nextLogId: s.nextLogId,
+    codes: new Map(s.codes),
+    signIns: new Map(s.signIns),
+    accessTokens: new Map(s.accessTokens),
+    refreshTokens: new Map(s.refreshTokens),
+  }
+}
+
+export const varKey = (vaultId: string, environment: string): string => `${vaultId}\0${environment}`
+
+/** A copy, so neither the caller nor the store can change the other's bytes. */
+export const copyBytes = (u: Uint8Array): Uint8Array => new Uint8Array(u)
+
+export type BrokenTable = 'access_log' | 'variables' | 'import_values'
+
+export interface MemoryDbOptions {
+  readonly yieldBetweenSteps?: boolean
+}
+
+/** The state, its write lock and the probe's broken writes. */
+export class MemoryDb {
+  #state: State = emptyState()
+  #lock: Promise<void> = Promise.resolve()
+  #closed = false
+  readonly #yield: boolean
+  readonly broken: { what: BrokenTable; name: string | undefined }[] = []
+
+  constructor(o: MemoryDbOptions = {}) {
+    this.#yield = o.yieldBetweenSteps === true
+  }
+
+  /** The committed state (readers never see a draft). */
+  get committed(): State {
+    return this.#state
+  }
+
+  close(): void {
+    this.#closed = true
+  }
+
+  /** One step of a transaction: a macrotask when yielding, else nothing. */
+  async step(): Promise<void> {
+    if (this.#yield) await new Promise<void>((resolve) => setImmediate(resolve))
+  }
+
+  #open(table: string): void {
+    if (this.#closed) throw new StorageError('08006', table)
+  }
+
+  /** A read of committed state (after one step). */
+  async read<T>(table: string, fn: (s: State) => T): Promise<T> {
+    this.#open(table)
+    await this.step()
+    return fn(this.#state)
+  }
+
+  /**
+   * A write transaction: waits its turn, works on a draft (`fn` may await
+   * `step()` between its statements), commits by swapping the draft in, or
+   * drops it if `fn` throws.
+   */
+  async write<T>(table: string, fn: (s: State) => T | Promise<T>): Promise<T> {
+    this.#open(table)
+    const previous = this.#lock
+    let release!: () => void
+    this.#lock = new Promise<void>((resolve) => (release = resolve))
+    await previous
+    try {
+      this.#open(table)
+      const draft = draftOf(this.#state)
+      await this.step()
+      const result = await fn(draft)
+      await this.step()
+      this.#state = draft
+      return result
+    } finally {
+      release()
+    }
+  }
+
+  /** Throws as a failing constraint would if the probe broke writes into `what` (for `name`). */
+  checkWrite(what: BrokenTable, name?: string): void {
+    for (const b of this.broken) {
+      if (b.what === what && (b.name === undefined || b.name === name)) throw new StorageError('23514', what) // as a failing constraint: names the table, never the cause
+    }
+  }
+
+  /** Appends a log row in the draft; the vault must exist (as a foreign key would say). */
+  appendLog(s: State, row: Omit<AccessLogRow, 'id'>): void {
+    this.checkWrite('access_log')
+    if (!s.vaults.has(row.vaultId)) throw new StorageError('23503', 'access_log')
+    s.accessLog.push(Object.freeze({ ...row, names: Object.freeze([...row.names]), id: s.nextLogId++ }))
+  }
+}

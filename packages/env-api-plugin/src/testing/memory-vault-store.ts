@@ -1,0 +1,506 @@
+import type {
+  AccessLogEntry,
+  AccessLogRow,
+  CreateEnvironmentResult,
+  CreateImportResult,
+  DecideImportResult,
+  DeleteVariableResult,
+  EnvironmentInfo,
+  ImportDecision,
+  ImportRecord,
+  MemberChange,
+  NewEnvironment,
+  NewImport,
+  NewVault,
+  OverLimit,
+  RemoveMemberResult,
+  Role,
+  SealedVariable,
+  SetMemberResult,
+  SetVariableResult,
+  StorageLimit,
+  VariableDelete,
+  VariableMeta,
+  VariableWrite,
+  VaultAccess,
+  VaultInfo,
+  VaultRecord,
+  VaultSecrets,
+  VaultStore,
+} from '../adapters/vault-store.js'
+import { StorageError } from '../errors.js'
+import { copyBytes, varKey, type MemoryDb, type State, type VaultRow } from './memory-state.js'
+
+const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+function record(v: VaultRow): VaultRecord {
+  return { id: v.id, name: v.name, plan: v.plan, requireSecondPerson: v.requireSecondPerson, createdAt: new Date(v.createdAt) }
+}
+
+function environmentsOf(s: State, vaultId: string): EnvironmentInfo[] {
+  return [...(s.environments.get(vaultId) ?? new Map()).entries()]
+    .sort(([a], [b]) => byKey(a, b))
+    .map(([name, e]) => ({ name, ownersOnly: e.ownersOnly }))
+}
+
+function info(s: State, v: VaultRow): VaultInfo {
+  return { ...record(v), environments: environmentsOf(s, v.id) }
+}
+
+function access(s: State, personId: string, filter: (v: VaultRow) => boolean): VaultAccess[] {
+  const out: VaultAccess[] = []
+  for (const v of s.vaults.values()) {
+    const role = s.members.get(v.id)?.get(personId)
+    if (role && filter(v)) out.push({ ...info(s, v), role })
+  }
+  return out.sort((a, b) => byKey(a.name, b.name) || byKey(a.id, b.id))
+}
+
+/** Usage of a vault: variables plus staged values of pending pushes. */
+function usage(s: State, vaultId: string): { n: number; bytes: number } {
+  let n = 0
+  let bytes = 0
+  for (const [key, vars] of s.variables) {
+    if (!key.startsWith(`${vaultId}\0`)) continue
+    for (const v of vars.values()) {
+      n++
+      bytes += v.sealed.byteLength
+    }
+  }
+  for (const imp of s.imports.values()) {
+    if (imp.vaultId !== vaultId || imp.status !== 'pending') continue
+    for (const sealed of s.importValues.get(imp.id)?.values() ?? []) {
+      n++
+      bytes += sealed.byteLength
+    }
+  }
+  return { n, bytes }
+}
+
+const sameBytes = (a: Uint8Array | null, b: Uint8Array): boolean => a !== null && Buffer.from(a).equals(Buffer.from(b))
+
+function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
+  if (after.n > limit.maxVariables && after.n > before.n)
+    return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
+  if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
+    return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
+  return null
+}
+
+/**
+ * The reference vault store: every method is what the contract says and no
+ * more, on plain maps (see memory-state.ts for its transactions). Written
+ * to be read: a new backend can follow it method by method.
+ */
+export class MemoryVaultStore implements VaultStore {
+  readonly #db: MemoryDb
+
+  constructor(db: MemoryDb) {
+    this.#db = db
+  }
+
+  // ---- helpers that run inside a transaction ---------------------------------
+
+  #requireVault(s: State, vaultId: string, table: string): VaultRow {
+    const v = s.vaults.get(vaultId)
+    if (!v) throw new StorageError('23503', table)
+    return v
+  }
+
+  #bumpVersion(s: State, vaultId: string, environment: string): void {
+    const envs = s.environments.get(vaultId)
+    const e = envs?.get(environment)
+    if (envs && e) envs.set(environment, { ...e, version: e.version + 1 })
+  }
+
+  #putVariable(s: State, vaultId: string, environment: string, v: SealedVariable, by: string | null, at: number): void {
+    this.#db.checkWrite('variables', v.name)
+    if (!s.environments.get(vaultId)?.has(environment)) throw new StorageError('23503', 'variables_environment')
+    const key = varKey(vaultId, environment)
+    let vars = s.variables.get(key)
+    if (!vars) s.variables.set(key, (vars = new Map()))
+    vars.set(v.name, Object.freeze({ sealed: copyBytes(v.sealed), updatedAt: at, updatedBy: by }))
+  }
+
+  /** Moves a pending push to expired in the draft, with its log entry. */
+  #expire(s: State, imp: ImportRecord): ImportRecord {
+    const expired: ImportRecord = Object.freeze({ ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null })
+    s.imports.set(imp.id, expired)
+    s.importValues.delete(imp.id)
+    this.#db.appendLog(s, {
+      vaultId: imp.vaultId,
+      at: imp.expiresAt,
+      personId: null,
+      signInId: null,
+      clientId: null,
+      action: 'push_expired',
+      environment: imp.environment,
+      names: imp.names,
+      address: null,
+      subject: null,
+      detail: null,
+    })
+    return expired
+  }
+
+  // ---- vaults and keys ----------------------------------------------------------
+
+  createVault(input: NewVault, log: AccessLogEntry): Promise<VaultRecord> {
+    return this.#db.write('vaults', async (s) => {
+      if (s.vaults.has(input.id)) throw new StorageError('23505', 'vaults_pk')
+      const row: VaultRow = Object.freeze({
+        id: input.id,
+        name: input.name,
+        plan: input.plan,
+        requireSecondPerson: false,
+        createdAt: input.now.getTime(),
+        wrappedKey: null,
+      })
+      s.vaults.set(input.id, row)
+      s.members.set(input.id, new Map([[input.ownerId, 'owner']]))
+      const envs = new Map()
+      for (const e of input.environments) {
+        if (envs.has(e.name)) throw new StorageError('23505', 'environments_pk')
+        envs.set(e.name, Object.freeze({ ownersOnly: e.ownersOnly, version: 0, createdAt: input.now.getTime() }))
+      }
+      s.environments.set(input.id, envs)
+      await this.#db.step()
+      this.#db.appendLog(s, log)
+      return record(row)
+    })
+  }
+
+  getWrappedKey(vaultId: string): Promise<Uint8Array | null> {
+    return this.#db.read('vaults', (s) => {
+      const k = s.vaults.get(vaultId)?.wrappedKey
+      return k ? copyBytes(k) : null
+    })
+  }
+
+  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array> {
+    return this.#db.write('vaults', async (s) => {
+      const v = this.#requireVault(s, vaultId, 'vaults')
+      if (v.wrappedKey) return copyBytes(v.wrappedKey)
+      const wrapped = copyBytes(await wrap()) // inside the transaction: no rotation commits meanwhile
+      s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: wrapped }))
+      return copyBytes(wrapped)
+    })
+  }
+
+  rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number> {
+    return this.#db.write('vaults', async (s) => {
+      let n = 0
+      for (const v of [...s.vaults.values()].sort((a, b) => byKey(a.id, b.id))) {
+        if (!v.wrappedKey) continue
+        const next = await rewrap(copyBytes(v.wrappedKey), v.id)
+        s.vaults.set(v.id, Object.freeze({ ...v, wrappedKey: copyBytes(next) }))
+        n++
+      }
+      return n
+    })
+  }
+
+  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean> {
+    return this.#db.write('vaults', async (s) => {
+      const v = s.vaults.get(vaultId)
+      if (!v?.wrappedKey) return false
+      const variables: { environment: string; name: string; sealed: Uint8Array }[] = []
+      for (const env of s.environments.get(vaultId)?.keys() ?? []) {
+        for (const [name, row] of s.variables.get(varKey(vaultId, env)) ?? []) variables.push({ environment: env, name, sealed: copyBytes(row.sealed) })
+      }
+      const staged: { importId: string; environment: string; name: string; sealed: Uint8Array }[] = []
+      for (const imp of s.imports.values()) {
+        if (imp.vaultId !== vaultId || imp.status !== 'pending') continue
+        for (const [name, sealed] of s.importValues.get(imp.id) ?? []) staged.push({ importId: imp.id, environment: imp.environment, name, sealed: copyBytes(sealed) })
+      }
+      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged })
+      s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(next.wrappedKey) }))
+      for (const n of next.variables) {
+        const vars = s.variables.get(varKey(vaultId, n.environment))
+        const row = vars?.get(n.name)
+        if (!vars || !row) throw new StorageError('23503', 'variables')
+        vars.set(n.name, Object.freeze({ ...row, sealed: copyBytes(n.sealed) }))
+      }
+      for (const n of next.staged) {
+        const values = s.importValues.get(n.importId)
+        if (!values?.has(n.name)) throw new StorageError('23503', 'import_values')
+        values.set(n.name, copyBytes(n.sealed))
+      }
+      for (const env of s.environments.get(vaultId)?.keys() ?? []) this.#bumpVersion(s, vaultId, env)
+      return true
+    })
+  }
+
+  listVaults(personId: string): Promise<VaultAccess[]> {
+    return this.#db.read('vaults', (s) => access(s, personId, () => true))
+  }
+
+  getVault(vaultId: string, personId: string): Promise<VaultAccess | null> {
+    return this.#db.read('vaults', (s) => access(s, personId, (v) => v.id === vaultId)[0] ?? null)
+  }
+
+  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]> {
+    return this.#db.read('vaults', (s) => access(s, personId, (v) => v.name === name))
+  }
+
+  findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
+    return this.#db.read('vaults', (s) =>
+      [...s.vaults.values()]
+        .filter((v) => ('id' in filter ? v.id === filter.id : 'name' in filter ? v.name === filter.name : true))
+        .sort((a, b) => byKey(a.id, b.id))
+        .map((v) => info(s, v)),
+    )
+  }
+
+  // ---- environments and members -----------------------------------------------
+
+  createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult> {
+    return this.#db.write('environments', async (s): Promise<CreateEnvironmentResult> => {
+      this.#requireVault(s, input.vaultId, 'environments')
+      const envs = s.environments.get(input.vaultId) ?? new Map()
+      if (envs.has(input.name)) return { ok: false, reason: 'exists' }
+      await this.#db.step()
+      envs.set(input.name, Object.freeze({ ownersOnly: input.ownersOnly, version: 0, createdAt: input.now.getTime() }))
+      s.environments.set(input.vaultId, envs)
+      this.#db.appendLog(s, log)
+      return { ok: true }
+    })
+  }
+
+  setMember(change: MemberChange, log: AccessLogEntry): Promise<SetMemberResult> {
+    return this.#db.write('members', async (s): Promise<SetMemberResult> => {
+      this.#requireVault(s, change.vaultId, 'members')
+      const members = s.members.get(change.vaultId) ?? new Map<string, Role>()
+      const previous = members.get(change.personId) ?? null
+      const expect = change.expect ?? 'any'
+      if (expect === 'new' && previous !== null) return { ok: false, reason: 'already_member' }
+      if (expect === 'existing' && previous === null) return { ok: false, reason: 'not_member' }
+      if (previous === change.role) return { ok: true, previous }
+      await this.#db.step() // a networked database would answer the count in another round trip
+      const owners = [...members.values()].filter((r) => r === 'owner').length
+      if (previous === 'owner' && owners <= 1) return { ok: false, reason: 'last_owner' }
+      await this.#db.step()
+      members.set(change.personId, change.role)
+      s.members.set(change.vaultId, members)
+      this.#db.appendLog(s, { ...log, action: previous === null ? 'member_added' : 'member_changed' })
+      return { ok: true, previous }
+    })
+  }
+
+  removeMember(input: { readonly vaultId: string; readonly personId: string }, log: AccessLogEntry): Promise<RemoveMemberResult> {
+    return this.#db.write('members', async (s): Promise<RemoveMemberResult> => {
+      const members = s.members.get(input.vaultId)
+      const previous = members?.get(input.personId)
+      if (!members || !previous) return { ok: false, reason: 'not_member' }
+      await this.#db.step()
+      const owners = [...members.values()].filter((r) => r === 'owner').length
+      if (previous === 'owner' && owners <= 1) return { ok: false, reason: 'last_owner' }
+      await this.#db.step()
+      members.delete(input.personId)
+      this.#db.appendLog(s, log)
+      return { ok: true, previous }
+    })
+  }
+
+  listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]> {
+    return this.#db.read('members', (s) =>
+      [...(s.members.get(vaultId) ?? new Map<string, Role>()).entries()]
+        .sort(([a], [b]) => byKey(a, b))
+        .map(([personId, role]) => ({ personId, role })),
+    )
+  }
+
+  // ---- variables --------------------------------------------------------------
+
+  readVariables(
+    vaultId: string,
+    environment: string,
+    log: AccessLogEntry,
+    names?: readonly string[],
+  ): Promise<{ variables: SealedVariable[]; version: number }> {
+    return this.#db.write('variables', async (s) => {
+      const vars = s.variables.get(varKey(vaultId, environment)) ?? new Map()
+      const wanted = names === undefined ? [...vars.keys()] : [...new Set(names)].filter((n) => vars.has(n))
+      const variables = wanted.sort(byKey).map((name) => ({ name, sealed: copyBytes(vars.get(name)!.sealed) }))
+      await this.#db.step()
+      this.#db.appendLog(s, { ...log, names: variables.map((v) => v.name) })
+      return { variables, version: s.environments.get(vaultId)?.get(environment)?.version ?? 0 }
+    })
+  }
+
+  listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]> {
+    return this.#db.read('variables', (s) =>
+      [...(s.variables.get(varKey(vaultId, environment)) ?? new Map()).entries()]
+        .sort(([a], [b]) => byKey(a, b))
+        .map(([name, v]) => ({ name, updatedAt: new Date(v.updatedAt), updatedBy: v.updatedBy })),
+    )
+  }
+
+  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
+    return this.#db.read('variables', (s) => {
+      const v = s.variables.get(varKey(vaultId, environment))?.get(name)
+      return v ? { name, sealed: copyBytes(v.sealed) } : null
+    })
+  }
+
+  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
+    return this.#db.write('variables', async (s): Promise<SetVariableResult> => {
+      if (write.sealedUnder && !sameBytes(s.vaults.get(write.vaultId)?.wrappedKey ?? null, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
+      const old = s.variables.get(varKey(write.vaultId, write.environment))?.get(write.value.name)
+      const expect = write.expect ?? 'any'
+      if (expect === 'new' && old) return { ok: false, reason: 'exists' }
+      if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
+      await this.#db.step()
+      const before = usage(s, write.vaultId)
+      const after = {
+        n: before.n + (old ? 0 : 1),
+        bytes: before.bytes - (old?.sealed.byteLength ?? 0) + write.value.sealed.byteLength,
+      }
+      const over = overLimit(before, after, write.limit)
+      if (over) return over
+      await this.#db.step()
+      this.#putVariable(s, write.vaultId, write.environment, write.value, write.by, write.now.getTime())
+      this.#bumpVersion(s, write.vaultId, write.environment)
+      this.#db.appendLog(s, log)
+      return { ok: true, created: !old }
+    })
+  }
+
+  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
+    return this.#db.write('variables', async (s): Promise<DeleteVariableResult> => {
+      const vars = s.variables.get(varKey(input.vaultId, input.environment))
+      if (!vars?.has(input.name)) return { ok: false, reason: 'absent' }
+      await this.#db.step()
+      this.#db.checkWrite('variables', input.name)
+      vars.delete(input.name)
+      this.#bumpVersion(s, input.vaultId, input.environment)
+      this.#db.appendLog(s, log)
+      return { ok: true }
+    })
+  }
+
+  // ---- access log -------------------------------------------------------------
+
+  appendAccessLog(entry: AccessLogEntry): Promise<void> {
+    return this.#db.write('access_log', (s) => this.#db.appendLog(s, entry))
+  }
+
+  listAccessLog(
+    vaultId: string,
+    filter: { environment?: string; action?: AccessLogEntry['action']; limit: number; before?: number },
+  ): Promise<AccessLogRow[]> {
+    return this.#db.read('access_log', (s) => {
+      const limit = Math.max(0, Math.trunc(filter.limit))
+      const out: AccessLogRow[] = []
+      for (let i = s.accessLog.length - 1; i >= 0 && out.length < limit; i--) {
+        const r = s.accessLog[i] as AccessLogRow
+        if (r.vaultId !== vaultId) continue
+        if (filter.environment !== undefined && r.environment !== filter.environment) continue
+        if (filter.action !== undefined && r.action !== filter.action) continue
+        if (filter.before !== undefined && r.id >= filter.before) continue
+        out.push({ ...r, names: [...r.names] })
+      }
+      return out
+    })
+  }
+
+  // ---- pushes -----------------------------------------------------------------
+
+  createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
+    return this.#db.write('imports', async (s): Promise<CreateImportResult> => {
+      if (input.sealedUnder && !sameBytes(s.vaults.get(input.vaultId)?.wrappedKey ?? null, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
+      const before = usage(s, input.vaultId)
+      const bytes = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
+      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + bytes }, input.limit)
+      if (over) return over
+      await this.#db.step()
+      if (s.imports.has(input.id)) throw new StorageError('23505', 'imports_pk')
+      if (!s.environments.get(input.vaultId)?.has(input.environment)) throw new StorageError('23503', 'imports_environment')
+      const current = s.variables.get(varKey(input.vaultId, input.environment)) ?? new Map()
+      const names = input.values.map((v) => v.name).sort(byKey)
+      const imp: ImportRecord = Object.freeze({
+        id: input.id,
+        vaultId: input.vaultId,
+        environment: input.environment,
+        senderId: input.senderId,
+        signInId: input.signInId,
+        status: 'pending',
+        names,
+        overwrites: names.filter((n) => current.has(n)),
+        refused: input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason })),
+        createdAt: input.createdAt,
+        expiresAt: input.expiresAt,
+        decidedAt: null,
+        decidedBy: null,
+      })
+      s.imports.set(imp.id, imp)
+      const staged = new Map<string, Uint8Array>()
+      for (const v of input.values) {
+        this.#db.checkWrite('import_values', v.name)
+        if (staged.has(v.name)) throw new StorageError('23505', 'import_values_pk')
+        staged.set(v.name, copyBytes(v.sealed))
+      }
+      s.importValues.set(imp.id, staged)
+      this.#db.appendLog(s, log)
+      return { ok: true, import: imp }
+    })
+  }
+
+  async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
+    const imp = await this.#db.read('imports', (s) => s.imports.get(importId) ?? null)
+    if (!imp || imp.status !== 'pending' || now.getTime() < imp.expiresAt.getTime()) return imp
+    return this.#db.write('imports', (s) => {
+      const fresh = s.imports.get(importId)
+      if (!fresh) return null
+      return fresh.status === 'pending' ? this.#expire(s, fresh) : fresh
+    })
+  }
+
+  getImportValues(importId: string): Promise<SealedVariable[]> {
+    return this.#db.read('import_values', (s) =>
+      [...(s.importValues.get(importId) ?? new Map<string, Uint8Array>()).entries()]
+        .sort(([a], [b]) => byKey(a, b))
+        .map(([name, sealed]) => ({ name, sealed: copyBytes(sealed) })),
+    )
+  }
+
+  decideImport(d: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult> {
+    return this.#db.write('imports', async (s): Promise<DecideImportResult> => {
+      const imp = s.imports.get(d.importId)
+      if (!imp) throw new StorageError('23503', 'imports')
+      if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
+      if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: this.#expire(s, imp) }
+      await this.#db.step()
+      const at = d.now.getTime()
+      if (d.decision === 'applied') {
+        const staged = [...(s.importValues.get(imp.id) ?? new Map<string, Uint8Array>()).entries()].sort(([a], [b]) => byKey(a, b))
+        for (const [name, sealed] of staged) this.#putVariable(s, imp.vaultId, imp.environment, { name, sealed }, d.by, at)
+        if (staged.length > 0) this.#bumpVersion(s, imp.vaultId, imp.environment)
+      }
+      s.importValues.delete(imp.id)
+      const decided: ImportRecord = Object.freeze({ ...imp, status: d.decision, decidedAt: d.now, decidedBy: d.by })
+      s.imports.set(imp.id, decided)
+      this.#db.appendLog(s, log)
+      return { ok: true, import: decided }
+    })
+  }
+
+  expireImports(now: Date): Promise<number> {
+    return this.#db.write('imports', (s) => {
+      const due = [...s.imports.values()]
+        .filter((i) => i.status === 'pending' && i.expiresAt.getTime() <= now.getTime())
+        .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime())
+      for (const imp of due) this.#expire(s, imp)
+      return due.length
+    })
+  }
+
+  listImports(vaultId: string, filter: { status?: ImportRecord['status']; limit: number }): Promise<ImportRecord[]> {
+    return this.#db.read('imports', (s) =>
+      [...s.imports.values()]
+        .filter((i) => i.vaultId === vaultId && (filter.status === undefined || i.status === filter.status))
+        .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || byKey(b.id, a.id))
+        .slice(0, Math.max(0, Math.trunc(filter.limit))),
+    )
+  }
+}

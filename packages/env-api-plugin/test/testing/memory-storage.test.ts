@@ -1,0 +1,24 @@
+import t from 'tap'
+import { createMemoryStorage, oauthStoreContract, runVaultStoreContract } from '../../src/testing/index.js'
+
+// The reference store passes the contract suites it ships with: as is, and
+// yielding to the event loop between the steps of every transaction (as a
+// networked database does), where only rules kept inside a transaction hold.
+for (const yieldBetweenSteps of [false, true]) {
+  t.test(`vault store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {
+    runVaultStoreContract(t, async () => {
+      const storage = createMemoryStorage({ yieldBetweenSteps })
+      return { store: storage, probe: storage.probe, close: () => storage.close() }
+    })
+  })
+  t.test(`OAuth store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {
+    for (const c of oauthStoreContract) {
+      t.test(c.name, () =>
+        c.run(async () => {
+          const storage = createMemoryStorage({ yieldBetweenSteps })
+          return { store: storage, close: () => storage.close() }
+        }),
+      )
+    }
+  })
+}

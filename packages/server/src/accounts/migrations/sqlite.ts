@@ -1,0 +1,81 @@
+import { sql, type Kysely } from 'kysely'
+import { Migrator, type Migration } from 'kysely/migration'
+
+/**
+ * The server's own tables on SQLite: local accounts, web sessions and the
+ * one-time setup token. Secrets only as hashes (argon2id for passwords,
+ * SHA-256 hex for tokens); times in epoch milliseconds.
+ *
+ * They live in the data directory's database beside the storage's tables
+ * but are migrated here, under the server's own migration table. Data
+ * directories made before the move already hold them (made by the storage
+ * package's migration 003_accounts): `if not exists` adopts them as they are.
+ * Migrations never import app code.
+ */
+const m001Accounts: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`create table if not exists accounts (
+      id text primary key,
+      email text not null collate nocase,
+      name text not null,
+      password_hash text not null,
+      created_at integer not null
+    ) strict`.execute(db)
+    await sql`create unique index if not exists accounts_email_unique on accounts (email collate nocase)`.execute(db)
+    await sql`create table if not exists web_sessions (
+      token_hash text primary key,
+      account_id text not null references accounts (id) on delete cascade,
+      created_at integer not null,
+      expires_at integer not null
+    ) strict`.execute(db)
+    await sql`create index if not exists web_sessions_account on web_sessions (account_id)`.execute(db)
+    await sql`create table if not exists setup_tokens (
+      token_hash text primary key,
+      created_at integer not null,
+      expires_at integer not null
+    ) strict`.execute(db)
+  },
+}
+
+/** Listed statically; names sort in the order they run. Never edit a landed migration: add one. */
+export const accountMigrations: Record<string, Migration> = Object.freeze({
+  '001_accounts': m001Accounts,
+})
+
+/** The server's migration tables, apart from the storage package's `kysely_migration`. */
+export const MIGRATION_TABLE = 'envkeep_server_migration'
+export const MIGRATION_LOCK_TABLE = 'envkeep_server_migration_lock'
+
+/** Runs the server's pending migrations; a failure fails the start. */
+export async function migrateAccounts(db: Kysely<unknown>): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => accountMigrations },
+    migrationTableName: MIGRATION_TABLE,
+    migrationLockTableName: MIGRATION_LOCK_TABLE,
+  })
+  const { error } = await migrator.migrateToLatest()
+  if (error) throw new Error('envkeep-server: migration of the accounts tables failed', { cause: error })
+}
+
+export interface AccountsDB {
+  accounts: {
+    id: string
+    /** unique, case-insensitive (collate nocase) */
+    email: string
+    name: string
+    password_hash: string
+    created_at: number
+  }
+  web_sessions: {
+    token_hash: string
+    account_id: string
+    created_at: number
+    expires_at: number
+  }
+  setup_tokens: {
+    token_hash: string
+    created_at: number
+    expires_at: number
+  }
+}
