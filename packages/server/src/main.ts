@@ -4,6 +4,7 @@ import { KeyFileError } from './keyring-file.js'
 import { adminCiAdd, adminCiList, adminCiRemove } from './commands/admin-ci.js'
 import { adminEnvCreate } from './commands/admin-env.js'
 import { adminMemberAdd, adminMemberRemove } from './commands/admin-member.js'
+import { adminRotateDataKeys } from './commands/admin-rotate-data-keys.js'
 import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
 import { adminSigninsRevoke } from './commands/admin-signins.js'
 import { adminUserCreate } from './commands/admin-user.js'
@@ -69,6 +70,7 @@ const COMMANDS: readonly CommandSpec[] = [
   { words: ['admin', 'ci', 'list'], usage: 'admin ci list --vault V', summary: 'list the CI identities of a vault', strings: ['vault'], run: adminCiList },
   { words: ['admin', 'ci', 'remove'], usage: 'admin ci remove --vault V --name N', summary: 'remove a CI identity; its live tokens stop at once', strings: ['vault', 'name'], run: adminCiRemove },
   { words: ['admin', 'rotate-master-key'], usage: 'admin rotate-master-key', summary: 'new master key; rewraps the vault keys, values untouched; the old key file is kept as a backup', run: adminRotateMasterKey },
+  { words: ['admin', 'rotate-data-keys'], usage: 'admin rotate-data-keys [--from VAULT_ID]', summary: 'new data keys; every stored value (pushes included) sealed again, vault by vault, online; --from resumes', strings: ['from'], run: adminRotateDataKeys },
   { words: ['admin', 'signins', 'revoke'], usage: 'admin signins revoke --email E', summary: "revoke a person's CLI sign-ins and end their web sessions", strings: ['email'], run: adminSigninsRevoke },
 ]
 
