@@ -226,7 +226,7 @@ t.test('grant_type=refresh_token refusals consume nothing (items 31, 37, 38)', a
     { name: 'scope wider than granted', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), scope: 'env:read env:push' }), error: 'invalid_scope' },
     { name: 'scope unknown', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), scope: 'admin' }), error: 'invalid_scope' },
     { name: 'client_id missing', send: (b, rt) => tokenRequest(b, { grant_type: 'refresh_token', refresh_token: rt, resource: RESOURCE }), error: 'invalid_request' },
-    { name: 'another client_id', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), client_id: MCP }), error: 'invalid_grant' },
+    { name: 'another client_id', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), client_id: MCP }), status: 401, error: 'invalid_client' },
     { name: 'a client_secret', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), client_secret: 'x' }), status: 401, error: 'invalid_client' },
     { name: 'refresh_token twice', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), refresh_token: [rt, rt] }), error: 'invalid_request' },
     {

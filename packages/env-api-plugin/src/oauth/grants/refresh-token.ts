@@ -21,6 +21,9 @@ export interface RefreshTokenParams {
  */
 export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOptions): Promise<TokenResponse> {
   if (typeof p.refreshToken !== 'string') throw oauthErrors.invalidRequest('refresh_token is required')
+  // RFC 6749 §5.2: a client this service does not know is invalid_client,
+  // for a refresh exactly as for the code grant, before the token is looked at.
+  if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
   if (p.resource !== opts.resource) throw oauthErrors.invalidTarget('resource must be exactly the env API of this service')
   const requested = parseScope(typeof p.scope === 'string' ? p.scope : undefined)
   if (requested === null) throw oauthErrors.invalidScope('the scope names a scope this service does not have')
@@ -28,10 +31,7 @@ export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOpt
   const refreshHash = tokenHash(p.refreshToken)
   const found = await opts.storage.findRefreshToken(refreshHash)
   const invalid = () => oauthErrors.invalidGrant('the refresh token is unknown, expired, revoked or was issued to another client')
-  if (!found) {
-    if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
-    throw invalid()
-  }
+  if (!found) throw invalid()
   const s = found.signIn
   // Another client presenting this token: refused, but not treated as reuse.
   if (s.clientId !== p.clientId) throw invalid()
