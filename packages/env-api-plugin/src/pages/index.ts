@@ -7,6 +7,7 @@ import type { PageDeps } from './context.js'
 import { sendErrorPage, toPageFailure } from './error.js'
 import { reviewRoutes } from './review.js'
 import { signInRoutes } from './sign-ins.js'
+import { cliDoneRoutes } from './cli-done.js'
 import { vaultRoutes } from './vault.js'
 import { vaultListRoutes } from './vaults.js'
 
@@ -29,6 +30,7 @@ const FORM_BODY_LIMIT = 256 * 1024
  *   POST /v/:vault/members/{add,change,remove}, /v/:vault/environments   (owners)
  *   GET  /v/:vault/variables/imports/:import  the review page; POST …/reveal, …/apply, …/reject
  *   GET  /sign-ins; POST /sign-ins/revoke
+ *   GET  /cli/signed-in, /cli/denied      where the CLI's loopback page sends the browser
  *   GET  /assets/envkeep.css, /assets/envkeep.js
  *
  * Decisions where the spec is silent:
@@ -79,6 +81,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
       vaultRoutes(app, deps)
       reviewRoutes(app, deps)
       signInRoutes(app, deps)
+      cliDoneRoutes(app, deps)
     },
     { prefix: opts.basePath },
   )
