@@ -105,7 +105,9 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 dl.failure { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: .5rem 0; }
 dl.failure dt { font-weight: 600; }
 dl.failure dd { margin: 0; overflow-wrap: anywhere; }
-details.plain pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--card); border: 1px solid var(--line); padding: .5rem; border-radius: 4px; }
+details.failure-details { margin: .75rem 0 .5rem; }
+.error-page .advice { background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: .6rem 1rem; }
+details.failure-details pre, details.plain pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--card); border: 1px solid var(--line); padding: .5rem; border-radius: 4px; }
 button.copy { display: none; }
 .js button.copy { display: inline-block; }
 @media (max-width: 40rem) {
