@@ -118,3 +118,4 @@ export async function loopbackCallback(host: '127.0.0.1' | '::1' = '127.0.0.1'):
   const port = (server.address() as { port: number }).port
   return { redirectUri: `http://${host === '::1' ? '[::1]' : host}:${port}/callback`, callback, close: () => server.close() }
 }
+export { axeViolations, describeViolations, type AxePage, type AxeViolation } from './axe.js'
