@@ -1,7 +1,7 @@
 import t from 'tap'
 import * as oauth from 'oauth4webapi'
 import { chromium } from 'playwright-core'
-import { CHROMIUM_LAUNCH, loopbackCallback } from '@envkeep/test-support'
+import { axeViolations, CHROMIUM_LAUNCH, describeViolations, loopbackCallback } from '@envkeep/test-support'
 import { authorizeQuery, build, PEOPLE } from './helpers.js'
 
 // Runs in the page (the tests' tsconfig has no DOM library).
@@ -56,6 +56,12 @@ t.test('consent in a real browser: push asked → box ticked, Deny secondary; no
 
   const withPush = await authorizeQuery(b, { redirectUri: cb.redirectUri, scope: 'env:read env:push' })
   await page.goto(`${b.base}/oauth/authorize?${withPush.query.toString()}`)
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 })
+    const bad = await axeViolations(page)
+    t.same(bad, [], `consent at ${width} px: no serious or critical axe violation\n${describeViolations(bad)}`)
+    t.ok((await page.evaluate<number>('document.documentElement.scrollWidth')) <= width, `consent at ${width} px: no horizontal scrolling`)
+  }
   const box = page.getByLabel('Allow this sign-in to send .env files')
   t.equal(await box.isChecked(), true, 'the CLI asked for env:push: ticked')
   await box.uncheck()
