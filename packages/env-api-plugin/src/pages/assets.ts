@@ -26,6 +26,7 @@ export const STYLESHEET = `
   }
 }
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .skip { position: absolute; left: .5rem; top: -3rem; background: var(--card); color: var(--accent); padding: .5rem .75rem; border-radius: 6px; z-index: 10; }
 .skip:focus { top: .5rem; }
@@ -127,6 +128,7 @@ button.copy { display: none; }
  * - "Copy details" copies the plain-text failure record.
  * - forms with data-confirm ask before submitting.
  * - <time datetime> elements are shown in the person's time zone.
+ * - revealed values on the vault page get "Copy" and "Hide".
  */
 export const SCRIPT = `'use strict';
 (function () {
@@ -160,6 +162,32 @@ export const SCRIPT = `'use strict';
     if (!button) return;
     var source = document.getElementById(button.getAttribute('data-copy'));
     if (source) copyText(source.textContent, button);
+  });
+  // A revealed value on the vault page gets "Copy" and "Hide" (the value is already in the page:
+  // nothing is fetched, so the Reveal that put it there stays the one logged read).
+  var values = document.querySelectorAll('.var-value > code.value');
+  for (var v = 0; v < values.length; v++) {
+    var code = values[v];
+    code.id = code.id || 'value-' + v;
+    var copy = document.createElement('button');
+    copy.type = 'button'; copy.className = 'copy secondary'; copy.textContent = 'Copy';
+    copy.setAttribute('data-copy', code.id);
+    copy.setAttribute('aria-label', 'Copy the value of ' + code.getAttribute('data-name'));
+    var hide = document.createElement('button');
+    hide.type = 'button'; hide.className = 'secondary'; hide.textContent = 'Hide';
+    hide.setAttribute('data-hide', code.id);
+    hide.setAttribute('aria-label', 'Hide the value of ' + code.getAttribute('data-name'));
+    code.parentNode.appendChild(copy);
+    code.parentNode.appendChild(hide);
+  }
+  document.addEventListener('click', function (event) {
+    var button = event.target && event.target.closest ? event.target.closest('button[data-hide]') : null;
+    if (!button) return;
+    var target = document.getElementById(button.getAttribute('data-hide'));
+    if (!target) return;
+    var hidden = target.hidden = !target.hidden;
+    button.textContent = hidden ? 'Show' : 'Hide';
+    button.setAttribute('aria-label', (hidden ? 'Show' : 'Hide') + ' the value of ' + target.getAttribute('data-name'));
   });
   // <time datetime> shows UTC in the page; with JavaScript, the person's own time zone.
   var times = document.querySelectorAll('time[datetime]');
