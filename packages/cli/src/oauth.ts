@@ -161,8 +161,11 @@ function listenOn(server: Server, host: string): Promise<number> {
   })
 }
 
-/** A one-shot HTTP listener for the redirect: 127.0.0.1, else [::1], a random port, path /callback. */
-export async function listenForCallback(state: string, timeoutMs: number): Promise<LoopbackListener> {
+/**
+ * A one-shot HTTP listener for the redirect: 127.0.0.1, else [::1], a random port, path /callback.
+ * With `doneBase` (the service's base URL) it answers 303 to `{doneBase}/cli/signed-in` or `/cli/denied`.
+ */
+export async function listenForCallback(state: string, timeoutMs: number, doneBase?: string): Promise<LoopbackListener> {
   let settle!: { resolve: (u: URL) => void; reject: (e: Error) => void }
   const callback = new Promise<URL>((resolve, reject) => {
     settle = { resolve, reject }
@@ -175,7 +178,10 @@ export async function listenForCallback(state: string, timeoutMs: number): Promi
       res.writeHead(400, headers).end('<!doctype html><p>Not a callback for this sign-in.</p>\n')
       return
     }
-    res.writeHead(200, { ...headers, connection: 'close' }).end(DONE_PAGE)
+    // With the service's base URL, the tab ends on its styled page (nothing from the answer in that URL).
+    const outcome = url.searchParams.get('error') === 'access_denied' ? 'denied' : url.searchParams.has('error') ? null : 'signed-in'
+    if (doneBase && outcome) res.writeHead(303, { ...headers, connection: 'close', location: `${doneBase}/cli/${outcome}` }).end()
+    else res.writeHead(200, { ...headers, connection: 'close' }).end(DONE_PAGE)
     settle.resolve(url)
   })
   let host = '127.0.0.1'

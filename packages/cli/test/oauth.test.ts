@@ -42,6 +42,26 @@ t.test('the loopback listener: /callback with our state only; anything else is a
   t.equal(url.searchParams.get('code'), 'abc')
 })
 
+t.test('with the service base URL, the loopback listener sends the browser to its signed-in or denied page', async (t) => {
+  for (const [query, want] of [
+    ['code=abc&iss=x', 'https://vault.example/team/cli/signed-in'],
+    ['error=access_denied&iss=x', 'https://vault.example/team/cli/denied'],
+  ] as const) {
+    const l = await listenForCallback('st', 10_000, 'https://vault.example/team')
+    t.teardown(() => l.close())
+    const res = await fetch(`${l.redirectUri}?state=st&${query}`, { redirect: 'manual' })
+    t.equal(res.status, 303, query)
+    t.equal(res.headers.get('location'), want, 'nothing from the answer in the URL')
+    await res.text()
+    t.ok((await l.callback).searchParams.get('iss'), 'the answer still reaches the CLI')
+  }
+  const l = await listenForCallback('st', 10_000, 'https://vault.example')
+  t.teardown(() => l.close())
+  const res = await fetch(`${l.redirectUri}?state=st&error=server_error`, { redirect: 'manual' })
+  t.equal(res.status, 200, 'another error: the plain page, not "denied"')
+  await res.text()
+})
+
 t.test('the loopback listener gives up after its time, saying to run login again', async (t) => {
   const l = await listenForCallback('s', 30)
   t.teardown(() => l.close())

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as oauth from 'oauth4webapi'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { CHROMIUM_LAUNCH, loopbackCallback, spawnNode } from '@envkeep/test-support'
+import { axeViolations, CHROMIUM_LAUNCH, describeViolations, loopbackCallback, spawnNode } from '@envkeep/test-support'
 import { freePort, runCli, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
@@ -35,8 +35,20 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
   page.on('pageerror', (e) => problems.push(String(e)))
   page.on('dialog', (d) => void d.accept())
 
+  // the server's own pages pass axe and fit a phone (390 px) as well as 1100 px
+  async function fits(name: string): Promise<void> {
+    for (const width of [1100, 390]) {
+      await page.setViewportSize({ width, height: 900 })
+      const bad = await axeViolations(page)
+      t.same(bad, [], `${name} at ${width} px: no serious or critical axe violation\n${describeViolations(bad)}`)
+      t.ok((await page.evaluate<number>('document.documentElement.scrollWidth')) <= width, `${name} at ${width} px: no horizontal scrolling`)
+    }
+    await page.setViewportSize({ width: 1100, height: 900 })
+  }
+
   // setup: the first owner
   await page.goto(setupLink)
+  await fits('setup')
   await page.getByLabel('Email').fill('olga@example.com')
   await page.getByLabel('Name').fill('Olga Owner')
   await page.getByLabel('Password').fill(OWNER_PASSWORD)
@@ -48,6 +60,7 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
   await page.goto(`${BASE}/logout`)
   await page.getByRole('button', { name: 'Sign out' }).click()
   await page.waitForURL(`${BASE}/login`)
+  await fits('login')
   await page.getByLabel('Email').fill('olga@example.com')
   await page.getByLabel('Password').fill('wrong-password-e2e')
   await page.getByRole('button', { name: 'Sign in' }).click()

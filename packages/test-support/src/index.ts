@@ -119,3 +119,4 @@ export async function loopbackCallback(host: '127.0.0.1' | '::1' = '127.0.0.1'):
   return { redirectUri: `http://${host === '::1' ? '[::1]' : host}:${port}/callback`, callback, close: () => server.close() }
 }
 export { startOidcIssuer, type TestOidcIssuer, type OidcIssuerKey } from './oidc-issuer.js'
+export { axeViolations, describeViolations, type AxePage, type AxeViolation } from './axe.js'

@@ -59,7 +59,7 @@ Without a terminal (CI, scripts) login fails at once with exit code 4, unless
     const as = await discover(baseUrl, oauthDeps)
 
     const state = newState()
-    const listener = await listenForCallback(state, ctx.deps.loginTimeoutMs)
+    const listener = await listenForCallback(state, ctx.deps.loginTimeoutMs, baseUrl)
     let tokens: TokenSet
     try {
       const request = await buildAuthorizationRequest(as, baseUrl, listener.redirectUri, scope, state)

@@ -28,7 +28,7 @@ export interface ConsentPageInput {
   readonly clientHost: string
   /** `127.0.0.1:53682` or `[::1]:53682` */
   readonly redirectHost: string
-  /** the checkbox "Allow this sign-in to send .env files" is shown only when env:push was asked for */
+  /** the checkbox "Allow this sign-in to send .env files" is shown, ticked, only when env:push was asked for */
   readonly pushRequested: boolean
   readonly personName: string
   readonly personEmail: string
@@ -51,12 +51,12 @@ export function renderConsentPage(v: ConsentPageInput): string {
 <input type="hidden" name="_csrf" value="${v.csrfToken}">
 ${hidden}${
     v.pushRequested
-      ? html`<p><label><input type="checkbox" name="allow_push" value="yes"> Allow this sign-in to send .env files</label></p>
+      ? html`<p><label class="check"><input type="checkbox" name="allow_push" value="yes" checked> Allow this sign-in to send .env files</label></p>
 <p class="hint">Files it sends wait for a person with write access to review and apply them.</p>
 `
       : ''
-  }<p class="actions"><button type="submit" name="decision" value="allow">Allow</button>
-<button type="submit" name="decision" value="deny">Deny</button></p>
+  }<p class="actions buttons"><button type="submit" name="decision" value="allow" class="primary">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
 </form>
 </section>`
   return layout({ title: 'Sign in from the command line', body, personName: v.personName, basePath: v.basePath })

@@ -21,6 +21,36 @@ const TITLES: Readonly<Record<PageErrorStatus, string>> = Object.freeze({
   504: 'Timed out',
 })
 
+/** The heading of an error page: what went wrong, in plain words. */
+const HEADLINES: Readonly<Record<PageErrorStatus, string>> = Object.freeze({
+  400: 'Something in the request was not right',
+  403: 'You are not allowed to do that',
+  404: 'This page does not exist, or is not shared with you',
+  409: 'Someone changed this in the meantime',
+  413: 'That was more than the server accepts',
+  429: 'Too many tries in a short time',
+  500: 'Something went wrong on the server',
+  502: 'The server could not reach a service it needs',
+  503: 'The service is not available right now',
+  504: 'The server took too long to answer',
+})
+
+const TRY_LATER = 'Try again in a moment. If it keeps happening, send the details below to whoever runs this server.'
+
+/** What the person can do about it. */
+const ADVICE: Readonly<Record<PageErrorStatus, string>> = Object.freeze({
+  400: 'Go back, check what you entered and try again.',
+  403: 'If you were sending a form, reload the page and try again. If you think you should have access, ask an owner of the vault.',
+  404: 'Check the address, or go back to your vaults and follow a link from there.',
+  409: 'Reload the page to see the current state, then try again.',
+  413: 'Send less at once: a value holds at most 64 KiB.',
+  429: 'Wait a minute, then try again.',
+  500: TRY_LATER,
+  502: TRY_LATER,
+  503: TRY_LATER,
+  504: TRY_LATER,
+})
+
 /** The four fields of every failure shown to a person, plus its status. */
 export interface PageFailure {
   readonly status: number
@@ -57,19 +87,23 @@ export function failureText(f: PageFailure): string {
 let detailsId = 0
 
 /**
- * The four fields, a plain-text copy in a <details> (works without
- * JavaScript) and a "Copy details" button wired by /assets/envkeep.js.
+ * The four fields and their plain-text copy, folded under "Details" (a
+ * <details>: works without JavaScript), and a "Copy details" button wired
+ * by /assets/envkeep.js, outside the fold so it can be used at once.
  */
 export function failureDetails(f: PageFailure): SafeHtml {
   const id = `failure-${++detailsId % 1_000_000}`
-  return html`<dl class="failure">
+  return html`<details class="failure-details"><summary>Details</summary>
+<dl class="failure">
 <dt>What</dt><dd>${f.what}</dd>
 <dt>Where</dt><dd>${f.where}</dd>
 <dt>Why</dt><dd>${f.why}</dd>
 <dt>Reference</dt><dd><code>${f.ref}</code></dd>
 </dl>
-<details class="plain"><summary>Details as text</summary><pre id="${id}">${failureText(f)}</pre></details>
-<button type="button" class="copy" data-copy="${id}">Copy details</button>`
+<p class="hint">As text, for a report:</p>
+<pre id="${id}">${failureText(f)}</pre>
+</details>
+<button type="button" class="copy secondary" data-copy="${id}">Copy details</button>`
 }
 
 /**
@@ -85,7 +119,8 @@ ${failureDetails(f)}
 }
 
 /**
- * A whole error page: status, what, where, why, reference and "Copy details".
+ * A whole error page: first what went wrong and what to do, in plain
+ * words; then what, where, why and reference under "Details", and "Copy details".
  * Exported for the self-hosting server's own pages (login, setup).
  */
 export function renderErrorPage(input: ErrorPageInput): string {
@@ -93,11 +128,12 @@ export function renderErrorPage(input: ErrorPageInput): string {
   const title = TITLES[status]
   const base = input.basePath ?? ''
   const body = html`<section class="error-page">
-<p class="status">Error ${status}</p>
-<h1>${title}</h1>
+<p class="status">Error ${status} · ${title}</p>
+<h1>${HEADLINES[status]}</h1>
 <p class="lead">${capitalize(input.what)} failed: ${input.why}.</p>
-${failureDetails({ ...input, status })}
+<p class="advice"><strong>What to do:</strong> ${ADVICE[status]}</p>
 <p><a href="${base}/">Back to your vaults</a></p>
+${failureDetails({ ...input, status })}
 </section>`
   return layout({ title: `${status} ${title}`, body, personName: input.personName ?? null, basePath: base })
 }

@@ -8,6 +8,7 @@ import { sendErrorPage, toPageFailure } from './error.js'
 import { ciAccessRoutes } from './ci-access.js'
 import { reviewRoutes } from './review.js'
 import { signInRoutes } from './sign-ins.js'
+import { cliDoneRoutes } from './cli-done.js'
 import { vaultRoutes } from './vault.js'
 import { vaultListRoutes } from './vaults.js'
 
@@ -31,6 +32,7 @@ const FORM_BODY_LIMIT = 256 * 1024
  *   GET  /v/:vault/variables/imports/:import  the review page; POST …/reveal, …/apply, …/reject
  *   GET  /sign-ins; POST /sign-ins/revoke
  *   GET  /v/:vault/ci                        CI access (owners); POST /v/:vault/ci/{add,remove}
+ *   GET  /cli/signed-in, /cli/denied      where the CLI's loopback page sends the browser
  *   GET  /assets/envkeep.css, /assets/envkeep.js
  *
  * Decisions where the spec is silent:
@@ -82,6 +84,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
       reviewRoutes(app, deps)
       signInRoutes(app, deps)
       ciAccessRoutes(app, deps)
+      cliDoneRoutes(app, deps)
     },
     { prefix: opts.basePath },
   )

@@ -24,14 +24,16 @@ export function layout(input: LayoutInput): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${input.title} · envkeep</title>
+<link rel="icon" href="${base}/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="${base}/assets/envkeep.css">
 <script src="${base}/assets/envkeep.js" defer></script>
 </head>
 <body>
-<header class="top"><a href="${base}/" class="brand">envkeep</a>${input.personName
+<a class="skip" href="#main">Skip to content</a>
+<header class="top"><a href="${base}/" class="brand"><img src="${base}/assets/favicon.svg" alt="">envkeep</a>${input.personName
     ? html`<nav aria-label="Main"><a href="${base}/">Vaults</a><a href="${base}/sign-ins">Sign-ins</a></nav><span class="who">${input.personName}</span>${input.signOutHref ? html`<a class="sign-out" href="${input.signOutHref}">Sign out</a>` : ''}`
     : ''}</header>
-<main>
+<main id="main" tabindex="-1">
 ${input.body}
 </main>
 </body>

@@ -48,6 +48,14 @@ t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry
   // reveal one
   await dev.locator('li.var', { hasText: 'API_KEY' }).getByRole('button', { name: 'Reveal' }).click()
   t.equal(await page.locator('#env-development code.value[data-name="API_KEY"]').textContent(), 'first-secret')
+  // Copy and Hide beside the revealed value (the script adds them; nothing more is fetched)
+  const revealed = page.locator('#env-development code.value[data-name="API_KEY"]')
+  await page.getByRole('button', { name: 'Copy the value of API_KEY' }).click()
+  t.equal(await page.evaluate(() => navigator.clipboard.readText()), 'first-secret', 'Copy copies the value')
+  await page.getByRole('button', { name: 'Hide the value of API_KEY' }).click()
+  t.equal(await revealed.isVisible(), false, 'Hide hides it')
+  await page.getByRole('button', { name: 'Show the value of API_KEY' }).click()
+  t.equal(await revealed.isVisible(), true, 'Show brings it back')
   t.equal(await page.locator('code.value').count(), 1, 'only that one')
 
   // a push: one overwrite, one new, one refused line
