@@ -118,3 +118,5 @@ export async function loopbackCallback(host: '127.0.0.1' | '::1' = '127.0.0.1'):
   const port = (server.address() as { port: number }).port
   return { redirectUri: `http://${host === '::1' ? '[::1]' : host}:${port}/callback`, callback, close: () => server.close() }
 }
+
+export { withTestDatabase, testDatabaseServerUrl, NO_TEST_DATABASE_REASON, type TestLike } from './postgres.js'
