@@ -14,7 +14,7 @@ export type * from './adapters/keyring.js'
 export type * from './adapters/people.js'
 export { ApiError, StorageError, SQLSTATE_NAMES } from './errors.js'
 export { createLocalKeyring } from './crypto/local-keyring.js'
-export { createVaultCrypto, nameProblem, valueProblem, type VaultCrypto } from './vault-service.js'
+export { createVaultCrypto, nameProblem, rotateDataKey, valueProblem, type VaultCrypto } from './vault-service.js'
 export { canReadEnvironment, canWriteEnvironment, canDecideImport, canManageVault } from './access.js'
 export { decideImport, type DecideImportInput, type DecideImportOutcome } from './imports-service.js'
 export {

@@ -10,6 +10,14 @@ export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX
 export interface VaultCrypto {
   /** Seals plaintext values for a vault's environment (creating the vault's data key on first use). */
   sealValues(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<SealedVariable[]>
+  /**
+   * The same, with the wrapped data key they were sealed under: pass it to
+   * storage (`sealedUnder`), which refuses the write if the vault's data key
+   * was rotated meanwhile; then `forget` the vault and seal again.
+   */
+  seal(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<{ values: SealedVariable[]; sealedUnder: Uint8Array }>
+  /** Drops the vault's cached data key: the next use reads the stored one again. */
+  forget(vaultId: string): void
   /** Opens sealed values, keyed by name in the order given; throws ApiError decrypt_failed if any one fails (nothing is returned). */
   openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
 }
@@ -35,7 +43,7 @@ type OpenedEnvironment = Map<string, { readonly sealed: Buffer; readonly value: 
  * With no keyring every call answers 503 not_configured.
  */
 export function createVaultCrypto(storage: Storage, keyring: Keyring | null, options: VaultCryptoOptions = {}): VaultCrypto {
-  const keys = new Map<string, Promise<Uint8Array>>()
+  const keys = new Map<string, Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }>>()
   const cacheMax = options.openedCacheBytes ?? 0
   // least recently read environment first; sizes in bytes (UTF-16 values + sealed)
   const opened = new Map<string, { entries: OpenedEnvironment; bytes: number }>()
@@ -58,7 +66,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     }
   }
 
-  async function dataKey(vaultId: string, create: boolean): Promise<Uint8Array> {
+  async function dataKey(vaultId: string, create: boolean): Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }> {
     if (!keyring) throw errors.notConfigured()
     const cached = keys.get(vaultId)
     if (cached) return cached
@@ -70,7 +78,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         wrapped = await storage.ensureWrappedKey(vaultId, () => keyring.wrap(randomBytes(32), vaultId))
       }
       try {
-        return await keyring.unwrap(wrapped, vaultId)
+        return { wrapped, key: await keyring.unwrap(wrapped, vaultId) }
       } catch (cause) {
         throw errors.decryptFailed(cause)
       }
@@ -80,50 +88,103 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     return p
   }
 
-  return {
-    async sealValues(vaultId, environment, values) {
-      const key = await dataKey(vaultId, true)
-      return Object.keys(values).map((name) => ({
+  async function sealWith(vaultId: string, environment: string, values: Readonly<Record<string, string>>) {
+    const { wrapped, key } = await dataKey(vaultId, true)
+    return {
+      sealedUnder: wrapped,
+      values: Object.keys(values).map((name) => ({
         name,
         sealed: seal(key, Buffer.from(values[name] as string, 'utf8'), placeOf(vaultId, environment, name)),
-      }))
+      })),
+    }
+  }
+
+  /** Opens every value with one key; throws on the first that does not open. */
+  function openAll(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
+    const out: Record<string, string> = {}
+    const memo = cacheMax > 0 ? openedEnvironment(vaultId, environment) : null
+    const bytesBefore = memo?.bytes ?? 0
+    try {
+      for (const v of sealed) {
+        const hit = memo?.entries.get(v.name)
+        if (hit && hit.sealed.equals(v.sealed)) {
+          out[v.name] = hit.value
+          continue
+        }
+        const value = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
+        out[v.name] = value
+        if (memo) {
+          const size = v.sealed.byteLength + 2 * value.length + 2 * v.name.length
+          if (hit) memo.bytes -= hit.sealed.byteLength + 2 * hit.value.length + 2 * v.name.length
+          memo.entries.set(v.name, { sealed: Buffer.from(v.sealed), value })
+          memo.bytes += size
+        }
+      }
+    } finally {
+      if (memo) {
+        openedBytes += memo.bytes - bytesBefore
+        evict()
+      }
+    }
+    return out
+  }
+
+  return {
+    async sealValues(vaultId, environment, values) {
+      return (await sealWith(vaultId, environment, values)).values
+    },
+    seal: sealWith,
+    forget(vaultId) {
+      keys.delete(vaultId)
     },
     async openValues(vaultId, environment, sealed) {
       if (sealed.length === 0) {
         if (!keyring) throw errors.notConfigured()
         return {}
       }
-      const key = await dataKey(vaultId, false)
-      const out: Record<string, string> = {}
-      const memo = cacheMax > 0 ? openedEnvironment(vaultId, environment) : null
-      const bytesBefore = memo?.bytes ?? 0
+      const first = await dataKey(vaultId, false)
       try {
-        for (const v of sealed) {
-          const hit = memo?.entries.get(v.name)
-          if (hit && hit.sealed.equals(v.sealed)) {
-            out[v.name] = hit.value
-            continue
-          }
-          const value = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
-          out[v.name] = value
-          if (memo) {
-            const size = v.sealed.byteLength + 2 * value.length + 2 * v.name.length
-            if (hit) memo.bytes -= hit.sealed.byteLength + 2 * hit.value.length + 2 * v.name.length
-            memo.entries.set(v.name, { sealed: Buffer.from(v.sealed), value })
-            memo.bytes += size
-          }
-        }
+        return openAll(vaultId, environment, first.key, sealed)
       } catch (cause) {
-        throw errors.decryptFailed(cause)
-      } finally {
-        if (memo) {
-          openedBytes += memo.bytes - bytesBefore
-          evict()
+        // the cached key may be one rotated away by another process: read the stored key once more
+        keys.delete(vaultId)
+        const fresh = await dataKey(vaultId, false)
+        if (Buffer.from(fresh.wrapped).equals(Buffer.from(first.wrapped))) throw errors.decryptFailed(cause)
+        try {
+          return openAll(vaultId, environment, fresh.key, sealed)
+        } catch (again) {
+          throw errors.decryptFailed(again)
         }
       }
-      return out
     },
   }
+}
+
+/**
+ * Data-key rotation of one vault: a new random data key, wrapped by the
+ * keyring, and every sealed value of the vault (variables and staged values
+ * of pending pushes) opened with the old key and sealed with the new one,
+ * in one storage transaction (`resealVault`). A value that does not open
+ * stops it with nothing changed. False when the vault has no key yet.
+ */
+export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId: string): Promise<boolean> {
+  return storage.resealVault(vaultId, async (current) => {
+    const oldKey = await keyring.unwrap(current.wrappedKey, vaultId)
+    const newKey = randomBytes(32)
+    const again = (environment: string, name: string, sealed: Uint8Array): Uint8Array => {
+      const place = placeOf(vaultId, environment, name)
+      return seal(newKey, open(oldKey, sealed, place), place)
+    }
+    try {
+      return {
+        wrappedKey: await keyring.wrap(newKey, vaultId),
+        variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+        staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+      }
+    } finally {
+      newKey.fill(0)
+    }
+  })
 }
 
 export type { AccessLogEntry }

@@ -3,6 +3,7 @@ import { loadConfig, SETTINGS, UsageError } from './config.js'
 import { KeyFileError } from './keyring-file.js'
 import { adminEnvCreate } from './commands/admin-env.js'
 import { adminMemberAdd, adminMemberRemove } from './commands/admin-member.js'
+import { adminRotateDataKeys } from './commands/admin-rotate-data-keys.js'
 import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
 import { adminSigninsRevoke } from './commands/admin-signins.js'
 import { adminUserCreate } from './commands/admin-user.js'
@@ -59,6 +60,7 @@ const COMMANDS: readonly CommandSpec[] = [
   { words: ['admin', 'var', 'set'], usage: 'admin var set --vault V --env E NAME', summary: 'set a variable; the value is read from stdin', strings: ['vault', 'env'], positionals: 1, run: adminVarSet },
   { words: ['admin', 'var', 'list'], usage: 'admin var list --vault V --env E', summary: 'list the variable names of an environment (never values)', strings: ['vault', 'env'], run: adminVarList },
   { words: ['admin', 'rotate-master-key'], usage: 'admin rotate-master-key', summary: 'new master key; rewraps the vault keys, values untouched; the old key file is kept as a backup', run: adminRotateMasterKey },
+  { words: ['admin', 'rotate-data-keys'], usage: 'admin rotate-data-keys [--from VAULT_ID]', summary: 'new data keys; every stored value (pushes included) sealed again, vault by vault, online; --from resumes', strings: ['from'], run: adminRotateDataKeys },
   { words: ['admin', 'signins', 'revoke'], usage: 'admin signins revoke --email E', summary: "revoke a person's CLI sign-ins and end their web sessions", strings: ['email'], run: adminSigninsRevoke },
 ]
 

@@ -28,6 +28,7 @@ import type {
   VaultAccess,
   VaultInfo,
   VaultRecord,
+  VaultSecrets,
   VaultStore,
 } from '@envkeep/env-api-plugin'
 import { StorageError } from '@envkeep/env-api-plugin'
@@ -370,6 +371,72 @@ class SqliteVaultStore implements VaultStore {
     )
   }
 
+  /** Holds the connection in one IMMEDIATE transaction across the awaited `reseal`, like rewrapKeys. */
+  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean> {
+    return wrapStorage(
+      () =>
+        this.#db.connection().execute(async (conn) => {
+          await sql`begin immediate`.execute(conn)
+          try {
+            const v = await conn.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId).executeTakeFirst()
+            if (!v?.wrapped_key) {
+              await sql`commit`.execute(conn)
+              return false
+            }
+            const variables = await conn
+              .selectFrom('variables')
+              .select(['environment', 'name', 'sealed'])
+              .where('vault_id', '=', vaultId)
+              .orderBy('environment')
+              .orderBy('name')
+              .execute()
+            const staged = await conn
+              .selectFrom('import_values as iv')
+              .innerJoin('imports as i', 'i.id', 'iv.import_id')
+              .select(['iv.import_id as importId', 'i.environment', 'iv.name', 'iv.sealed'])
+              .where('i.vault_id', '=', vaultId)
+              .where('i.status', '=', 'pending')
+              .execute()
+            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged })
+            await conn.updateTable('vaults').set({ wrapped_key: bytes(next.wrappedKey) }).where('id', '=', vaultId).execute()
+            for (const n of next.variables) {
+              const r = await conn
+                .updateTable('variables')
+                .set({ sealed: bytes(n.sealed) })
+                .where('vault_id', '=', vaultId)
+                .where('environment', '=', n.environment)
+                .where('name', '=', n.name)
+                .executeTakeFirst()
+              if (r.numUpdatedRows !== 1n) throw new StorageError('23503', 'variables')
+            }
+            for (const n of next.staged) {
+              const r = await conn
+                .updateTable('import_values')
+                .set({ sealed: bytes(n.sealed) })
+                .where('import_id', '=', n.importId)
+                .where('name', '=', n.name)
+                .executeTakeFirst()
+              if (r.numUpdatedRows !== 1n) throw new StorageError('23503', 'import_values')
+            }
+            await conn.updateTable('environments').set({ version: sql<number>`"version" + 1` }).where('vault_id', '=', vaultId).execute()
+            await sql`commit`.execute(conn)
+            return true
+          } catch (err) {
+            if (this.#d.sqlite.inTransaction) await sql`rollback`.execute(conn)
+            throw err
+          }
+        }),
+      'vaults',
+    )
+  }
+
+  /** True when the vault's stored key is not the one the caller sealed under. */
+  #staleKey(vaultId: string, sealedUnder: Uint8Array | undefined): boolean {
+    if (!sealedUnder) return false
+    const r = this.#first(this.#db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
+    return !r?.wrapped_key || !Buffer.from(r.wrapped_key).equals(bytes(sealedUnder))
+  }
+
   listVaults(personId: string): Promise<VaultAccess[]> {
     return this.#tx('deferred', 'vaults', () => this.#access(personId, {}))
   }
@@ -382,10 +449,11 @@ class SqliteVaultStore implements VaultStore {
     return this.#tx('deferred', 'vaults', () => this.#access(personId, { name }))
   }
 
-  findVaults(filter: { readonly id: string } | { readonly name: string }): Promise<VaultInfo[]> {
+  findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
     return this.#tx('deferred', 'vaults', () => {
       let q = this.#db.selectFrom('vaults').select(['id', 'name', 'plan', 'require_second_person', 'created_at'])
-      q = 'id' in filter ? q.where('id', '=', filter.id) : q.where('name', '=', filter.name)
+      if ('id' in filter) q = q.where('id', '=', filter.id)
+      else if ('name' in filter) q = q.where('name', '=', filter.name)
       return this.#all(q.orderBy('id')).map((v) => ({
         id: v.id,
         name: v.name,
@@ -625,6 +693,7 @@ class SqliteVaultStore implements VaultStore {
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
     const { vaultId, environment, value } = write
     return this.#tx('immediate', 'variables', (): SetVariableResult => {
+      if (this.#staleKey(vaultId, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
       const old = this.#stmt(READ_ONE_VARIABLE_SQL).get(vaultId, environment, value.name) as SealedVariable | undefined
       const expect = write.expect ?? 'any'
       if (expect === 'new' && old) return { ok: false, reason: 'exists' }
@@ -695,6 +764,7 @@ class SqliteVaultStore implements VaultStore {
 
   createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
     return this.#tx('immediate', 'imports', (): CreateImportResult => {
+      if (this.#staleKey(input.vaultId, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
       const before = this.#usage(input.vaultId)
       const newBytes = input.values.reduce((s, v) => s + v.sealed.byteLength, 0)
       const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + newBytes }, input.limit)

@@ -209,12 +209,25 @@ export interface VariableWrite {
   readonly limit: StorageLimit
   /** `new`: refuse (`exists`) if the name has a value; `existing`: refuse (`absent`) if not; `any` (default) */
   readonly expect?: 'new' | 'existing' | 'any'
+  /**
+   * The wrapped data key the value was sealed under. When given, a vault
+   * whose key is no longer this one (its data key was rotated meanwhile)
+   * refuses the write (`stale_key`): the caller seals again under the current key.
+   */
+  readonly sealedUnder?: Uint8Array
+}
+
+/** The vault's data key changed since the values were sealed: nothing was written. */
+export interface StaleKey {
+  readonly ok: false
+  readonly reason: 'stale_key'
 }
 
 export type SetVariableResult =
   | { readonly ok: true; readonly created: boolean }
   | { readonly ok: false; readonly reason: 'exists' | 'absent' }
   | OverLimit
+  | StaleKey
 
 export interface VariableDelete {
   readonly vaultId: string
@@ -237,9 +250,18 @@ export interface NewImport {
   readonly createdAt: Date
   readonly expiresAt: Date
   readonly limit: StorageLimit
+  /** as in VariableWrite: the wrapped data key the staged values were sealed under */
+  readonly sealedUnder?: Uint8Array
 }
 
-export type CreateImportResult = { readonly ok: true; readonly import: ImportRecord } | OverLimit
+export type CreateImportResult = { readonly ok: true; readonly import: ImportRecord } | OverLimit | StaleKey
+
+/** Every secret of a vault: its wrapped data key and every sealed value (variables and staged values of pending pushes). */
+export interface VaultSecrets {
+  readonly wrappedKey: Uint8Array
+  readonly variables: readonly { readonly environment: string; readonly name: string; readonly sealed: Uint8Array }[]
+  readonly staged: readonly { readonly importId: string; readonly environment: string; readonly name: string; readonly sealed: Uint8Array }[]
+}
 
 export interface ImportDecision {
   readonly importId: string
@@ -287,6 +309,16 @@ export interface VaultStore {
    */
   rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number>
 
+  /**
+   * Replaces a vault's data key (data-key rotation), in one transaction that
+   * holds the write lock across the awaited `reseal`: reads the vault's
+   * secrets, calls `reseal` with them, and writes what it returns (the same
+   * rows, each with new sealed bytes, and the new wrapped key); a throw
+   * changes nothing. Every environment's version changes. Returns false
+   * (and does not call `reseal`) for an unknown vault or one without a key.
+   */
+  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean>
+
   /** Vaults the person is a member of, in name order (then id), with their role and environments. */
   listVaults(personId: string): Promise<VaultAccess[]>
 
@@ -297,10 +329,11 @@ export interface VaultStore {
   findVaultsByName(name: string, personId: string): Promise<VaultAccess[]>
 
   /**
-   * Every vault with that id or exact name, whoever its members (for the
-   * server administrator's commands), in id order; `[]` when none.
+   * Every vault with that id or exact name (or every vault, for `{}`),
+   * whoever its members (for the server administrator's commands), in id
+   * order; `[]` when none.
    */
-  findVaults(filter: { readonly id: string } | { readonly name: string }): Promise<VaultInfo[]>
+  findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]>
 
   // ---- environments and members ------------------------------------------------
 

@@ -8,7 +8,7 @@ import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
 import { canDecideImport, canReadEnvironment, decideRefusal, roleRefusal } from './permissions.js'
 import { MAX_NAME_LENGTH, nameProblem, valueProblem } from './rules.js'
-import type { Located } from './variables.js'
+import { withCurrentKey, type Located } from './variables.js'
 import { locateEnvironment, locateVault } from './vaults.js'
 
 /**
@@ -64,22 +64,26 @@ export async function createPush(
   if (problem) throw fail.invalid(problem)
   const now = d.now()
   const names = Object.keys(input.body.variables).sort()
-  const values = await d.crypto.sealValues(vault.id, env.name, input.body.variables)
-  const r = await d.storage.createImport(
-    {
-      id: randomUUID(),
-      vaultId: vault.id,
-      environment: env.name,
-      senderId: actor.personId,
-      signInId: actor.signInId,
-      values,
-      refused: (input.body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + d.importTtlMs),
-      limit: limitOf(d.plans, vault.plan),
-    },
-    entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
-  )
+  const r = await withCurrentKey(d, vault.id, async () => {
+    const sealed = await d.crypto.seal(vault.id, env.name, input.body.variables)
+    return d.storage.createImport(
+      {
+        id: randomUUID(),
+        vaultId: vault.id,
+        environment: env.name,
+        senderId: actor.personId,
+        signInId: actor.signInId,
+        values: sealed.values,
+        sealedUnder: sealed.sealedUnder,
+        refused: (input.body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + d.importTtlMs),
+        limit: limitOf(d.plans, vault.plan),
+      },
+      entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
+    )
+  })
+  if (!r.ok && r.reason === 'stale_key') throw new Error('envkeep: the vault key kept changing while the push was sealed')
   if (!r.ok) throw overLimit(vault, r, 'this push')
   return r.import
 }

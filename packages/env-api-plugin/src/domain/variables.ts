@@ -89,22 +89,26 @@ export async function writeVariable(
   if (np) throw fail.invalid(np)
   const vp = valueProblem(input.value)
   if (vp) throw fail.invalid(vp)
-  const [sealed] = await d.crypto.sealValues(vault.id, env.name, { [name]: input.value })
   const now = d.now()
-  const r = await d.storage.setVariable(
-    {
-      vaultId: vault.id,
-      environment: env.name,
-      value: sealed as SealedVariable,
-      by: authorOf(actor),
-      now,
-      limit: limitOf(d.plans, vault.plan),
-      expect: input.mode === 'add' ? 'new' : input.mode === 'change' ? 'existing' : 'any',
-    },
-    entryFor(actor, { vaultId: vault.id, action: 'variable_set', at: now, environment: env.name, names: [name] }),
-  )
+  const r = await withCurrentKey(d, vault.id, async () => {
+    const sealed = await d.crypto.seal(vault.id, env.name, { [name]: input.value })
+    return d.storage.setVariable(
+      {
+        vaultId: vault.id,
+        environment: env.name,
+        value: sealed.values[0] as SealedVariable,
+        by: authorOf(actor),
+        now,
+        limit: limitOf(d.plans, vault.plan),
+        expect: input.mode === 'add' ? 'new' : input.mode === 'change' ? 'existing' : 'any',
+        sealedUnder: sealed.sealedUnder,
+      },
+      entryFor(actor, { vaultId: vault.id, action: 'variable_set', at: now, environment: env.name, names: [name] }),
+    )
+  })
   if (r.ok) return { vault, env, name, created: r.created }
   if (r.reason === 'storage_limit') throw overLimit(vault, r, 'this change')
+  if (r.reason === 'stale_key') throw new Error('envkeep: the vault key kept changing while the value was sealed')
   if (r.reason === 'exists') throw fail.conflict('a variable with that name exists in this environment; use Change to give it a new value')
   throw fail.notFound(VARIABLE_NOT_FOUND)
 }
@@ -131,6 +135,19 @@ export async function deleteVariable(
 export async function listVariableNames(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }): Promise<string[]> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   return (await d.storage.listVariableNames(vault.id, env.name)).map((m) => m.name)
+}
+
+/**
+ * Seals and writes, again if storage says the vault's data key changed
+ * since it was cached (rotated by another process): the value is never
+ * stored under a key the vault no longer has.
+ */
+export async function withCurrentKey<R extends { ok: boolean; reason?: string }>(d: DomainDeps, vaultId: string, write: () => Promise<R>): Promise<R> {
+  for (let attempt = 0; ; attempt++) {
+    const r = await write()
+    if (r.ok || r.reason !== 'stale_key' || attempt >= 2) return r
+    d.crypto.forget(vaultId)
+  }
 }
 
 function byName(a: { name: string }, b: { name: string }): number {

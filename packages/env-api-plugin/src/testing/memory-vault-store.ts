@@ -25,6 +25,7 @@ import type {
   VaultAccess,
   VaultInfo,
   VaultRecord,
+  VaultSecrets,
   VaultStore,
 } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
@@ -75,6 +76,8 @@ function usage(s: State, vaultId: string): { n: number; bytes: number } {
   }
   return { n, bytes }
 }
+
+const sameBytes = (a: Uint8Array | null, b: Uint8Array): boolean => a !== null && Buffer.from(a).equals(Buffer.from(b))
 
 function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
   if (after.n > limit.maxVariables && after.n > before.n)
@@ -197,6 +200,37 @@ export class MemoryVaultStore implements VaultStore {
     })
   }
 
+  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean> {
+    return this.#db.write('vaults', async (s) => {
+      const v = s.vaults.get(vaultId)
+      if (!v?.wrappedKey) return false
+      const variables: { environment: string; name: string; sealed: Uint8Array }[] = []
+      for (const env of s.environments.get(vaultId)?.keys() ?? []) {
+        for (const [name, row] of s.variables.get(varKey(vaultId, env)) ?? []) variables.push({ environment: env, name, sealed: copyBytes(row.sealed) })
+      }
+      const staged: { importId: string; environment: string; name: string; sealed: Uint8Array }[] = []
+      for (const imp of s.imports.values()) {
+        if (imp.vaultId !== vaultId || imp.status !== 'pending') continue
+        for (const [name, sealed] of s.importValues.get(imp.id) ?? []) staged.push({ importId: imp.id, environment: imp.environment, name, sealed: copyBytes(sealed) })
+      }
+      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged })
+      s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(next.wrappedKey) }))
+      for (const n of next.variables) {
+        const vars = s.variables.get(varKey(vaultId, n.environment))
+        const row = vars?.get(n.name)
+        if (!vars || !row) throw new StorageError('23503', 'variables')
+        vars.set(n.name, Object.freeze({ ...row, sealed: copyBytes(n.sealed) }))
+      }
+      for (const n of next.staged) {
+        const values = s.importValues.get(n.importId)
+        if (!values?.has(n.name)) throw new StorageError('23503', 'import_values')
+        values.set(n.name, copyBytes(n.sealed))
+      }
+      for (const env of s.environments.get(vaultId)?.keys() ?? []) this.#bumpVersion(s, vaultId, env)
+      return true
+    })
+  }
+
   listVaults(personId: string): Promise<VaultAccess[]> {
     return this.#db.read('vaults', (s) => access(s, personId, () => true))
   }
@@ -209,10 +243,10 @@ export class MemoryVaultStore implements VaultStore {
     return this.#db.read('vaults', (s) => access(s, personId, (v) => v.name === name))
   }
 
-  findVaults(filter: { readonly id: string } | { readonly name: string }): Promise<VaultInfo[]> {
+  findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
     return this.#db.read('vaults', (s) =>
       [...s.vaults.values()]
-        .filter((v) => ('id' in filter ? v.id === filter.id : v.name === filter.name))
+        .filter((v) => ('id' in filter ? v.id === filter.id : 'name' in filter ? v.name === filter.name : true))
         .sort((a, b) => byKey(a.id, b.id))
         .map((v) => info(s, v)),
     )
@@ -311,6 +345,7 @@ export class MemoryVaultStore implements VaultStore {
 
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
     return this.#db.write('variables', async (s): Promise<SetVariableResult> => {
+      if (write.sealedUnder && !sameBytes(s.vaults.get(write.vaultId)?.wrappedKey ?? null, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
       const old = s.variables.get(varKey(write.vaultId, write.environment))?.get(write.value.name)
       const expect = write.expect ?? 'any'
       if (expect === 'new' && old) return { ok: false, reason: 'exists' }
@@ -373,6 +408,7 @@ export class MemoryVaultStore implements VaultStore {
 
   createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
     return this.#db.write('imports', async (s): Promise<CreateImportResult> => {
+      if (input.sealedUnder && !sameBytes(s.vaults.get(input.vaultId)?.wrappedKey ?? null, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
       const before = usage(s, input.vaultId)
       const bytes = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
       const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + bytes }, input.limit)

@@ -9,6 +9,7 @@ import type {
   SealedVariable,
   StorageLimit,
   VariableWrite,
+  VaultSecrets,
   VaultStore,
 } from '../adapters/vault-store.js'
 
@@ -539,6 +540,81 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         same(await store.getWrappedKey(a), new Uint8Array([...ka, 7]))
         same(await store.getWrappedKey(b), new Uint8Array([...kb, 7]))
         assert.equal(await store.getWrappedKey(none), null)
+      }),
+  },
+  {
+    name: 'resealVault: the key and every sealed value (variables, staged values of pending pushes) replaced in one transaction',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        assert.equal(await store.resealVault(id, async (c) => c), false, 'no key yet: nothing to reseal')
+        const key = sealed(60)
+        await store.ensureWrappedKey(id, async () => key)
+        await store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
+        await store.setVariable(put(id, 'production', sv('B'), OWNER, T0), entry(id, 'variable_set'))
+        const pending = newImport(id, [sv('P')])
+        assert.ok((await store.createImport(pending, entry(id, 'push_created'))).ok)
+        const decided = newImport(id, [sv('Q')])
+        assert.ok((await store.createImport(decided, entry(id, 'push_created'))).ok)
+        await store.decideImport({ importId: decided.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
+        const other = await newVault(store)
+        await store.ensureWrappedKey(other, async () => sealed(60))
+        await store.setVariable(put(other, 'development', sv('Z'), OWNER, T0), entry(other, 'variable_set'))
+        const otherBefore = await store.getVariable(other, 'development', 'Z')
+        const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
+
+        const bump = (u: Uint8Array) => new Uint8Array([...u, 1])
+        // a throw changes nothing
+        await assert.rejects(store.resealVault(id, async () => Promise.reject(new Error('a value did not open'))))
+        same(await store.getWrappedKey(id), key)
+        let seen: VaultSecrets | null = null
+        assert.equal(
+          await store.resealVault(id, async (c) => {
+            seen = c
+            return {
+              wrappedKey: bump(c.wrappedKey),
+              variables: c.variables.map((v) => ({ ...v, sealed: bump(v.sealed) })),
+              staged: c.staged.map((v) => ({ ...v, sealed: bump(v.sealed) })),
+            }
+          }),
+          true,
+        )
+        const got = seen as VaultSecrets | null
+        assert.ok(got)
+        same(got.wrappedKey, key)
+        assert.deepEqual(got.variables.map((v) => `${v.environment}/${v.name}`).sort(), ['development/A', 'production/B'])
+        assert.deepEqual(got.staged.map((v) => `${v.importId}/${v.environment}/${v.name}`), [`${pending.id}/development/P`], 'pending pushes only')
+        same(await store.getWrappedKey(id), bump(key))
+        for (const v of got.variables) same((await store.getVariable(id, v.environment, v.name))?.sealed, bump(v.sealed), v.name)
+        same((await store.getImportValues(pending.id))[0]?.sealed, bump(got.staged[0]!.sealed))
+        assert.notEqual((await store.readVariables(id, 'development', entry(id, 'read'))).version, version, 'the version changes')
+        same((await store.getVariable(other, 'development', 'Z'))?.sealed, otherBefore?.sealed, 'other vaults untouched')
+        assert.equal(await store.resealVault(randomUUID(), async (c) => c), false)
+      }),
+  },
+  {
+    name: 'sealedUnder: a write sealed under a key the vault no longer has is refused (stale_key), nothing written',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const key = sealed(60)
+        await store.ensureWrappedKey(id, async () => key)
+        assert.ok((await store.setVariable(put(id, 'development', sv('A'), OWNER, T0, { sealedUnder: key }), entry(id, 'variable_set'))).ok)
+        const logged = (await store.listAccessLog(id, { limit: 100 })).length
+        const stale = sealed(60)
+        assert.deepEqual(await store.setVariable(put(id, 'development', sv('B'), OWNER, T0, { sealedUnder: stale }), entry(id, 'variable_set')), {
+          ok: false,
+          reason: 'stale_key',
+        })
+        assert.deepEqual(await store.createImport(newImport(id, [sv('C')], { sealedUnder: stale }), entry(id, 'push_created')), {
+          ok: false,
+          reason: 'stale_key',
+        })
+        assert.equal(await store.getVariable(id, 'development', 'B'), null)
+        assert.deepEqual(await store.listImports(id, { limit: 10 }), [])
+        assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logged, 'nothing logged')
+        assert.ok((await store.createImport(newImport(id, [sv('C')], { sealedUnder: key }), entry(id, 'push_created'))).ok)
+        assert.equal((await store.findVaults({})).length, 1, 'findVaults({}) lists every vault')
       }),
   },
   {

@@ -1,14 +1,22 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, linkSync, renameSync, unlinkSync } from 'node:fs'
-import { createLocalKeyring } from '@envkeep/env-api-plugin'
-import { loadKeySource, writeNewKeyFile } from '../keyring-file.js'
+import { createLocalKeyring, type Keyring } from '@envkeep/env-api-plugin'
+import { loadKeySource, readKeyFile, writeNewKeyFile } from '../keyring-file.js'
 import { CommandFailure, openData, report, type CommandContext } from './context.js'
 
 /**
  * `admin rotate-master-key`: a new master key; every vault's data key is
- * unwrapped with the old key and wrapped with the new one in one
- * transaction (values are not touched). The old key file is kept as
+ * rewrapped under it (values are not touched). The old key file is kept as
  * `master.key.old-<time>`. A running server follows the key file.
+ *
+ * Safe while servers create vaults: storage wraps a new data key inside its
+ * write transaction (ensureWrappedKey), so a key is wrapped either before a
+ * rewrap transaction (which then rewraps it) or after it. Between the first
+ * rewrap and the swap of the key file a server may still wrap under the old
+ * key; so once the new file is in place, a second pass, under the same lock,
+ * rewraps any such key and checks that every key opens under the new key.
+ * Only then is the rotation reported done; after that pass every new key is
+ * wrapped by a keyring that reads the new file.
  */
 export async function adminRotateMasterKey(ctx: CommandContext): Promise<number> {
   const source = loadKeySource(ctx.config)
@@ -19,6 +27,10 @@ export async function adminRotateMasterKey(ctx: CommandContext): Promise<number>
   const next = `${path}.new`
   if (existsSync(next))
     throw new CommandFailure(`${next} exists from an earlier rotation that did not finish; check which key the data uses, then remove it`)
+  // the old key as it is now: the file keyring would follow the file to the new key
+  const oldKey = readKeyFile(path)
+  if (!oldKey) throw new CommandFailure(`there is no master key file at ${path}`)
+  const oldRing = createLocalKeyring(oldKey.key)
   const data = await openData(ctx.config)
   let backup: string
   let count: number
@@ -26,22 +38,48 @@ export async function adminRotateMasterKey(ctx: CommandContext): Promise<number>
     const newKey = randomBytes(32)
     writeNewKeyFile(next, newKey)
     const newRing = createLocalKeyring(newKey)
+    newKey.fill(0)
+    const toNewKey = rewrapUnder(oldRing, newRing)
     try {
-      count = await data.storage.rewrapKeys(async (wrapped, vaultId) => newRing.wrap(await source.keyring.unwrap(wrapped, vaultId), vaultId))
+      await data.storage.rewrapKeys(toNewKey)
     } catch (err) {
       unlinkSync(next) // nothing was rewrapped: the transaction rolled back
       throw new CommandFailure('could not rewrap the data keys with the new key; nothing changed', { cause: err })
     }
-    newKey.fill(0)
     backup = `${path}.old-${ctx.now().toISOString().replace(/[:.]/g, '-')}`
     linkSync(path, backup) // keep the old key under a backup name
     renameSync(next, path) // atomic replace: the file always holds a whole key
+    try {
+      // keys wrapped under the old key between the first pass and the swap, and the check
+      count = await data.storage.rewrapKeys(toNewKey)
+    } catch (err) {
+      throw new CommandFailure(
+        `the new key is in place, but not every vault key could be checked under it; the old key is kept at ${backup}: run the rotation again`,
+        { cause: err },
+      )
+    }
   } finally {
     await data.close()
   }
-  return report(ctx, `master key rotated: ${count} vault key(s) rewrapped; the old key is kept at ${backup}`, {
+  return report(ctx, `master key rotated: ${count} vault key(s) rewrapped and checked; the old key is kept at ${backup}`, {
     rewrapped: count,
     keyFile: path,
     backup,
   })
+}
+
+/**
+ * A data key as it must be under the new master key: kept if it opens
+ * under it already, else opened with the old key and wrapped with the new
+ * one. A key that opens under neither fails the pass (nothing changes).
+ */
+function rewrapUnder(oldRing: Keyring, newRing: Keyring): (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array> {
+  return async (wrapped, vaultId) => {
+    try {
+      await newRing.unwrap(wrapped, vaultId)
+      return wrapped
+    } catch {
+      return newRing.wrap(await oldRing.unwrap(wrapped, vaultId), vaultId)
+    }
+  }
 }
