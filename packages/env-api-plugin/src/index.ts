@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
-import fastifyCsrf from '@fastify/csrf-protection'
 import fp from 'fastify-plugin'
 import { scheduleHousekeeping } from './housekeeping.js'
 import { resolveOptions, type EnvApiOptions } from './options.js'
 import { apiRoutes } from './routes/api/index.js'
 import { oauthRoutes } from './routes/oauth/index.js'
 import { pageRoutes } from './pages/index.js'
+import { csrfPlugin } from './pages/csrf.js'
 
 export type { EnvApiOptions, ResolvedOptions } from './options.js'
 export type * from './adapters/storage.js'
@@ -48,13 +48,14 @@ export {
 async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<void> {
   const opts = resolveOptions(options)
   app.decorateRequest('envkeepOperation', null)
-  // Pages share one cookie parser and CSRF protection (double-submit with a
-  // secret cookie). A host that already has them keeps its own.
+  // Pages share one cookie parser and CSRF protection (Origin check and a token bound to
+  // the people adapter's session). A host that registered them already keeps its own.
   if (!app.hasDecorator('parseCookie')) await app.register(fastifyCookie)
   if (!app.hasDecorator('csrfProtection')) {
-    await app.register(fastifyCsrf, {
-      cookieKey: 'envkeep_csrf',
-      cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: opts.secureCookies },
+    const people = opts.people
+    await app.register(csrfPlugin, {
+      baseUrl: opts.baseUrl,
+      ...(people.sessionBinding ? { binding: (request) => people.sessionBinding?.(request) ?? null } : {}),
     })
   }
   scheduleHousekeeping(app, opts)
@@ -72,3 +73,4 @@ export { renderErrorPage, sendErrorPage, refusalBox, type ErrorPageInput, type P
 export { field } from './pages/context.js'
 export { logFailure } from './failure-log.js'
 export { envkeepFrameworkErrors } from './framework-errors.js'
+export { csrfPlugin, csrfCookieName, type CsrfOptions } from './pages/csrf.js'

@@ -1,7 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
-import fastifyCsrf from '@fastify/csrf-protection'
-import envApi, { envkeepFrameworkErrors, type Keyring, type Storage } from '@envkeep/env-api-plugin'
+import envApi, { csrfPlugin, envkeepFrameworkErrors, type Keyring, type Storage } from '@envkeep/env-api-plugin'
 import type { AccountStore } from './accounts/account-store.js'
 import type { ServerConfig } from './config.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
@@ -52,11 +51,9 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     })
   }
   await app.register(fastifyCookie)
-  await app.register(fastifyCsrf, {
-    cookieKey: 'envkeep_csrf',
-    cookieOpts: { path: config.basePath === '' ? '/' : config.basePath, httpOnly: true, sameSite: 'lax', secure: secureCookies },
-  })
   const people = createLocalPeople({ accounts: deps.accounts, basePath: config.basePath, secureCookies, now })
+  // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
+  await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
   await app.register(accountPages, {
     accounts: deps.accounts,
     people,

@@ -5,6 +5,11 @@ import type { AccountRecord, AccountStore } from './accounts/account-store.js'
 import { hashToken, newToken } from './secrets.js'
 
 export const SESSION_COOKIE = 'envkeep_session'
+
+/** The session cookie's name: `__Host-envkeep_session` behind https, which no sibling origin can set. */
+export function sessionCookieName(secureCookies: boolean): string {
+  return secureCookies ? `__Host-${SESSION_COOKIE}` : SESSION_COOKIE
+}
 /** A web session lasts 14 days from sign-in. */
 export const SESSION_TTL_MS = 14 * 24 * 60 * 60 * 1000
 
@@ -18,8 +23,13 @@ export interface LocalPeopleOptions {
 }
 
 export interface LocalPeople extends PeopleAdapter {
-  /** Starts a web session for an account: a fresh random token in the cookie, its hash in storage. */
-  startSession(reply: FastifyReply, accountId: string): Promise<void>
+  /** The session cookie's token: the CSRF tokens' binding. */
+  sessionBinding(request: FastifyRequest): string | null
+  /**
+   * Starts a web session for an account: a fresh random token in the cookie, its hash in
+   * storage. Any session the browser presented (perhaps one planted by someone else) ends.
+   */
+  startSession(request: FastifyRequest, reply: FastifyReply, accountId: string): Promise<void>
   /** Ends the session of this browser (if any) and clears the cookie. */
   endSession(request: FastifyRequest, reply: FastifyReply): Promise<void>
 }
@@ -34,11 +44,13 @@ export function toPerson(a: AccountRecord): Person {
  * `envkeep_session` cookie (HttpOnly, SameSite=Lax, Secure behind https).
  */
 export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
-  const cookiePath = o.basePath === '' ? '/' : o.basePath
+  // __Host- cookies must have Path=/; over http the cookie stays under the base path
+  const cookiePath = o.secureCookies || o.basePath === '' ? '/' : o.basePath
   const cookieOptions = { path: cookiePath, httpOnly: true, sameSite: 'lax' as const, secure: o.secureCookies }
+  const cookieName = sessionCookieName(o.secureCookies)
 
   function cookieToken(request: FastifyRequest): string | null {
-    const v = request.cookies?.[SESSION_COOKIE]
+    const v = request.cookies?.[cookieName]
     return typeof v === 'string' && /^[A-Za-z0-9_-]{43}$/.test(v) ? v : null
   }
 
@@ -63,17 +75,22 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
       const a = await o.accounts.findAccountByEmail(email.trim())
       return a ? toPerson(a) : null
     },
-    async startSession(reply, accountId) {
+    sessionBinding(request) {
+      return cookieToken(request)
+    },
+    async startSession(request, reply, accountId) {
+      const presented = cookieToken(request)
+      if (presented) await o.accounts.deleteSession(hashToken(presented))
       const token = newToken()
       const now = o.now()
       const expires = new Date(now.getTime() + SESSION_TTL_MS)
       await o.accounts.createSession(hashToken(token), accountId, now, expires)
-      reply.setCookie(SESSION_COOKIE, token, { ...cookieOptions, expires })
+      reply.setCookie(cookieName, token, { ...cookieOptions, expires })
     },
     async endSession(request, reply) {
       const token = cookieToken(request)
       if (token) await o.accounts.deleteSession(hashToken(token))
-      reply.clearCookie(SESSION_COOKIE, cookieOptions)
+      reply.clearCookie(cookieName, cookieOptions)
     },
   }
 }

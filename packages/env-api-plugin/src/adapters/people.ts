@@ -18,6 +18,12 @@ export interface PeopleAdapter {
   signInUrl(returnTo: string): string
   /** Optional: where a signed-in person goes to sign out; the pages then show a "Sign out" link. */
   signOutUrl?(): string
+  /**
+   * Optional, and strongly advised: a secret unique to this browser's sign-in (e.g. the value
+   * of the session cookie), or null when signed out. The pages' CSRF tokens are bound to it,
+   * so a CSRF cookie planted by a sibling origin yields no usable token. Never logged or sent.
+   */
+  sessionBinding?(request: FastifyRequest): string | null
   /** A person by id, or null. */
   getPerson(id: string): Promise<Person | null>
   /** A person by email (case-insensitive), or null. */

@@ -12,8 +12,8 @@ declare const navigator: { readonly clipboard: { readText(): Promise<string> } }
 
 
 t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry), Copy details; no CSP violation', async (t) => {
-  const b = await build(t)
-  const address = await b.app.listen({ host: '127.0.0.1', port: 0 })
+  const b = await build(t, { listen: true })
+  const address = b.address
   const browser: Browser = await chromium.launch(CHROMIUM_LAUNCH)
   t.teardown(() => browser.close())
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 } })

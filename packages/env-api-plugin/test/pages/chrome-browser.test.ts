@@ -8,8 +8,8 @@ import { build, PEOPLE } from './helpers.js'
 declare const getComputedStyle: (el: unknown) => { backgroundColor: string }
 
 t.test('in Chromium: favicon, dark mode from the system, skip link; no CSP violation', async (t) => {
-  const b = await build(t)
-  const address = await b.app.listen({ host: '127.0.0.1', port: 0 })
+  const b = await build(t, { listen: true })
+  const address = b.address
   const browser = await chromium.launch(CHROMIUM_LAUNCH)
   t.teardown(() => browser.close())
   const problems: string[] = []
@@ -42,8 +42,8 @@ t.test('in Chromium: favicon, dark mode from the system, skip link; no CSP viola
 })
 
 t.test('in Chromium: <time> shows the person\'s time zone with JavaScript, UTC without', async (t) => {
-  const b = await build(t)
-  const address = await b.app.listen({ host: '127.0.0.1', port: 0 })
+  const b = await build(t, { listen: true })
+  const address = b.address
   // a sign-in gives the sign-ins page times (created, until)
   await mintSignIn(b.storage, { baseUrl: 'http://127.0.0.1', personId: PEOPLE.owner!.id, scopes: ['env:read'], now: b.clock.now })
   const browser = await chromium.launch(CHROMIUM_LAUNCH)

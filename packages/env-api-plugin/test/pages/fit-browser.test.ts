@@ -12,9 +12,9 @@ import { build, PEOPLE } from './helpers.js'
  * Screenshots go to a temp folder (printed) for a person to look at.
  */
 t.test('axe and phone width on every page', async (t) => {
-  const b = await build(t)
+  const b = await build(t, { listen: true })
   const pushId = await b.push('development', { API_KEY: 'pushed-value' }, [])
-  const address = await b.app.listen({ host: '127.0.0.1', port: 0 })
+  const address = b.address
   const shots = mkdtempSync(join(tmpdir(), 'envkeep-shots-'))
   t.comment(`screenshots in ${shots}`)
   const browser = await chromium.launch(CHROMIUM_LAUNCH)

@@ -8,6 +8,7 @@ import { createLocalKeyring } from '../../src/crypto/local-keyring.js'
 import { createVaultCrypto } from '../../src/vault-service.js'
 import { DEFAULT_ENVIRONMENTS } from '../../src/pages/vaults.js'
 import { createMemoryStorage, testLogEntry } from '../../src/testing/index.js'
+import { freePort } from '@envkeep/test-support'
 
 export const PEOPLE: Readonly<Record<string, Person>> = Object.freeze({
   owner: { id: 'p-owner', email: 'olga@example.test', name: 'Olga Owner' },
@@ -23,13 +24,17 @@ export const PEOPLE: Readonly<Record<string, Person>> = Object.freeze({
  */
 export function createTestPeople(): PeopleAdapter {
   const byId = new Map(Object.values(PEOPLE).map((p) => [p.id, p]))
+  function sessionOf(request: FastifyRequest): string | null {
+    const header = request.headers['x-test-person']
+    const cookie = /(?:^|;\s*)test_person=([^;]+)/.exec(request.headers.cookie ?? '')?.[1]
+    return (typeof header === 'string' ? header : cookie) ?? null
+  }
   return {
     async currentPerson(request: FastifyRequest) {
-      const header = request.headers['x-test-person']
-      const cookie = /(?:^|;\s*)test_person=([^;]+)/.exec(request.headers.cookie ?? '')?.[1]
-      const id = typeof header === 'string' ? header : cookie
+      const id = sessionOf(request)
       return (id && byId.get(id)) || null
     },
+    sessionBinding: sessionOf,
     signInUrl(returnTo: string) {
       return `/login?return_to=${encodeURIComponent(returnTo)}`
     },
@@ -48,6 +53,8 @@ export interface Clock {
 
 export interface Built {
   readonly app: FastifyInstance
+  /** `http://127.0.0.1:<port>` after `listen: true` (the base URL the plugin was given), else '' */
+  readonly address: string
   readonly storage: Storage & { close(): Promise<void> }
   readonly clock: Clock
   readonly logs: string[]
@@ -66,12 +73,15 @@ export async function build(
   opts: {
     vaultName?: string
     baseUrl?: string
+    /** listen on 127.0.0.1 at a free port, with that address as the base URL (for real browsers) */
+    listen?: boolean
     noKey?: boolean
     /** default: the reference memory store */
     storage?: Storage & { close(): Promise<void> }
     plans?: Record<string, StorageLimit>
   } = {},
 ): Promise<Built> {
+  const port = opts.listen ? await freePort() : 0
   const storage = opts.storage ?? createMemoryStorage()
   const keyring = createLocalKeyring(randomBytes(32))
   const clock: Clock = { now: T0 }
@@ -83,7 +93,7 @@ export async function build(
     },
   })
   await app.register(envApi, {
-    baseUrl: opts.baseUrl ?? 'http://127.0.0.1',
+    baseUrl: opts.listen ? `http://127.0.0.1:${port}` : (opts.baseUrl ?? 'http://127.0.0.1'),
     storage,
     keyring: opts.noKey ? null : keyring,
     people: createTestPeople(),
@@ -107,9 +117,11 @@ export async function build(
   await storage.setMember({ vaultId: vaultId, personId: PEOPLE.editor!.id, role: 'editor' }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.editor!.id, detail: 'editor' }))
   await storage.setMember({ vaultId: vaultId, personId: PEOPLE.viewer!.id, role: 'viewer' }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.viewer!.id, detail: 'viewer' }))
   await app.ready()
+  const address = opts.listen ? await app.listen({ host: '127.0.0.1', port }) : ''
   const crypto = createVaultCrypto(storage, keyring)
   return {
     app,
+    address,
     storage,
     clock,
     logs,

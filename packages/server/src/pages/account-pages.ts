@@ -1,4 +1,4 @@
-import type {} from '@fastify/csrf-protection'
+import type {} from '@envkeep/env-api-plugin'
 import { randomUUID } from 'node:crypto'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
@@ -124,7 +124,7 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
     )
     if (!account) return setupLinkRefused(request, reply)
     request.log.info({ account: account.id }, 'first account created')
-    await o.people.startSession(reply, account.id)
+    await o.people.startSession(request, reply, account.id)
     return reply.code(303).header('location', `${base}/`).send()
   })
 
@@ -161,7 +161,7 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
       const f = failure(request, 401, 'signing in', 'web app', 'the email or the password is wrong')
       return sendPage(reply, 401, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusalBox(f)), base)
     }
-    await o.people.startSession(reply, account.id)
+    await o.people.startSession(request, reply, account.id)
     return reply.code(303).header('location', returnTo).send()
   })
 
