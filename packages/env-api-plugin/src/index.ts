@@ -73,4 +73,5 @@ export { renderErrorPage, sendErrorPage, refusalBox, type ErrorPageInput, type P
 export { field } from './pages/context.js'
 export { logFailure } from './failure-log.js'
 export { envkeepFrameworkErrors } from './framework-errors.js'
+export { envkeepNotFound } from './not-found.js'
 export { csrfPlugin, csrfCookieName, type CsrfOptions } from './pages/csrf.js'

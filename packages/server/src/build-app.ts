@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
-import envApi, { csrfPlugin, envkeepFrameworkErrors, type Keyring, type Storage } from '@envkeep/env-api-plugin'
+import envApi, { csrfPlugin, envkeepFrameworkErrors, envkeepNotFound, type Keyring, type Storage } from '@envkeep/env-api-plugin'
 import type { AccountStore } from './accounts/account-store.js'
 import type { ServerConfig } from './config.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
@@ -50,6 +50,8 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       return payload
     })
   }
+  // one not-found answer for the whole server: a page or the error record, never quoting the query
+  app.setNotFoundHandler(envkeepNotFound(config.baseUrl))
   await app.register(fastifyCookie)
   const people = createLocalPeople({ accounts: deps.accounts, basePath: config.basePath, secureCookies, now })
   // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
