@@ -187,3 +187,36 @@ t.test('behind https the session and CSRF cookies are Secure and __Host- (path /
   t.notOk(res.cookies.some((c) => c.name === SESSION_COOKIE), 'no unprefixed session cookie')
   t.equal((await b.get('/login')).statusCode, 404, 'nothing outside the base path')
 })
+
+t.test('a return_to outside Latin-1, or escaping the base path, is encoded or sent home; never a 500 after the password', async (t) => {
+  const { app, accounts } = await buildTestApp(t)
+  await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY)
+  const cases: [string, string][] = [
+    ['/v/\u2028x', '/v/%E2%80%A8x'],
+    ['/v/caf\u00e9?tab=\u00fc', '/v/caf%C3%A9?tab=%C3%BC'],
+    ['/v/\ud800', '/v/%EF%BF%BD'],
+    ['/v/x/../../sign-ins', '/sign-ins'],
+    ['/%2F%2Fevil.example', '/%2F%2Fevil.example'],
+    ['/\u0000x', '/'],
+  ]
+  // (messages show escapes: a raw U+2028 would end the TAP line)
+  const shown = (s: string) => s.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  for (const [raw, location] of cases) {
+    const b = browser(app)
+    const page = await b.get(`/login?${new URLSearchParams({ return_to: raw }).toString()}`)
+    t.equal(page.statusCode, 200, `the sign-in page for ${shown(raw)}`)
+    const res = await b.post('/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY, return_to: raw })
+    t.equal(res.statusCode, 303, shown(raw))
+    t.equal(res.headers.location, location, shown(raw))
+    t.ok(b.jar[SESSION_COOKIE], 'the session cookie was sent with the redirect')
+  }
+})
+
+t.test('behind a base path, a return_to that climbs out of it goes home', async (t) => {
+  const { app, accounts } = await buildTestApp(t, { env: { ENVKEEP_BASE_URL: 'http://127.0.0.1/team' } })
+  await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY)
+  const b = browser(app)
+  const page = await b.get('/team/login')
+  const res = await b.post('/team/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY, return_to: '/team/../elsewhere' })
+  t.equal(res.headers.location, '/team/')
+})

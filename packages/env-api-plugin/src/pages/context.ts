@@ -4,6 +4,7 @@ import type { ResolvedOptions } from '../options.js'
 import type { VaultCrypto } from '../vault-service.js'
 import { html, PAGE_HEADERS, type SafeHtml } from './html.js'
 import { layout } from './layout.js'
+import { safeRedirectPath } from './redirect.js'
 
 /** What every page handler needs. */
 export interface PageDeps {
@@ -28,7 +29,7 @@ export async function personOrSignIn(
 ): Promise<Person | null> {
   const person = await deps.opts.people.currentPerson(request)
   if (person) return person
-  const back = returnTo ?? (request.method === 'GET' ? request.url : pagePath(deps, '/'))
+  const back = safeRedirectPath(returnTo ?? (request.method === 'GET' ? request.url : pagePath(deps, '/')), deps.opts.basePath)
   void reply.code(303).headers(PAGE_HEADERS).redirect(deps.opts.people.signInUrl(back), 303)
   return null
 }
@@ -56,7 +57,7 @@ export function sendPage(
 
 /** 303 See Other to a page of this plugin (after a form succeeded). */
 export function seeOther(deps: PageDeps, reply: FastifyReply, path: string): FastifyReply {
-  return reply.headers(PAGE_HEADERS).redirect(pagePath(deps, path), 303)
+  return reply.headers(PAGE_HEADERS).redirect(safeRedirectPath(pagePath(deps, path), deps.opts.basePath), 303)
 }
 
 /** The hidden CSRF field; one token per rendered page. */

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { layout, logFailure, PAGE_HEADERS, sendErrorPage, type PageFailure, type SafeHtml } from '@envkeep/env-api-plugin'
+import { layout, logFailure, PAGE_HEADERS, safeRedirectPath, sendErrorPage, type PageFailure, type SafeHtml } from '@envkeep/env-api-plugin'
 
 export type Failure = PageFailure
 
@@ -25,10 +25,7 @@ export function sendFailurePage(reply: FastifyReply, f: Failure, basePath: strin
   return sendErrorPage(reply, { ...f, basePath })
 }
 
-/** A return path that stays on this service under basePath, else the service's root. */
+/** A return path that stays on this service under basePath (encoded for a Location header), else the service's root. */
 export function safeReturnTo(raw: string, basePath: string): string {
-  const root = `${basePath}/`
-  if (!raw.startsWith('/') || raw.startsWith('//') || raw.includes('\\') || /[\u0000-\u001f]/.test(raw)) return root
-  if (basePath !== '' && raw !== basePath && !raw.startsWith(`${basePath}/`)) return root
-  return raw
+  return safeRedirectPath(raw, basePath)
 }
