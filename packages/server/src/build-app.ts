@@ -36,7 +36,13 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   const secureCookies = config.baseUrl.startsWith('https:')
   const app = Fastify({
     loggerInstance: deps.logger,
-    trustProxy: config.trustProxy,
+    // n hops: believe the n addresses nearest to us in X-Forwarded-For, never the client's own
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? ((hops: number) => (_address: string, hop: number) => hop < hops)(config.trustProxy)
+        : config.trustProxy === false
+          ? false
+          : [...config.trustProxy],
     // in-flight requests finish on close; idle keep-alive connections are closed at once
     forceCloseConnections: 'idle',
     return503OnClosing: true,

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { isAbsolute, resolve } from 'node:path'
 import type { StorageLimit } from '@envkeep/env-api-plugin'
 
@@ -30,7 +31,11 @@ export interface ServerConfig {
   readonly importTtlSeconds: number
   readonly plans: Readonly<Record<string, StorageLimit>>
   readonly logLevel: string
-  readonly trustProxy: boolean
+  /**
+   * Which proxies' X-Forwarded-For to believe: false (none, the default), the number of proxy
+   * hops in front of envkeep, or the proxies' addresses/CIDRs. Never "everything".
+   */
+  readonly trustProxy: false | number | readonly string[]
   /** ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback: CI identities may name http://127.0.0.1:* issuers (tests only) */
   readonly ciAllowHttpLoopbackIssuers: boolean
   /** the SQLite file inside the data directory */
@@ -71,7 +76,7 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
   },
   { env: 'ENVKEEP_LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
   { env: 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS', default: '(none)', meaning: 'loopback: CI identities may name http://127.0.0.1:* OIDC issuers (tests only; https otherwise)' },
-  { env: 'ENVKEEP_TRUST_PROXY', default: 'false', meaning: 'true behind a reverse proxy (client address from X-Forwarded-For)' },
+  { env: 'ENVKEEP_TRUST_PROXY', default: 'false', meaning: 'behind a reverse proxy: the number of proxy hops (e.g. 1), or the proxies\' addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8); never true' },
 ])
 
 export type Flags = Readonly<Record<string, string | boolean | undefined>>
@@ -132,6 +137,42 @@ function parsePlans(raw: string | undefined): Record<string, StorageLimit> {
     plans[name] = Object.freeze({ maxVariables: l.maxVariables, maxBytes: l.maxBytes })
   }
   return plans
+}
+
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal']
+
+/**
+ * ENVKEEP_TRUST_PROXY: hops or addresses, never "trust everything": with `true`, a client
+ * behind a proxy that appends to X-Forwarded-For picks its own address (and so escapes
+ * login throttling and per-address limits, and forges the access log's addresses).
+ */
+export function parseTrustProxy(raw: string | undefined): false | number | readonly string[] {
+  if (raw === undefined) return false
+  const v = raw.trim().toLowerCase()
+  if (v === 'false' || v === '0' || v === 'no' || v === 'none') return false
+  if (v === 'true' || v === 'yes' || v === '*') {
+    throw new UsageError(
+      'ENVKEEP_TRUST_PROXY=true would believe any X-Forwarded-For a client sends; give the number of proxy hops in front of envkeep (e.g. 1) or the proxies\' addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8)',
+    )
+  }
+  if (/^\d+$/.test(v)) {
+    const n = Number(v)
+    if (n < 1 || n > 10) throw new UsageError('ENVKEEP_TRUST_PROXY: the number of proxy hops must be 1 to 10')
+    return n
+  }
+  const items = v.split(',').map((x) => x.trim()).filter((x) => x !== '')
+  for (const item of items) {
+    if (PROXY_NAMES.includes(item)) continue
+    const [address, prefix, extra] = item.split('/')
+    const family = isIP(address ?? '')
+    const bits = family === 4 ? 32 : 128
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits)
+    if (family === 0 || !prefixOk || extra !== undefined) {
+      throw new UsageError(`ENVKEEP_TRUST_PROXY: ${JSON.stringify(item.slice(0, 60))} is not a number of hops, an IP address or a CIDR`)
+    }
+  }
+  if (items.length === 0) throw new UsageError('ENVKEEP_TRUST_PROXY: give a number of hops or addresses/CIDRs')
+  return Object.freeze(items)
 }
 
 function parseBoolean(label: string, raw: string | undefined): boolean {
@@ -204,7 +245,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     importTtlSeconds: integer('ENVKEEP_IMPORT_TTL', envValue(env, 'ENVKEEP_IMPORT_TTL'), 604_800, 60, 365 * 86_400),
     plans: Object.freeze(parsePlans(envValue(env, 'ENVKEEP_PLANS'))),
     logLevel,
-    trustProxy: parseBoolean('ENVKEEP_TRUST_PROXY', envValue(env, 'ENVKEEP_TRUST_PROXY')),
+    trustProxy: parseTrustProxy(envValue(env, 'ENVKEEP_TRUST_PROXY')),
     ciAllowHttpLoopbackIssuers: ciHttp === 'loopback',
     databaseFile: resolve(dataDir, 'envkeep.db'),
   })

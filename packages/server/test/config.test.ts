@@ -42,7 +42,7 @@ t.test('every setting from the environment', async (t) => {
       ENVKEEP_IMPORT_TTL: '3600',
       ENVKEEP_PLANS: '{"big":{"maxVariables":50000,"maxBytes":104857600}}',
       ENVKEEP_LOG_LEVEL: 'warn',
-      ENVKEEP_TRUST_PROXY: 'true',
+      ENVKEEP_TRUST_PROXY: '1',
     },
     '/x',
   )
@@ -58,7 +58,7 @@ t.test('every setting from the environment', async (t) => {
   t.same(c.plans.big, { maxVariables: 50_000, maxBytes: 104_857_600 })
   t.ok(c.plans['self-hosted'], 'the default plan stays')
   t.equal(c.logLevel, 'warn')
-  t.equal(c.trustProxy, true)
+  t.equal(c.trustProxy, 1)
 })
 
 t.test('flags win over the environment; the key file setting; wildcard host → loopback base URL', async (t) => {
@@ -101,7 +101,18 @@ const BAD: readonly [string, Record<string, string>, Record<string, string>, Reg
   ['plan bad name', {}, { ENVKEEP_PLANS: '{"Big Plan":{"maxVariables":5,"maxBytes":1}}' }, /plan names/],
   ['log level', {}, { ENVKEEP_LOG_LEVEL: 'loud' }, /ENVKEEP_LOG_LEVEL/],
   ['trust proxy', {}, { ENVKEEP_TRUST_PROXY: 'maybe' }, /ENVKEEP_TRUST_PROXY/],
+  ['trust proxy true', {}, { ENVKEEP_TRUST_PROXY: 'true' }, /would believe any X-Forwarded-For.*number of proxy hops/],
+  ['trust proxy *', {}, { ENVKEEP_TRUST_PROXY: '*' }, /would believe any X-Forwarded-For/],
+  ['trust proxy hops', {}, { ENVKEEP_TRUST_PROXY: '11' }, /1 to 10/],
+  ['trust proxy CIDR', {}, { ENVKEEP_TRUST_PROXY: '10.0.0.0/33' }, /not a number of hops, an IP address or a CIDR/],
+  ['trust proxy host name', {}, { ENVKEEP_TRUST_PROXY: 'proxy.internal' }, /not a number of hops/],
 ]
+
+t.test('ENVKEEP_TRUST_PROXY takes hops or addresses and CIDRs', async (t) => {
+  t.equal(loadConfig({}, { ENVKEEP_TRUST_PROXY: '2' }, '/').trustProxy, 2)
+  t.same(loadConfig({}, { ENVKEEP_TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,::1,fd00::/8,loopback' }, '/').trustProxy, ['127.0.0.1', '10.0.0.0/8', '::1', 'fd00::/8', 'loopback'])
+  t.equal(loadConfig({}, { ENVKEEP_TRUST_PROXY: 'false' }, '/').trustProxy, false)
+})
 
 for (const [label, flags, env, message] of BAD) {
   t.test(`bad setting: ${label}`, async (t) => {
