@@ -175,14 +175,6 @@ export function parseTrustProxy(raw: string | undefined): false | number | reado
   return Object.freeze(items)
 }
 
-function parseBoolean(label: string, raw: string | undefined): boolean {
-  if (raw === undefined) return false
-  const v = raw.trim().toLowerCase()
-  if (v === 'true' || v === '1' || v === 'yes') return true
-  if (v === 'false' || v === '0' || v === 'no') return false
-  throw new UsageError(`${label} must be true or false`)
-}
-
 function defaultBaseUrl(host: string, port: number): string {
   // a wildcard address is not a place a browser can go: use loopback
   const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
