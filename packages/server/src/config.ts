@@ -38,6 +38,8 @@ export interface ServerConfig {
   readonly trustProxy: false | number | readonly string[]
   /** ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback: CI identities may name http://127.0.0.1:* issuers (tests only) */
   readonly ciAllowHttpLoopbackIssuers: boolean
+  /** --allow-insecure-key-file: use a master key file that group or others can read */
+  readonly allowInsecureKeyFile: boolean
   /** the SQLite file inside the data directory */
   readonly databaseFile: string
 }
@@ -239,6 +241,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     logLevel,
     trustProxy: parseTrustProxy(envValue(env, 'ENVKEEP_TRUST_PROXY')),
     ciAllowHttpLoopbackIssuers: ciHttp === 'loopback',
+    allowInsecureKeyFile: flags['allow-insecure-key-file'] === true,
     databaseFile: resolve(dataDir, 'envkeep.db'),
   })
 }

@@ -67,6 +67,11 @@ export function loadKeySource(config: ServerConfig): KeySource {
     if (config.masterKeyFileExplicit) throw new KeyFileError(`ENVKEEP_MASTER_KEY_FILE names ${config.masterKeyFile}, which does not exist`)
     return { kind: 'none', path: config.masterKeyFile }
   }
+  if (loaded.tooOpen && !config.allowInsecureKeyFile) {
+    throw new KeyFileError(
+      `the master key file ${config.masterKeyFile} can be read by other users: run chmod 600 on it (or pass --allow-insecure-key-file)`,
+    )
+  }
   return { kind: 'file', path: config.masterKeyFile, tooOpen: loaded.tooOpen, keyring: createFileKeyring(config.masterKeyFile, loaded.key) }
 }
 

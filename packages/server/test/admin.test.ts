@@ -1,5 +1,5 @@
 import t from 'tap'
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { createVaultCrypto } from '@envkeep/env-api-plugin'
 import { mintSignIn } from '@envkeep/env-api-plugin/testing'
@@ -7,7 +7,7 @@ import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { createFileKeyring, readKeyFile } from '../src/keyring-file.js'
 import { verifyPassword } from '../src/secrets.js'
-import { runCli, tempDir } from './helpers.js'
+import { freePort, runCli, tempDir } from './helpers.js'
 
 const PASSWORD = 'canary-admin-password-1234'
 const VALUE = 'canary-value-postgres://u:p@db/shop'
@@ -159,4 +159,29 @@ t.test('rotation refuses a key from the environment', async (t) => {
   t.equal(r.code, 1)
   t.match(r.stderr, /ENVKEEP_MASTER_KEY_FILE/)
   t.notOk(readFileSync(join(dir, 'data', 'envkeep.db')).length === 0)
+})
+
+t.test('a master key file others can read is refused, as ssh refuses such a private key, unless --allow-insecure-key-file', async (t) => {
+  const dir = tempDir(t)
+  const env = { ENVKEEP_DATA_DIR: join(dir, 'data') }
+  t.equal((await runCli(['init'], env, '', dir)).code, 0)
+  const keyFile = join(dir, 'data', 'master.key')
+  const key = readFileSync(keyFile, 'utf8').trim()
+  chmodSync(keyFile, 0o644)
+  const setVar = (...extra: string[]) => runCli(['admin', 'var', 'set', '--vault', 'x', '--env', 'development', 'A', ...extra], env, 'value-canary', dir)
+  const refused = await setVar()
+  t.equal(refused.code, 2)
+  t.match(refused.stderr, /can be read by other users: run chmod 600 on it \(or pass --allow-insecure-key-file\)/)
+  t.notOk(refused.stderr.includes(key), 'the key is not printed')
+  const started = await runCli(['start', '--port', String(await freePort())], env, '', dir)
+  t.equal(started.code, 2, 'start refuses too, before listening')
+  t.match(started.stderr, /chmod 600/)
+  // the escape hatch reaches the key (the command then fails on the unknown vault, not the key)
+  const allowed = await setVar('--allow-insecure-key-file')
+  t.equal(allowed.code, 1)
+  t.match(allowed.stderr, /no vault/)
+  chmodSync(keyFile, 0o600)
+  const fine = await setVar()
+  t.equal(fine.code, 1)
+  t.match(fine.stderr, /no vault/)
 })
