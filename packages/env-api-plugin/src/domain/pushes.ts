@@ -7,7 +7,7 @@ import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
 import { canDecideImport, canReadEnvironment, decideRefusal, roleRefusal } from './permissions.js'
-import { MAX_NAME_LENGTH, nameProblem, valueProblem } from './rules.js'
+import { isWellFormed, MAX_NAME_LENGTH, nameProblem, valueProblem } from './rules.js'
 import { withCurrentKey, type Located } from './variables.js'
 import { locateEnvironment, locateVault } from './vaults.js'
 
@@ -40,6 +40,8 @@ export function pushProblem(body: PushInput): string | null {
     const r = refused[i] as RefusedLine
     if (!Number.isSafeInteger(r.line) || r.line < 1) return `refused entry ${i + 1}: line must be an integer of at least 1`
     if (r.name.length > MAX_NAME_LENGTH) return `refused entry ${i + 1}: name must be at most ${MAX_NAME_LENGTH} characters`
+    if (!isWellFormed(r.name)) return `refused entry ${i + 1}: name must be valid Unicode (no lone UTF-16 surrogate)`
+    if (!isWellFormed(r.reason)) return `refused entry ${i + 1}: reason must be valid Unicode (no lone UTF-16 surrogate)`
     if (r.reason.length < 1 || r.reason.length > MAX_REASON) return `refused entry ${i + 1}: reason must be 1 to ${MAX_REASON} characters`
   }
   return null

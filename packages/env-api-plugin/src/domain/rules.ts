@@ -34,8 +34,19 @@ export function nameProblem(name: string): string | null {
 /** Why a value is refused, or null when it is fine. */
 export function valueProblem(value: string): string | null {
   if (value.length === 0) return 'a value must not be empty'
+  if (!isWellFormed(value)) return 'a value must be valid Unicode; it holds a lone UTF-16 surrogate, which cannot be stored as sent'
   if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `a value must be at most ${MAX_VALUE_BYTES} bytes`
   return null
+}
+
+const LONE_SURROGATE = /\p{Cs}/u
+
+/**
+ * False for a string holding a lone UTF-16 surrogate (JSON can escape one, `"\ud800"`): UTF-8
+ * cannot hold it, and encoding would silently store U+FFFD instead of what was sent.
+ */
+export function isWellFormed(s: string): boolean {
+  return !LONE_SURROGATE.test(s)
 }
 
 /** Why an environment name is refused, or null. */

@@ -69,6 +69,11 @@ t.test('400 invalid_request, never echoing the offending content', async (t) => 
     ['an ENVKEEP_ name', { variables: { [`ENVKEEP_${CANARY.replace(/-/g, '_')}`]: CANARY } }, /ENVKEEP_ are the client's own settings/],
     ['an empty value', { variables: { A: '' } }, /must not be empty/],
     ['a value over 65,536 bytes of UTF-8', { variables: { A: big } }, /at most 65536 bytes/],
+    // JSON may escape a lone UTF-16 surrogate; UTF-8 cannot hold it (it was stored as U+FFFD)
+    ['a value with a lone high surrogate', `{"variables": {"A": "${CANARY}\\ud800"}}`, /variable 1 of the push has a bad value: a value must be valid Unicode/],
+    ['a value with a lone low surrogate', `{"variables": {"OK": "x", "A": "\\udc00${CANARY}"}}`, /variable 2 of the push has a bad value: .*lone UTF-16 surrogate/],
+    ['a refused name with a lone surrogate', `{"variables": {"A": "x"}, "refused": [{"line": 3, "name": "\\ud800", "reason": "r"}]}`, /refused entry 1: name must be valid Unicode/],
+    ['a refused reason with a lone surrogate', `{"variables": {"A": "x"}, "refused": [{"line": 3, "name": "A", "reason": "\\udfff"}]}`, /refused entry 1: reason must be valid Unicode/],
     ['refused not an array', { variables: { A: 'x' }, refused: CANARY }],
     ['refused line 0', { variables: { A: 'x' }, refused: [{ line: 0, name: CANARY, reason: 'r' }] }, /refused entry 1: line/],
     ['refused line not an integer', { variables: { A: 'x' }, refused: [{ line: 1.5, name: 'A', reason: 'r' }] }],
@@ -92,6 +97,13 @@ t.test('400 invalid_request, never echoing the offending content', async (t) => 
     })
   }
   t.same(await b.storage.listImports(v, { limit: 100 }), [], 'no push was created')
+})
+
+t.test('a surrogate pair (an emoji, escaped or not) is a valid value and comes back as sent', async (t) => {
+  const b = await build(t)
+  const v = await b.createVault('alice')
+  const res = await b.push(v, 'development', await b.signIn('alice'), `{"variables": {"A": "\\ud83d\\udd11 ${CANARY} \u{1F511}"}}`)
+  t.equal(res.statusCode, 201)
 })
 
 t.test('the limits are inclusive: 256-character names, 65,536-byte values, 1000 refused entries, 200-character reasons', async (t) => {
