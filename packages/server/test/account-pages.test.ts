@@ -1,7 +1,7 @@
 import t from 'tap'
 import { hashToken, newToken } from '../src/secrets.js'
 import { SESSION_COOKIE } from '../src/people-local.js'
-import { addAccount, browser, buildTestApp, csrfOf } from './helpers.js'
+import { addAccount, browser, buildTestApp, csrfOf, setCookies } from './helpers.js'
 
 const PASSWORD_CANARY = 'canary-password-7Qx9-do-not-log'
 
@@ -219,4 +219,44 @@ t.test('behind a base path, a return_to that climbs out of it goes home', async 
   const page = await b.get('/team/login')
   const res = await b.post('/team/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY, return_to: '/team/../elsewhere' })
   t.equal(res.headers.location, '/team/')
+})
+
+t.test('per-account back-off: after 5 wrong passwords, from any address, tries wait 1, 2, 4 … s (at most 30 s); never a lock-out', async (t) => {
+  const { app, accounts, clock } = await buildTestApp(t)
+  await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY)
+  let n = 0
+  const attempt = async (password: string, email = 'ana@example.com') => {
+    const address = `198.51.100.${++n % 250}` // a new address each time: the per-address limit never applies
+    const page = await app.inject({ method: 'GET', url: '/login', remoteAddress: address })
+    const cookie = Object.entries(setCookies(page)).map(([k, v]) => `${k}=${v}`).join('; ')
+    return app.inject({
+      method: 'POST',
+      url: '/login',
+      remoteAddress: address,
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ _csrf: csrfOf(page.body), email, password }).toString(),
+    })
+  }
+  for (let i = 0; i < 5; i++) t.equal((await attempt(`wrong-${i}`)).statusCode, 401, `wrong password ${i + 1}`)
+  const held = await attempt(PASSWORD_CANARY)
+  t.equal(held.statusCode, 429, 'the sixth try waits, even with the right password (no oracle)')
+  t.equal(held.headers['retry-after'], '1')
+  t.match(held.body, /too many wrong passwords for this email; wait 1 seconds/)
+  t.notOk(held.body.includes(PASSWORD_CANARY))
+  t.equal((await attempt('wrong', 'ANA@example.com ')).statusCode, 429, 'the same account however the email is written')
+  t.equal((await attempt('wrong', 'bob@example.com')).statusCode, 401, 'other accounts are not slowed')
+  clock.ms += 1000
+  t.equal((await attempt('wrong-6')).statusCode, 401, 'after 1 s one more try')
+  t.equal((await attempt('wrong-7')).statusCode, 429)
+  t.equal((await attempt('wrong-7')).headers['retry-after'], '2', 'then 2 s')
+  // a stranger keeps guessing: the wait never exceeds 30 s
+  for (let i = 0; i < 12; i++) {
+    clock.ms += 30_000
+    t.equal((await attempt(`wrong-x${i}`)).statusCode, 401)
+  }
+  t.equal((await attempt(PASSWORD_CANARY)).headers['retry-after'], '30', 'capped at 30 s')
+  clock.ms += 30_000
+  t.equal((await attempt(PASSWORD_CANARY)).statusCode, 303, 'the owner gets in 30 s after the last guess')
+  t.equal((await attempt('wrong-after')).statusCode, 401, 'a success starts afresh')
+  t.equal((await attempt(PASSWORD_CANARY)).statusCode, 303)
 })

@@ -6,7 +6,7 @@ import { field, html, refusalBox, StorageError, type SafeHtml } from '@envkeep/e
 import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, hashToken, passwordProblem, verifyPassword } from '../secrets.js'
-import { createAttemptLimiter } from './attempt-limiter.js'
+import { createAttemptLimiter, createLoginBackoff } from './attempt-limiter.js'
 import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
 export interface AccountPagesOptions {
@@ -38,6 +38,7 @@ function nameProblem(name: string): string | null {
 export async function accountPages(app: FastifyInstance, o: AccountPagesOptions): Promise<void> {
   const base = o.basePath
   const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
+  const backoff = createLoginBackoff({ now: o.now })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
   app.setErrorHandler(function accountPageError(err: FastifyError, request, reply) {
@@ -154,13 +155,22 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
     const email = field(request.body, 'email').trim()
     const password = field(request.body, 'password')
     const returnTo = safeReturnTo(field(request.body, 'return_to'), base)
+    // per account, from any address: slows guessing, never locks the owner out for long
+    const wait = backoff.wait(email)
+    if (wait !== null) {
+      reply.header('retry-after', String(wait))
+      const f = failure(request, 429, 'signing in', 'rate limit', `too many wrong passwords for this email; wait ${wait} seconds and try again`)
+      return sendPage(reply, 429, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusalBox(f)), base)
+    }
     const account = email.length > 0 && email.length <= 254 ? await o.accounts.findAccountByEmail(email) : null
     // A wrong email costs one verification too, and both answer the same.
     const ok = (await verifyPassword(account?.passwordHash ?? null, password)) && account !== null
     if (!ok || !account) {
+      backoff.failed(email)
       const f = failure(request, 401, 'signing in', 'web app', 'the email or the password is wrong')
       return sendPage(reply, 401, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusalBox(f)), base)
     }
+    backoff.succeeded(email)
     await o.people.startSession(request, reply, account.id)
     return reply.code(303).header('location', returnTo).send()
   })
