@@ -2,6 +2,7 @@ import type { ConfigStore, SignIn } from './config-store.js'
 import { CliError, describeNetworkFailure, signInError, type ServerReason } from './errors.js'
 import { EXIT } from './exit-codes.js'
 import { refreshTokens, type OAuthDeps } from './oauth.js'
+import { terminalSafe, tooLargeIn } from './untrusted.js'
 
 /** Renew an access token this long before it expires. */
 const EXPIRY_SKEW_MS = 60_000
@@ -25,6 +26,8 @@ export interface RequestOptions {
   readonly what: string
   readonly method?: 'GET' | 'POST'
   readonly body?: unknown
+  /** Top-level answer fields kept exactly as sent (pull's variables); every other string is made terminal-safe. */
+  readonly keepRaw?: readonly string[]
 }
 
 export interface ApiClient {
@@ -39,10 +42,10 @@ function notSignedIn(baseUrl: string): CliError {
 async function serverReason(res: Response): Promise<ServerReason> {
   let body: Record<string, unknown> = {}
   try {
-    const parsed: unknown = await res.json()
+    const parsed: unknown = terminalSafe(await res.json())
     if (parsed && typeof parsed === 'object') body = parsed as Record<string, unknown>
   } catch {
-    // not JSON: the status alone
+    // not JSON, or too large: the status alone
   }
   const str = (k: string) => (typeof body[k] === 'string' ? { [k]: body[k] as string } : {})
   return { status: res.status, ...str('error'), ...str('message'), ...str('where'), ...str('ref') }
@@ -130,6 +133,8 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
         signal: AbortSignal.timeout(deps.timeoutMs),
       })
     } catch (err) {
+      const big = tooLargeIn(err)
+      if (big) throw new CliError(`${o.what}: ${big.message}; refusing to read it`, { cause: err })
       throw new CliError(o.what, { network: { host, failure: describeNetworkFailure(err) }, cause: err })
     }
   }
@@ -173,11 +178,15 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
       }
       throw new CliError(o.what, { server: reason })
     }
+    let parsed: unknown
     try {
-      return (await res.json()) as T
+      parsed = await res.json()
     } catch (err) {
+      const big = tooLargeIn(err)
+      if (big) throw new CliError(`${o.what}: ${big.message}; refusing to read it`, { cause: err })
       throw new CliError(`${o.what}: the answer from ${host} was not JSON (HTTP ${res.status})`, { cause: err })
     }
+    return terminalSafe(parsed, o.keepRaw) as T
   }
 
   return { baseUrl, request }

@@ -1,3 +1,4 @@
+import { boundedFetch } from './untrusted.js'
 import { homedir } from 'node:os'
 import type { Readable, Writable } from 'node:stream'
 import { createApiClient, type ApiClient } from './api-client.js'
@@ -43,7 +44,9 @@ export interface Context {
   api(baseUrl: string): ApiClient
 }
 
-export function createContext(deps: CliDeps): Context {
+export function createContext(given: CliDeps): Context {
+  // every answer from any server is read through a size bound (untrusted.ts)
+  const deps: CliDeps = { ...given, fetch: boundedFetch(given.fetch) }
   const color = !deps.env.NO_COLOR && Boolean((deps.stderr as { isTTY?: boolean }).isTTY) && deps.env.TERM !== 'dumb'
   const paint = createPaint(color)
   const store = createConfigStore(resolveConfigDir(deps.env, deps.homedir || homedir()))

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import * as oauth from 'oauth4webapi'
 import { CliError, describeNetworkFailure, signInError, usageError, type ServerReason } from './errors.js'
 import { EXIT } from './exit-codes.js'
+import { sameOriginUrl, tooLargeIn } from './untrusted.js'
 
 /**
  * The OAuth side of the CLI, all protocol work done by oauth4webapi:
@@ -74,6 +75,8 @@ function oauthReason(err: oauth.ResponseBodyError): ServerReason {
 /** Turns whatever an OAuth call threw into a CliError with the CLI's sentence first. */
 export function oauthFailure(sentence: string, baseUrl: string, err: unknown): CliError {
   if (err instanceof CliError) return err
+  const big = tooLargeIn(err)
+  if (big) return new CliError(`${sentence}: ${big.message}; refusing to read it`, { cause: err })
   if (err instanceof oauth.ResponseBodyError) return new CliError(sentence, { server: oauthReason(err), cause: err })
   if (err instanceof oauth.AuthorizationResponseError) {
     return new CliError(sentence, {
@@ -115,6 +118,11 @@ export async function discover(baseUrl: string, deps: OAuthDeps): Promise<oauth.
     const as = await oauth.processDiscoveryResponse(issuer, res)
     if (!as.authorization_endpoint || !as.token_endpoint) {
       throw new CliError(`${sentence}: the metadata lacks the authorization or token endpoint`)
+    }
+    // the browser is sent to the authorization endpoint and the code goes to the token
+    // endpoint: both must be http(s) on the issuer's own origin, never file:, javascript: or elsewhere
+    for (const endpoint of [as.authorization_endpoint, as.token_endpoint, as.revocation_endpoint]) {
+      if (endpoint !== undefined) sameOriginUrl(endpoint, baseUrl, sentence)
     }
     return as
   } catch (err) {

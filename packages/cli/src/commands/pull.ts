@@ -3,6 +3,7 @@ import { BASE_URL_HELP, type Command } from '../command.js'
 import { writeFileAtomic } from '../config-store.js'
 import type { Context } from '../context.js'
 import { CliError, usageError } from '../errors.js'
+import { NAME_RE } from '../dotenv.js'
 import { formatVariables, FORMATS, isFormat } from '../formats.js'
 import { checkEnvironment, resolveVault } from '../resolve-vault.js'
 
@@ -19,10 +20,16 @@ export async function readEnvironment(ctx: Context, baseUrlFlag: string | undefi
   const vault = await resolveVault(api, vaultRef)
   const body = await api.request<VariableSet>(`/api/env/${encodeURIComponent(vault.id)}/${encodeURIComponent(environment)}`, {
     what: `could not read ${environment} of vault ${vault.label}`,
+    keepRaw: ['variables'], // values exactly as stored; names checked below
   })
   const variables = body.variables
-  if (!variables || typeof variables !== 'object' || Object.values(variables).some((v) => typeof v !== 'string')) {
+  if (!variables || typeof variables !== 'object' || Array.isArray(variables) || Object.values(variables).some((v) => typeof v !== 'string')) {
     throw new CliError(`could not read ${environment} of vault ${vault.label}: the answer has no variables`)
+  }
+  // a name becomes a shell word in `--format shell` and an environment variable in `run`
+  const odd = Object.keys(variables).filter((n) => !NAME_RE.test(n) || n.length > 256).length
+  if (odd > 0) {
+    throw new CliError(`could not read ${environment} of vault ${vault.label}: the answer holds ${odd} name${odd === 1 ? '' : 's'} that no envkeep variable can have; nothing was written`)
   }
   return { vault: vault.id, environment, variables }
 }

@@ -4,6 +4,7 @@ import { BASE_URL_HELP, type Command } from '../command.js'
 import type { Context } from '../context.js'
 import { MAX_REFUSED, parseDotenv, type ParseResult, type RefusedLine } from '../dotenv.js'
 import { clean, CliError } from '../errors.js'
+import { sameOriginUrl } from '../untrusted.js'
 import { checkEnvironment, resolveVault } from '../resolve-vault.js'
 import { describeStatus, statusExitCode, waitForDecision } from './status.js'
 
@@ -110,14 +111,25 @@ ${BASE_URL_HELP}
     })
     const overwrites = new Set(created.overwrites ?? [])
     const sent = created.names ?? names
+    // the review link is printed only when it is on the server's own origin
+    let link: string | null = null
+    let badLink: CliError | null = null
+    if (created.url !== undefined) {
+      try {
+        link = sameOriginUrl(created.url, api.baseUrl, `the push ${clean(String(created.import), 40)} was sent, but its review link`)
+      } catch (err) {
+        badLink = err as CliError
+      }
+    }
     ctx.out(
       `Sent ${sent.length} variable${sent.length === 1 ? '' : 's'} to ${environment} of vault ${vault.label} for review:\n` +
         sent.map((n) => `  ${clean(n, 256)}${overwrites.has(n) ? ctx.paint.yellow('  (overwrites the current value)') : ''}\n`).join('') +
         refusedLines(ctx, refused) +
-        (created.url ? `Review and apply it at: ${clean(created.url, 2000)}\n` : '') +
+        (link ? `Review and apply it at: ${link}\n` : '') +
         `Push id: ${clean(created.import, 40)}  (envkeep status ${clean(created.import, 40)})\n` +
         (created.expires_at ? `It expires at ${clean(created.expires_at, 40)} if nobody decides.\n` : ''),
     )
+    if (badLink) throw badLink
     if (values.wait !== true) return 0
     const final = await waitForDecision(ctx, api, created.import)
     ctx.out(describeStatus(ctx, final))
