@@ -20,6 +20,8 @@ export { EXIT } from './exit-codes.js'
 export const COMMANDS: readonly Command[] = [login, logout, vaults, pull, run, push, status]
 
 function version(): string {
+  const build = (globalThis as { __envkeepBuild?: { version: string; commit: string } }).__envkeepBuild
+  if (build) return `${build.version} (commit ${build.commit})`
   try {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string }
     return pkg.version ?? 'unknown'

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { loadConfig, SETTINGS, UsageError } from './config.js'
 import { KeyFileError } from './keyring-file.js'
@@ -74,6 +75,23 @@ const COMMANDS: readonly CommandSpec[] = [
   { words: ['admin', 'signins', 'revoke'], usage: 'admin signins revoke --email E', summary: "revoke a person's CLI sign-ins and end their web sessions", strings: ['email'], run: adminSigninsRevoke },
 ]
 
+/** What a single-executable build (scripts/release) says about itself, else undefined. */
+function buildInfo(): { version: string; commit: string; addonsNote: string | null } | undefined {
+  return (globalThis as { __envkeepBuild?: { version: string; commit: string; addonsNote: string | null } }).__envkeepBuild
+}
+
+/** `envkeep-server 0.1.0`, with the commit in a release build. */
+export function versionText(): string {
+  const b = buildInfo()
+  if (b) return `envkeep-server ${b.version} (commit ${b.commit})`
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string }
+    return `envkeep-server ${pkg.version ?? 'unknown'}`
+  } catch {
+    return 'envkeep-server (version unknown)'
+  }
+}
+
 export function helpText(): string {
   const width = Math.max(...SETTINGS.map((s) => (s.flag ? `${s.flag}, ${s.env}` : s.env).length))
   const lines = [
@@ -96,6 +114,9 @@ export function helpText(): string {
     'creates the database and master.key (mode 0600) and logs a backup warning. On an',
     'existing data directory `start` never creates a key; without one, value routes answer',
     '503 not_configured. With no account yet, `start` prints a one-time setup link.',
+    '',
+    '--version prints the version (and, in a release build, the commit).',
+    ...(buildInfo()?.addonsNote ? [buildInfo()!.addonsNote!] : []),
   ]
   return `${lines.join('\n')}\n`
 }
@@ -115,6 +136,10 @@ export function buildCli(deps: CliDeps): { run(argv: readonly string[]): Promise
   const say = (text: string) => deps.stderr.write(`${text}\n`)
   return {
     async run(argv) {
+      if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
+        deps.stdout.write(`${versionText()}\n`)
+        return EXIT_OK
+      }
       if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
         ;(argv.length === 0 ? deps.stderr : deps.stdout).write(helpText())
         return argv.length === 0 ? EXIT_USAGE : EXIT_OK
