@@ -108,6 +108,8 @@ export async function buildAcmeApp(o: AcmeOptions): Promise<Acme> {
       return userId ? users.byId(userId) : null
     },
     signInUrl: (returnTo) => `/login-page?return_to=${encodeURIComponent(returnTo)}`,
+    // the pages' CSRF tokens are bound to the session, so a planted cookie yields no token
+    sessionBinding: (request) => sessionId(request),
     getPerson: async (id) => users.byId(id),
     findPersonByEmail: async (email) => users.byEmail(email),
   }

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { freePort } from '@envkeep/test-support'
 import { tempDir } from './helpers.js'
+import { cliLoginByConsent, hiddenFields, httpBrowser, setUpFirstAccount } from './http-flows.js'
 
 // Issue 9: `pnpm release` builds two single executables (Node 24 SEA). Copied alone into an
 // empty, read-only folder and run with a clean environment (no Node, no node_modules on
@@ -24,31 +25,6 @@ const onNode24 = process.versions.node.startsWith('24.') && process.platform ===
 function exe(path: string, args: readonly string[], o: { env: Record<string, string>; cwd: string; input?: string }) {
   const r = spawnSync(path, args, { env: o.env, cwd: o.cwd, input: o.input ?? '', encoding: 'utf8', timeout: 60_000 })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
-}
-
-function unescapeHtml(s: string): string {
-  return s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_m, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'" })[e]!)
-}
-
-/** A cookie jar for fetch. */
-function jar() {
-  const cookies = new Map<string, string>()
-  return {
-    header: () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; '),
-    take(res: Response) {
-      for (const c of res.headers.getSetCookie()) {
-        const [pair] = c.split(';')
-        const i = pair!.indexOf('=')
-        cookies.set(pair!.slice(0, i), pair!.slice(i + 1))
-      }
-    },
-  }
-}
-
-function hiddenFields(html: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) out[unescapeHtml(m[1]!)] = unescapeHtml(m[2]!)
-  return out
 }
 
 t.test('the release executables, alone in a read-only folder with a clean environment, serve the whole cycle', { skip: onNode24 ? false : 'pnpm release builds on Node 24 linux-x64 only' }, async (t) => {
@@ -106,18 +82,8 @@ t.test('the release executables, alone in a read-only folder with a clean enviro
   t.comment(`start: setup link after ${Date.now() - started} ms`)
 
   // the first account, through the setup page
-  const browser = jar()
-  const setupPage = await fetch(setupLink)
-  browser.take(setupPage)
-  const setupHtml = await setupPage.text()
-  const setup = await fetch(`${base}/setup`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: browser.header(), 'content-type': 'application/x-www-form-urlencoded', origin: base },
-    body: new URLSearchParams({ ...hiddenFields(setupHtml), email: 'owner@example.com', name: 'Olga Owner', password: PASSWORD }).toString(),
-  })
-  t.equal(setup.status, 303, 'the setup link created the first account and signed in')
-  browser.take(setup)
+  const browser = httpBrowser(base)
+  t.equal(await setUpFirstAccount(browser, base, setupLink, { email: 'owner@example.com', name: 'Olga Owner', password: PASSWORD }), 303, 'the setup link created the first account and signed in')
 
   // a vault and a value, by admin commands beside the running server
   const vault = server('admin', 'vault', 'create', '--name', 'shop', '--owner', 'owner@example.com', '--data-dir', data, '--json')
@@ -125,30 +91,8 @@ t.test('the release executables, alone in a read-only folder with a clean enviro
   t.equal(exe(join(bin, SERVER), ['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'FIRST', '--data-dir', data], { env, cwd: bin, input: FIRST }).code, 0)
 
   // the CLI signs in: the link it prints, consent answered over HTTP by the signed-in owner
-  const login = spawn(join(bin, CLI), ['login', '--no-browser', '--push', '--base-url', base], { env, cwd: bin, stdio: ['ignore', 'pipe', 'pipe'] })
-  let loginErr = ''
-  const link = await new Promise<string>((resolve, reject) => {
-    login.stderr.on('data', (d: Buffer) => {
-      loginErr += d.toString()
-      const m = /(http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+)/.exec(loginErr)
-      if (m) resolve(m[1]!)
-    })
-    login.once('exit', (code) => reject(new Error(`login exited ${code}: ${loginErr}`)))
-  })
-  const consentPage = await fetch(link, { headers: { cookie: browser.header() } })
-  browser.take(consentPage)
-  const consentHtml = await consentPage.text()
-  t.match(consentHtml, /Allow this sign-in to send \.env files/)
-  const allow = await fetch(`${base}/oauth/authorize`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: browser.header(), 'content-type': 'application/x-www-form-urlencoded', origin: base },
-    body: new URLSearchParams({ ...hiddenFields(consentHtml), allow_push: 'yes', decision: 'allow' }).toString(),
-  })
-  t.equal(allow.status, 303)
-  await fetch(allow.headers.get('location')!, { redirect: 'manual' })
-  const loginCode = await new Promise<number | null>((resolve) => login.once('exit', resolve))
-  t.equal(loginCode, 0, `login: ${loginErr}`)
+  const login = await cliLoginByConsent({ cmd: join(bin, CLI), args: [] }, { env, cwd: bin }, browser, base)
+  t.equal(login.code, 0, `login: ${login.stderr}`)
 
   // pull, push, review (Apply on the page), pull again
   const pulled = cli(['pull', 'shop', 'development'])
@@ -158,13 +102,8 @@ t.test('the release executables, alone in a read-only folder with a clean enviro
   const pushed = cli(['push', 'shop', 'development', join(dir, 'push.env')])
   t.equal(pushed.code, 0, pushed.stderr)
   const review = /Review and apply it at: (\S+)/.exec(pushed.stdout)![1]!
-  const reviewPage = await fetch(review, { headers: { cookie: browser.header() } })
-  const applied = await fetch(`${review}/apply`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: browser.header(), 'content-type': 'application/x-www-form-urlencoded', origin: base },
-    body: new URLSearchParams({ _csrf: hiddenFields(await reviewPage.text())._csrf! }).toString(),
-  })
+  const reviewPage = await browser.get(review)
+  const applied = await browser.post(`${review}/apply`, { _csrf: hiddenFields(reviewPage.html)._csrf! })
   t.equal(applied.status, 303, 'applied on the review page')
   t.match(cli(['pull', 'shop', 'development', '--format', 'json']).stdout, PUSHED)
   const list = server('admin', 'var', 'list', '--vault', 'shop', '--env', 'development', '--data-dir', data)
