@@ -3,6 +3,7 @@ import { CliError, describeNetworkFailure, signInError, type ServerReason } from
 import { EXIT } from './exit-codes.js'
 import { refreshTokens, type OAuthDeps } from './oauth.js'
 import { terminalSafe, tooLargeIn } from './untrusted.js'
+import { clearFallback } from './fallback.js'
 
 /** Renew an access token this long before it expires. */
 const EXPIRY_SKEW_MS = 60_000
@@ -88,6 +89,8 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
           delete file.signIns[baseUrl]
           if (file.current === baseUrl) file.current = null
           await tx.write(file)
+          // and its offline copies: a revoked sign-in leaves nothing readable behind
+          await clearFallback(store.dir, baseUrl)
         }
         throw err
       }

@@ -10,6 +10,15 @@ import { push } from './commands/push.js'
 import { run } from './commands/run.js'
 import { status } from './commands/status.js'
 import { vaults } from './commands/vaults.js'
+import { completionCommand } from './commands/completion.js'
+import { diff } from './commands/diff.js'
+import { envs } from './commands/envs.js'
+import { fallback } from './commands/fallback.js'
+import { get, set } from './commands/get-set.js'
+import { link, unlink } from './commands/link.js'
+import { open } from './commands/open.js'
+import { whoami } from './commands/whoami.js'
+import { didYouMean } from './suggest.js'
 import { createContext, type CliDeps } from './context.js'
 import { CliError, createPaint, renderError, usageError } from './errors.js'
 import { EXIT } from './exit-codes.js'
@@ -17,7 +26,25 @@ import { EXIT } from './exit-codes.js'
 export type { CliDeps } from './context.js'
 export { EXIT } from './exit-codes.js'
 
-export const COMMANDS: readonly Command[] = [login, logout, vaults, pull, run, push, status]
+export const COMMANDS: readonly Command[] = [
+  login,
+  logout,
+  whoami,
+  vaults,
+  envs,
+  link,
+  unlink,
+  pull,
+  run,
+  get,
+  push,
+  set,
+  diff,
+  status,
+  open,
+  fallback,
+  completionCommand(() => COMMANDS),
+]
 
 function version(): string {
   const build = (globalThis as { __envkeepBuild?: { version: string; commit: string } }).__envkeepBuild
@@ -35,9 +62,11 @@ const MAIN_HELP = `envkeep: the command-line client of an envkeep server
 Usage: envkeep <command> [options]
 
 Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(8)} ${c.summary}`).join('\n')}
+${COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
 
-Run envkeep <command> --help for a command's options.
+Run envkeep <command> --help for a command's options. envkeep --version prints the
+version. In a folder linked with envkeep link, <vault> <environment> may be left
+out (--verbose says which .envkeep.json was used).
 
 Environment:
   ENVKEEP_BASE_URL     the server, when --base-url is not given (else the last login's)
@@ -115,14 +144,34 @@ function parse(cmd: Command, argv: string[]): Parsed {
   try {
     parsed = parseArgs({
       args,
-      options: { ...cmd.options, help: { type: 'boolean', short: 'h' }, 'base-url': { type: 'string' } },
+      options: { ...cmd.options, help: { type: 'boolean', short: 'h' }, 'base-url': { type: 'string' }, verbose: { type: 'boolean' } },
       allowPositionals: true,
       strict: true,
     })
   } catch (err) {
-    throw usageError(`${cmd.name}: ${(err as Error).message.split('\n')[0]}`, `see: envkeep ${cmd.name} --help`)
+    throw parseFailure(cmd, err as Error & { code?: string })
   }
   return { values: parsed.values as Parsed['values'], positionals: parsed.positionals, rest }
+}
+
+/** Node's parser errors, said in our own words. */
+function parseFailure(cmd: Command, err: Error & { code?: string }) {
+  const options = [...Object.keys(cmd.options), 'base-url', 'help', 'verbose'].map((o) => `--${o}`).sort()
+  const raw = err.message
+  const see = `see: envkeep ${cmd.name} --help`
+  const quoted = /'(-{1,2}[^' ]+)/.exec(raw)?.[1] ?? ''
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const name = quoted.split('=')[0]!
+    return usageError(`${cmd.name}: unknown option ${name.slice(0, 40)}${didYouMean(name, options, '')}`, `options of ${cmd.name}: ${options.join(', ')}`)
+  }
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const name = /(--[a-z][a-z-]*)/.exec(raw)?.[1] ?? quoted
+    return /argument missing/.test(raw)
+      ? usageError(`${cmd.name}: ${name} needs a value`, see)
+      : usageError(`${cmd.name}: ${name} takes no value`, see)
+  }
+  if (err.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return usageError(`${cmd.name}: too many arguments`, see)
+  return usageError(`${cmd.name}: the arguments could not be read`, see)
 }
 
 export interface Cli {
@@ -149,7 +198,10 @@ export function buildCli(overrides: Partial<CliDeps> = {}): Cli {
           return EXIT.ok
         }
         const cmd = COMMANDS.find((c) => c.name === first)
-        if (!cmd) throw usageError(`unknown command "${first.slice(0, 40)}"`, 'see: envkeep --help')
+        if (!cmd) {
+          const names = COMMANDS.map((c) => c.name)
+          throw usageError(`unknown command "${first.slice(0, 40)}"${didYouMean(first, names)}`, `commands: ${names.join(', ')} (envkeep --help)`)
+        }
         const parsed = parse(cmd, argv.slice(1))
         if (parsed.values.help === true) {
           ctx.out(`${cmd.help}\n`)

@@ -1,5 +1,6 @@
 import type { ApiClient } from './api-client.js'
 import { CliError, usageError } from './errors.js'
+import { didYouMean } from './suggest.js'
 
 export interface VaultListing {
   readonly id: string
@@ -22,7 +23,11 @@ export async function resolveVault(api: ApiClient, ref: string): Promise<{ id: s
   const matches = (await listVaults(api)).filter((v) => v.name === ref)
   if (matches.length === 1) return { id: matches[0]!.id, label: `"${ref}"` }
   if (matches.length === 0) {
-    throw new CliError(`no vault named "${ref}" is shared with you on ${api.baseUrl}`, { hint: 'list them with: envkeep vaults' })
+    const all = await listVaults(api)
+    const names = [...new Set(all.map((v) => v.name))]
+    throw new CliError(`no vault named "${ref}" is shared with you on ${api.baseUrl}${didYouMean(ref, names)}`, {
+      hint: names.length ? `your vaults: ${names.join(', ')}` : 'no vault is shared with you yet',
+    })
   }
   throw usageError(
     `${matches.length} vaults are named "${ref}"`,
@@ -33,4 +38,17 @@ export async function resolveVault(api: ApiClient, ref: string): Promise<{ id: s
 export function checkEnvironment(env: string): string {
   if (!ENV_RE.test(env)) throw usageError(`"${env}" is not an environment name`)
   return env
+}
+
+/**
+ * After a 404 reading an environment: the environments this person may read in the vault,
+ * with "did you mean …", or null when the vault itself is the problem.
+ */
+export async function environmentHint(api: ApiClient, vaultId: string, env: string): Promise<{ message: string; hint: string } | null> {
+  const vault = (await listVaults(api)).find((v) => v.id === vaultId)
+  if (!vault || vault.environments.includes(env)) return null
+  return {
+    message: `vault "${vault.name}" has no environment "${env}" that you may read${didYouMean(env, vault.environments)}`,
+    hint: vault.environments.length ? `environments you may read: ${vault.environments.join(', ')}` : 'your role may read no environment of this vault',
+  }
 }

@@ -60,9 +60,14 @@ t.test('bad usage exits 2 and says what was wrong', async (t) => {
   const cases: Array<[string[], RegExp]> = [
     [[], /Usage/],
     [['frobnicate'], /unknown command "frobnicate"/],
-    [['pull', 'app'], /wrong number of arguments/],
+    [['pull', 'app'], /pull: give both <vault> and <environment>, or neither/],
     [['pull', 'a', 'b', 'c'], /wrong number of arguments/],
-    [['vaults', '--bogus'], /Unknown option '--bogus'/],
+    [['vaults', '--bogus'], /vaults: unknown option --bogus\n  options of vaults: --base-url, --help, --json, --verbose/],
+    [['vaults', '--jsn'], /unknown option --jsn; did you mean --json\?/],
+    [['pul', 'a', 'b'], /unknown command "pul"; did you mean "pull"\?\n  commands: login, logout/],
+    [['pull', '--format'], /pull: --format needs a value/],
+    [['pull', 'a', 'development', '--format', 'jsn', '--base-url', 'http://127.0.0.1:9'], /unknown format "jsn"; did you mean "json"\?/],
+    [['completion', 'bsh'], /no completion for "bsh"; did you mean "bash"/],
     [['pull', 'a', 'development', '--format', 'yaml', '--base-url', 'http://127.0.0.1:9'], /unknown format "yaml"/],
     [['status', 'not-a-uuid', '--base-url', 'http://127.0.0.1:9'], /not a push id/],
     [['run', 'a', 'b', '--base-url', 'http://127.0.0.1:9'], /no command to run/],
@@ -212,7 +217,8 @@ t.test('server errors: the CLI sentence, then reason, where and ref', async (t) 
   const r = await runCli(['pull', 'app', 'staging'], { env })
   t.equal(r.code, EXIT.failure)
   const lines = r.stderr.split('\n')
-  t.match(lines[0], /^error: could not read staging of vault "app"$/)
+  t.match(lines[0], /^error: vault "app" has no environment "staging" that you may read/)
+  t.match(r.stderr, /environments you may read: /)
   t.match(lines[1], /reason: reading staging of vault 3f2a9c1e: no such environment \(not_found, HTTP 404\)/)
   t.match(r.stderr, /where:\s+env API/)
   t.match(r.stderr, /ref:\s+REF1234567/)

@@ -1,6 +1,8 @@
 import { BASE_URL_HELP, type Command } from '../command.js'
 import { CliError } from '../errors.js'
 import { revokeToken } from '../oauth.js'
+import { EXIT } from '../exit-codes.js'
+import { clearFallback } from '../fallback.js'
 
 export const logout: Command = {
   name: 'logout',
@@ -8,7 +10,8 @@ export const logout: Command = {
   help: `Usage: envkeep logout [--base-url URL]
 
 Revokes the sign-in on the server (which ends it for good) and removes it from
-this machine. If the server cannot be reached, the sign-in is still forgotten
+this machine, with the server's offline copies (--fallback). Signed out already:
+says so and exits 0. If the server cannot be reached, the sign-in is still forgotten
 here, and the command fails so you know it may still be valid on the server.
 
 Options:
@@ -17,7 +20,17 @@ ${BASE_URL_HELP}
   options: {},
   positionals: [0, 0],
   async run(ctx, { values }) {
-    const baseUrl = await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
+    let baseUrl: string
+    try {
+      baseUrl = await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
+    } catch (err) {
+      if (err instanceof CliError && err.exitCode === EXIT.needsSignIn) {
+        ctx.err('Not signed in to any server; nothing to do.\n')
+        return 0
+      }
+      throw err
+    }
+    await clearFallback(ctx.store.dir, baseUrl)
     const removed = await ctx.store.withLock(async (tx) => {
       const file = await tx.read()
       const s = file.signIns[baseUrl]

@@ -5,7 +5,12 @@ import type { Context } from '../context.js'
 import { CliError, usageError } from '../errors.js'
 import { NAME_RE } from '../dotenv.js'
 import { formatVariables, FORMATS, isFormat } from '../formats.js'
-import { checkEnvironment, resolveVault } from '../resolve-vault.js'
+import { checkEnvironment, environmentHint, resolveVault } from '../resolve-vault.js'
+import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS, isUnreachable, readFallback, writeFallback, type FallbackOptions } from '../fallback.js'
+import { didYouMean } from '../suggest.js'
+import { pairOf, resolveTarget, type Target } from '../target.js'
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export interface VariableSet {
   vault: string
@@ -13,15 +18,28 @@ export interface VariableSet {
   variables: Record<string, string>
 }
 
-/** Reads one environment's variables (shared by pull and run). */
-export async function readEnvironment(ctx: Context, baseUrlFlag: string | undefined, vaultRef: string, env: string): Promise<VariableSet> {
-  const environment = checkEnvironment(env)
-  const api = ctx.api(await ctx.resolveBaseUrl(baseUrlFlag))
-  const vault = await resolveVault(api, vaultRef)
-  const body = await api.request<VariableSet>(`/api/env/${encodeURIComponent(vault.id)}/${encodeURIComponent(environment)}`, {
-    what: `could not read ${environment} of vault ${vault.label}`,
-    keepRaw: ['variables'], // values exactly as stored; names checked below
-  })
+/** Reads one environment's variables (shared by pull, run, get and diff), with the offline fallback when asked. */
+export async function readEnvironment(ctx: Context, target: Target, o: { fallback?: FallbackOptions | null } = {}): Promise<VariableSet> {
+  const environment = checkEnvironment(target.environment)
+  const api = ctx.api(target.baseUrl)
+  const fallback = o.fallback ?? null
+  let vault: { id: string; label: string }
+  let body: VariableSet
+  try {
+    vault = await resolveVault(api, target.vaultRef)
+    body = await api.request<VariableSet>(`/api/env/${encodeURIComponent(vault.id)}/${encodeURIComponent(environment)}`, {
+      what: `could not read ${environment} of vault ${vault.label}`,
+      keepRaw: ['variables'], // values exactly as stored; names checked below
+    })
+  } catch (err) {
+    if (err instanceof CliError && err.server?.status === 404) {
+      const id = await vaultIdOf(api, target.vaultRef)
+      const h = id ? await environmentHint(api, id, environment).catch(() => null) : null
+      if (h) throw new CliError(h.message, { server: err.server, hint: h.hint })
+    }
+    if (fallback && isUnreachable(err)) return readFallback(ctx, target, fallback, err)
+    throw err
+  }
   const variables = body.variables
   if (!variables || typeof variables !== 'object' || Array.isArray(variables) || Object.values(variables).some((v) => typeof v !== 'string')) {
     throw new CliError(`could not read ${environment} of vault ${vault.label}: the answer has no variables`)
@@ -31,16 +49,28 @@ export async function readEnvironment(ctx: Context, baseUrlFlag: string | undefi
   if (odd > 0) {
     throw new CliError(`could not read ${environment} of vault ${vault.label}: the answer holds ${odd} name${odd === 1 ? '' : 's'} that no envkeep variable can have; nothing was written`)
   }
-  return { vault: vault.id, environment, variables }
+  const set = { vault: vault.id, environment, variables }
+  if (fallback) await writeFallback(ctx, target, set)
+  return set
+}
+
+async function vaultIdOf(api: ReturnType<Context['api']>, ref: string): Promise<string | null> {
+  if (UUID_RE.test(ref)) return ref.toLowerCase()
+  try {
+    return (await resolveVault(api, ref)).id
+  } catch {
+    return null
+  }
 }
 
 export const pull: Command = {
   name: 'pull',
   summary: "print or save an environment's variables",
-  help: `Usage: envkeep pull <vault> <environment> [--format dotenv|json|shell] [-o FILE]
+  help: `Usage: envkeep pull [<vault> <environment>] [--format dotenv|json|shell] [-o FILE]
 
 Reads every variable of an environment and prints it, or writes it to FILE
 (mode 0600, replaced atomically). <vault> is a vault id or a unique name.
+Without <vault> <environment>, the folder's link (.envkeep.json, see envkeep link).
 
 Formats (each reads back exactly what was stored: newlines, quotes, $, \\, unicode):
   dotenv  NAME='value' lines, as the dotenv package reads them (default)
@@ -49,18 +79,23 @@ Formats (each reads back exactly what was stored: newlines, quotes, $, \\, unico
 
 Options:
   -f, --format F   dotenv, json or shell
+  --json           the same as --format json: {"NAME": "value", …}
   -o, --output F   write to file F instead of standard output
+${FALLBACK_HELP}
 ${BASE_URL_HELP}
   -h, --help       show this help`,
   options: {
     format: { type: 'string', short: 'f' },
+    json: { type: 'boolean' },
     output: { type: 'string', short: 'o' },
+    ...FALLBACK_OPTIONS,
   },
-  positionals: [2, 2],
+  positionals: [0, 2],
   async run(ctx, { values, positionals }) {
-    const format = (values.format as string | undefined) ?? 'dotenv'
-    if (!isFormat(format)) throw usageError(`unknown format "${format}"`, `use one of: ${FORMATS.join(', ')}`)
-    const set = await readEnvironment(ctx, values['base-url'] as string | undefined, positionals[0]!, positionals[1]!)
+    const format = values.json === true ? 'json' : ((values.format as string | undefined) ?? 'dotenv')
+    if (!isFormat(format)) throw usageError(`unknown format "${format}"${didYouMean(format, FORMATS)}`, `use one of: ${FORMATS.join(', ')}`)
+    const target = await resolveTarget(ctx, values, pairOf(positionals, 'pull'), 'usage: envkeep pull <vault> <environment>')
+    const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
     const text = formatVariables(set.variables, format)
     const output = values.output as string | undefined
     const count = Object.keys(set.variables).length

@@ -6,6 +6,8 @@ import { MAX_REFUSED, parseDotenv, type ParseResult, type RefusedLine } from '..
 import { clean, CliError } from '../errors.js'
 import { sameOriginUrl } from '../untrusted.js'
 import { checkEnvironment, resolveVault } from '../resolve-vault.js'
+import { resolveTarget, type Target } from '../target.js'
+import { rememberPush } from '../sent-pushes.js'
 import { describeStatus, statusExitCode, waitForDecision } from './status.js'
 
 /** The server refuses bodies over 1 MiB. */
@@ -20,7 +22,7 @@ interface Created {
   url?: string
 }
 
-function refusedLines(ctx: Context, refused: readonly RefusedLine[]): string {
+export function refusedLines(ctx: Context, refused: readonly RefusedLine[]): string {
   if (refused.length === 0) return ''
   const w = Math.max(...refused.map((r) => String(r.line).length))
   const nameW = Math.min(40, Math.max(4, ...refused.map((r) => r.name.length)))
@@ -28,7 +30,7 @@ function refusedLines(ctx: Context, refused: readonly RefusedLine[]): string {
   return `${ctx.paint.yellow(`Refused ${refused.length} line${refused.length === 1 ? '' : 's'}`)}, not sent:\n${rows.join('\n')}\n`
 }
 
-async function readDotenvFile(ctx: Context, file: string): Promise<ParseResult> {
+export async function readDotenvFile(ctx: Context, file: string): Promise<ParseResult> {
   const path = isAbsolute(file) ? file : resolve(ctx.deps.cwd, file)
   let bytes: Buffer
   try {
@@ -46,10 +48,40 @@ async function readDotenvFile(ctx: Context, file: string): Promise<ParseResult> 
   return parseDotenv(text)
 }
 
+/** Sends variables as one push; the review link only when it is on the server's own origin. */
+export async function sendPush(ctx: Context, target: Target, variables: Record<string, string>, refused: readonly RefusedLine[], label: string) {
+  const environment = checkEnvironment(target.environment)
+  const body = { variables, refused }
+  const size = Buffer.byteLength(JSON.stringify(body), 'utf8')
+  if (size > MAX_BODY_BYTES) {
+    throw new CliError(`${label} is too large to push: ${size.toLocaleString('en-US')} bytes to send, the server takes at most 1 MiB`, {
+      hint: 'split it into several pushes',
+    })
+  }
+  const api = ctx.api(target.baseUrl)
+  const vault = await resolveVault(api, target.vaultRef)
+  const created = await api.request<Created>(`/api/env/${encodeURIComponent(vault.id)}/${encodeURIComponent(environment)}/imports`, {
+    what: `could not push ${label} to ${environment} of vault ${vault.label}`,
+    method: 'POST',
+    body,
+  })
+  let link: string | null = null
+  let badLink: CliError | null = null
+  if (created.url !== undefined) {
+    try {
+      link = sameOriginUrl(created.url, api.baseUrl, `the push ${clean(String(created.import), 40)} was sent, but its review link`)
+    } catch (err) {
+      badLink = err as CliError
+    }
+  }
+  if (link) await rememberPush(ctx.store.dir, String(created.import).toLowerCase(), { baseUrl: api.baseUrl, url: link, at: ctx.deps.now().toISOString() })
+  return { api, vault, created, link, badLink, names: created.names ?? Object.keys(variables), overwrites: new Set(created.overwrites ?? []) }
+}
+
 export const push: Command = {
   name: 'push',
   summary: 'send a .env file for a person to review and apply',
-  help: `Usage: envkeep push <vault> <environment> [FILE] [--wait] [--dry-run] [--base-url URL]
+  help: `Usage: envkeep push [<vault> <environment>] [FILE] [--wait] [--dry-run] [--json]
 
 Reads FILE (default .env) with the same rules as the dotenv package (comments,
 export, single/double/back quotes, multi-line quoted values, \\n and \\r in double
@@ -65,20 +97,28 @@ Options:
   --wait           follow the push until it is applied, rejected or expires
                    (exit code 0 when applied, 1 otherwise)
   --dry-run        show what would be sent and refused; send nothing
+  --json           print {import, status, vault, environment, names, overwrites,
+                   expires_at, url} (url null when not on the server's origin)
 ${BASE_URL_HELP}
   -h, --help       show this help`,
-  options: { wait: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
-  positionals: [2, 3],
+  options: { wait: { type: 'boolean' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } },
+  positionals: [0, 3],
   async run(ctx, { values, positionals }) {
-    const [vaultRef, envArg, fileArg] = positionals as [string, string, string | undefined]
-    const environment = checkEnvironment(envArg)
-    const file = fileArg ?? '.env'
+    // [vault env [FILE]] or, in a linked folder, [FILE]
+    const given = positionals.length >= 2 ? ([positionals[0]!, positionals[1]!] as [string, string]) : null
+    const file = (positionals.length === 3 ? positionals[2] : positionals.length === 1 ? positionals[0] : undefined) ?? '.env'
+    const target = await resolveTarget(ctx, values, given, 'usage: envkeep push <vault> <environment> [FILE]')
+    const environment = checkEnvironment(target.environment)
     const parsed = await readDotenvFile(ctx, file)
     const names = Object.keys(parsed.variables)
 
     if (values['dry-run'] === true) {
+      if (values.json === true) {
+        ctx.out(`${JSON.stringify({ dry_run: true, environment, names, refused: parsed.refused }, null, 2)}\n`)
+        return 0
+      }
       ctx.out(
-        `Dry run: would send ${names.length} variable${names.length === 1 ? '' : 's'} from ${file} to ${environment} of vault "${clean(vaultRef, 80)}":\n` +
+        `Dry run: would send ${names.length} variable${names.length === 1 ? '' : 's'} from ${file} to ${environment} of vault "${clean(target.vaultRef, 80)}":\n` +
           names.map((n) => `  ${n}  (line ${parsed.lines[n]})\n`).join('') +
           refusedLines(ctx, parsed.refused) +
           'Nothing was sent.\n',
@@ -94,42 +134,22 @@ ${BASE_URL_HELP}
       ctx.err(`note: ${refused.length} lines were refused; only the first ${MAX_REFUSED} are sent to the reviewer.\n`)
       refused = refused.slice(0, MAX_REFUSED)
     }
-    const body = { variables: parsed.variables, refused }
-    const size = Buffer.byteLength(JSON.stringify(body), 'utf8')
-    if (size > MAX_BODY_BYTES) {
-      throw new CliError(`${file} is too large to push: ${size.toLocaleString('en-US')} bytes to send, the server takes at most 1 MiB`, {
-        hint: 'split it into several pushes',
-      })
+    const sent = await sendPush(ctx, target, parsed.variables, refused, file)
+    if (values.json === true) {
+      ctx.out(`${JSON.stringify({ ...sent.created, url: sent.link }, null, 2)}\n`)
+    } else {
+      ctx.out(
+        `Sent ${sent.names.length} variable${sent.names.length === 1 ? '' : 's'} to ${environment} of vault ${sent.vault.label} for review:\n` +
+          sent.names.map((n) => `  ${clean(n, 256)}${sent.overwrites.has(n) ? ctx.paint.yellow('  (overwrites the current value)') : ''}\n`).join('') +
+          refusedLines(ctx, refused) +
+          (sent.link ? `Review and apply it at: ${sent.link}\n` : '') +
+          `Push id: ${clean(sent.created.import, 40)}  (envkeep status ${clean(sent.created.import, 40)})\n` +
+          (sent.created.expires_at ? `It expires at ${clean(sent.created.expires_at, 40)} if nobody decides.\n` : ''),
+      )
     }
-
-    const api = ctx.api(await ctx.resolveBaseUrl(values['base-url'] as string | undefined))
-    const vault = await resolveVault(api, vaultRef)
-    const created = await api.request<Created>(`/api/env/${encodeURIComponent(vault.id)}/${encodeURIComponent(environment)}/imports`, {
-      what: `could not push ${file} to ${environment} of vault ${vault.label}`,
-      method: 'POST',
-      body,
-    })
-    const overwrites = new Set(created.overwrites ?? [])
-    const sent = created.names ?? names
-    // the review link is printed only when it is on the server's own origin
-    let link: string | null = null
-    let badLink: CliError | null = null
-    if (created.url !== undefined) {
-      try {
-        link = sameOriginUrl(created.url, api.baseUrl, `the push ${clean(String(created.import), 40)} was sent, but its review link`)
-      } catch (err) {
-        badLink = err as CliError
-      }
-    }
-    ctx.out(
-      `Sent ${sent.length} variable${sent.length === 1 ? '' : 's'} to ${environment} of vault ${vault.label} for review:\n` +
-        sent.map((n) => `  ${clean(n, 256)}${overwrites.has(n) ? ctx.paint.yellow('  (overwrites the current value)') : ''}\n`).join('') +
-        refusedLines(ctx, refused) +
-        (link ? `Review and apply it at: ${link}\n` : '') +
-        `Push id: ${clean(created.import, 40)}  (envkeep status ${clean(created.import, 40)})\n` +
-        (created.expires_at ? `It expires at ${clean(created.expires_at, 40)} if nobody decides.\n` : ''),
-    )
-    if (badLink) throw badLink
+    if (sent.badLink) throw sent.badLink
+    const created = sent.created
+    const api = sent.api
     if (values.wait !== true) return 0
     const final = await waitForDecision(ctx, api, created.import)
     ctx.out(describeStatus(ctx, final))

@@ -2,6 +2,7 @@ import { BASE_URL_HELP, type Command } from '../command.js'
 import type { Context } from '../context.js'
 import type { ApiClient } from '../api-client.js'
 import { clean, usageError } from '../errors.js'
+import { reviewLinkOf } from '../sent-pushes.js'
 
 export interface ImportStatus {
   import: string
@@ -56,7 +57,9 @@ Shows the status of a push you sent: pending, applied, rejected or expired.
 Options:
   --wait           poll until a person applies or rejects it (or it expires);
                    exit code 0 when applied, 1 when rejected or expired
-  --json           print the server's answer as JSON
+  --json           print {import, status, environments, names, expires_at,
+                   decided_at, url} (url: the review page, null when this machine
+                   did not send the push)
 ${BASE_URL_HELP}
   -h, --help       show this help`,
   options: { wait: { type: 'boolean' }, json: { type: 'boolean' } },
@@ -66,7 +69,9 @@ ${BASE_URL_HELP}
     if (!UUID_RE.test(id)) throw usageError(`"${id.slice(0, 60)}" is not a push id`, 'it is the id envkeep push printed')
     const api = ctx.api(await ctx.resolveBaseUrl(values['base-url'] as string | undefined))
     const s = values.wait === true ? await waitForDecision(ctx, api, id) : await fetchStatus(api, id)
-    ctx.out(values.json === true ? `${JSON.stringify(s, null, 2)}\n` : describeStatus(ctx, s))
+    const url = await reviewLinkOf(ctx.store.dir, id, api.baseUrl)
+    if (values.json === true) ctx.out(`${JSON.stringify({ ...s, url }, null, 2)}\n`)
+    else ctx.out(`${describeStatus(ctx, s)}  review page: ${url ?? 'not known here (the push was sent from another machine)'}\n`)
     return values.wait === true ? statusExitCode(s) : 0
   },
 }

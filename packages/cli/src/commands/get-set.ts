@@ -1,0 +1,95 @@
+import { BASE_URL_HELP, type Command } from '../command.js'
+import { CliError, usageError } from '../errors.js'
+import { NAME_RE } from '../dotenv.js'
+import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
+import { didYouMean } from '../suggest.js'
+import { resolveTarget } from '../target.js'
+import { readEnvironment } from './pull.js'
+import { sendPush } from './push.js'
+
+function nameAndPair(positionals: readonly string[], command: string): { name: string; given: [string, string] | null } {
+  if (positionals.length === 1) return { name: positionals[0]!, given: null }
+  if (positionals.length === 3) return { name: positionals[2]!, given: [positionals[0]!, positionals[1]!] }
+  throw usageError(`${command}: give NAME (in a linked folder) or <vault> <environment> NAME`)
+}
+
+export const get: Command = {
+  name: 'get',
+  summary: 'print one variable\'s value, raw (for $(envkeep get DB_URL))',
+  help: `Usage: envkeep get [<vault> <environment>] NAME [--json]
+
+Prints the value of NAME exactly as stored, with nothing added (a newline only
+when the output is a terminal), for DB_URL=$(envkeep get DB_URL). The read is
+logged on the server like every read.
+
+Options:
+  --json           print {"name": NAME, "value": value}
+${FALLBACK_HELP}
+${BASE_URL_HELP}
+  -h, --help       show this help`,
+  options: { json: { type: 'boolean' }, ...FALLBACK_OPTIONS },
+  positionals: [1, 3],
+  async run(ctx, { values, positionals }) {
+    const { name, given } = nameAndPair(positionals, 'get')
+    const target = await resolveTarget(ctx, values, given, 'usage: envkeep get <vault> <environment> NAME')
+    const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
+    const value = Object.prototype.hasOwnProperty.call(set.variables, name) ? set.variables[name] : undefined
+    if (value === undefined) {
+      const names = Object.keys(set.variables)
+      throw new CliError(`${set.environment} has no variable ${name.slice(0, 256)}${didYouMean(name, names)}`, {
+        hint: names.length ? `it has: ${names.slice(0, 30).join(', ')}${names.length > 30 ? ', …' : ''}` : 'it has no variables',
+      })
+    }
+    if (values.json === true) ctx.out(`${JSON.stringify({ name, value })}\n`)
+    else ctx.out((ctx.deps.stdout as { isTTY?: boolean }).isTTY ? `${value}\n` : value)
+    return 0
+  },
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string))
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+export const set: Command = {
+  name: 'set',
+  summary: 'propose one variable\'s value (a one-variable push, for review)',
+  help: `Usage: envkeep set [<vault> <environment>] NAME [--value V] [--json] < file
+
+Sends NAME as a push of one variable, which a person reviews and applies like any
+push; prints the review link. The value is read from standard input (one final
+newline removed: envkeep set API_KEY < key.txt), or given with --value (visible in
+your shell history and process list: prefer stdin).
+
+Options:
+  --value V        the value, instead of standard input
+  --json           print the push as envkeep push --json does
+${BASE_URL_HELP}
+  -h, --help       show this help`,
+  options: { value: { type: 'string' }, json: { type: 'boolean' } },
+  positionals: [1, 3],
+  async run(ctx, { values, positionals }) {
+    const { name, given } = nameAndPair(positionals, 'set')
+    if (!NAME_RE.test(name) || name.length > 256) throw usageError(`"${name.slice(0, 60)}" is not a variable name: use letters, digits and underscores, not starting with a digit`)
+    const target = await resolveTarget(ctx, values, given, 'usage: envkeep set <vault> <environment> NAME')
+    let value: string
+    if (typeof values.value === 'string') value = values.value
+    else {
+      if ((ctx.deps.stdin as { isTTY?: boolean }).isTTY) ctx.err(`Type the value of ${name}, then Ctrl-D:\n`)
+      value = (await readAll(ctx.deps.stdin)).replace(/\r?\n$/, '')
+    }
+    if (value === '') throw usageError(`the value of ${name} is empty`, 'give it on standard input or with --value')
+    const sent = await sendPush(ctx, target, { [name]: value }, [], name)
+    if (values.json === true) ctx.out(`${JSON.stringify({ ...sent.created, url: sent.link }, null, 2)}\n`)
+    else {
+      ctx.out(
+        `Sent ${name} to ${target.environment} of vault ${sent.vault.label} for review${sent.overwrites.has(name) ? ' (it overwrites the current value)' : ''}.\n` +
+          (sent.link ? `Review and apply it at: ${sent.link}\n` : '') +
+          `Push id: ${sent.created.import}\n`,
+      )
+    }
+    if (sent.badLink) throw sent.badLink
+    return 0
+  },
+}
