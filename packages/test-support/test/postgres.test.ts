@@ -42,3 +42,18 @@ t.test('without ENVKEEP_TEST_DATABASE_URL the test is skipped with the reason', 
   t.equal(url, undefined)
   t.match(reason, /ENVKEEP_TEST_DATABASE_URL is not set/)
 })
+
+t.test('with CI=true and no database, withTestDatabase fails instead of skipping', async (t) => {
+  const saved = { url: process.env.ENVKEEP_TEST_DATABASE_URL, ci: process.env.CI }
+  delete process.env.ENVKEEP_TEST_DATABASE_URL
+  process.env.CI = 'true'
+  t.teardown(() => {
+    if (saved.url === undefined) delete process.env.ENVKEEP_TEST_DATABASE_URL
+    else process.env.ENVKEEP_TEST_DATABASE_URL = saved.url
+    if (saved.ci === undefined) delete process.env.CI
+    else process.env.CI = saved.ci
+  })
+  const skipped: string[] = []
+  await t.rejects(withTestDatabase({ skip: ((m: string) => void skipped.push(m)) as never, teardown: () => {} }), /CI=true and ENVKEEP_TEST_DATABASE_URL is not set/)
+  t.same(skipped, [])
+})

@@ -1,0 +1,177 @@
+import { sql, type Kysely } from 'kysely'
+import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration'
+
+/**
+ * The schema, as versioned migrations (kysely's Migrator, table `envkeep_storage_migration`).
+ * Same tables and names as the SQLite backend, in PostgreSQL's types: times are bigint
+ * milliseconds since the epoch (UTC), values bytea, lists of names jsonb arrays. Constraints
+ * are named so a violation's message names the rule, never the row. Migrations never
+ * import app code: the vocabularies are repeated here.
+ */
+const m001: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table vaults (
+        id text primary key,
+        name text not null constraint vaults_name check (length(name) > 0),
+        plan text not null,
+        require_second_person boolean not null default false,
+        wrapped_key bytea,
+        created_at bigint not null
+      );
+      create index vaults_by_name on vaults (name);
+
+      create table members (
+        vault_id text not null references vaults (id) on delete cascade,
+        person_id text not null,
+        role text not null constraint members_role check (role in ('owner', 'editor', 'viewer')),
+        constraint members_pk primary key (vault_id, person_id)
+      );
+      create index members_by_person on members (person_id, vault_id);
+
+      create table environments (
+        vault_id text not null references vaults (id) on delete cascade,
+        name text not null constraint environments_name check (length(name) between 1 and 63),
+        owners_only boolean not null default false,
+        version bigint not null default 0 constraint environments_version check (version >= 0),
+        created_at bigint not null,
+        constraint environments_pk primary key (vault_id, name)
+      );
+
+      create table variables (
+        vault_id text not null,
+        environment text not null,
+        name text not null constraint variables_name check (length(name) between 1 and 256),
+        sealed bytea not null constraint variables_sealed check (length(sealed) > 0),
+        updated_at bigint not null,
+        updated_by text,
+        constraint variables_pk primary key (vault_id, environment, name),
+        constraint variables_environment foreign key (vault_id, environment) references environments (vault_id, name) on delete cascade
+      );
+
+      create table imports (
+        id text primary key,
+        vault_id text not null,
+        environment text not null,
+        sender_id text not null,
+        sign_in_id text,
+        status text not null constraint imports_status check (status in ('pending', 'applied', 'rejected', 'expired')),
+        names jsonb not null,
+        overwrites jsonb not null,
+        refused jsonb not null,
+        created_at bigint not null,
+        expires_at bigint not null,
+        decided_at bigint,
+        decided_by text,
+        constraint imports_decided check ((status = 'pending') = (decided_at is null)),
+        constraint imports_environment foreign key (vault_id, environment) references environments (vault_id, name) on delete cascade
+      );
+      create index imports_by_vault on imports (vault_id, status, created_at);
+      create index imports_by_expiry on imports (status, expires_at);
+
+      create table import_values (
+        import_id text not null references imports (id) on delete cascade,
+        name text not null,
+        sealed bytea not null constraint import_values_sealed check (length(sealed) > 0),
+        constraint import_values_pk primary key (import_id, name)
+      );
+
+      create table access_log (
+        id bigint generated always as identity primary key,
+        vault_id text not null references vaults (id) on delete cascade,
+        at bigint not null,
+        person_id text,
+        sign_in_id text,
+        client_id text,
+        action text not null constraint access_log_action check (action in ('read', 'refused', 'push_created', 'push_applied', 'push_rejected', 'push_expired', 'variable_set', 'variable_deleted', 'member_added', 'member_changed', 'member_removed', 'environment_created', 'vault_created')),
+        environment text,
+        names jsonb not null default '[]' constraint access_log_names check (jsonb_typeof(names) = 'array'),
+        address text,
+        subject text,
+        detail text
+      );
+      create index access_log_by_vault on access_log (vault_id, id);
+
+      create table oauth_codes (
+        code_hash text primary key,
+        client_id text not null,
+        redirect_uri text not null,
+        code_challenge text not null,
+        resource text not null,
+        scopes jsonb not null,
+        person_id text not null,
+        created_at bigint not null,
+        expires_at bigint not null,
+        consumed_at bigint
+      );
+
+      create table sign_ins (
+        id text primary key,
+        person_id text not null,
+        client_id text not null,
+        resource text not null,
+        scopes jsonb not null,
+        code_hash text,
+        created_at bigint not null,
+        expires_at bigint not null,
+        last_used_at bigint,
+        revoked_at bigint,
+        label text
+      );
+      create index sign_ins_by_person on sign_ins (person_id, created_at);
+      create index sign_ins_by_code on sign_ins (code_hash);
+
+      create table access_tokens (
+        token_hash text primary key,
+        sign_in_id text not null references sign_ins (id) on delete cascade,
+        expires_at bigint not null
+      );
+      create index access_tokens_by_sign_in on access_tokens (sign_in_id);
+
+      create table refresh_tokens (
+        token_hash text primary key,
+        sign_in_id text not null references sign_ins (id) on delete cascade,
+        used_at bigint
+      );
+      create index refresh_tokens_by_sign_in on refresh_tokens (sign_in_id);
+
+      create table ci_identities (
+        id text primary key,
+        vault_id text not null references vaults (id) on delete cascade,
+        name text not null,
+        issuer text not null,
+        audience text not null,
+        subject_pattern text not null,
+        required_claims jsonb not null,
+        role text not null constraint ci_identities_role check (role in ('editor', 'owner')),
+        environments jsonb,
+        created_at bigint not null
+      );
+      create unique index ci_identities_name on ci_identities (vault_id, lower(name));
+      create index ci_identities_by_issuer on ci_identities (issuer);
+
+      create table used_subject_tokens (
+        key text primary key,
+        forget_after bigint not null
+      );
+    `.execute(db)
+  },
+}
+
+const MIGRATIONS: Record<string, Migration> = { '001_schema': m001 }
+
+const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }
+
+/** Brings the schema to the newest version; safe to run on every start and from several processes at once. */
+export async function migrateToLatest(db: Kysely<unknown>, schema?: string): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider,
+    migrationTableName: 'envkeep_storage_migration',
+    migrationLockTableName: 'envkeep_storage_migration_lock',
+    // named, so another schema's migration table in the same database is never taken for ours
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  })
+  const { error } = await migrator.migrateToLatest()
+  if (error) throw error
+}

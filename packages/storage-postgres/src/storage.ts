@@ -1,0 +1,28 @@
+import type { CiIdentityStore, Storage } from '@envkeep/env-api-plugin'
+import { PostgresCiIdentityStore } from './ci-identity-store.js'
+import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
+import { PostgresOAuthStore } from './oauth-store.js'
+import { PostgresVaultStore } from './vault-store.js'
+
+export interface PostgresStorage extends Storage, CiIdentityStore {
+  /** the open pool and kysely instance, for the server's own stores (accounts) and tests */
+  readonly database: OpenPostgres
+  close(): Promise<void>
+}
+
+/** Opens the pool (running migrations) and returns the storage adapter over it. */
+export async function createPostgresStorage(options: PostgresOptions): Promise<PostgresStorage> {
+  const database = await openPostgres(options)
+  const parts = [new PostgresVaultStore(database.db), new PostgresOAuthStore(database.db), new PostgresCiIdentityStore(database.db)]
+  const storage: Record<string, unknown> = Object.create(null) as Record<string, unknown>
+  for (const part of parts) {
+    for (const k of Object.getOwnPropertyNames(Object.getPrototypeOf(part))) {
+      if (k === 'constructor') continue
+      const v = (part as unknown as Record<string, unknown>)[k]
+      if (typeof v === 'function') storage[k] = (v as (...a: unknown[]) => unknown).bind(part)
+    }
+  }
+  storage.database = database
+  storage.close = () => database.close()
+  return storage as unknown as PostgresStorage
+}

@@ -1,0 +1,572 @@
+import type {
+  AccessLogEntry,
+  AccessLogRow,
+  CreateEnvironmentResult,
+  CreateImportResult,
+  DecideImportResult,
+  DeleteVariableResult,
+  EnvironmentInfo,
+  ImportDecision,
+  ImportRecord,
+  MemberChange,
+  NewEnvironment,
+  NewImport,
+  NewVault,
+  OverLimit,
+  RefusedLine,
+  RemoveMemberResult,
+  Role,
+  SealedVariable,
+  SetMemberResult,
+  SetVariableResult,
+  StorageLimit,
+  VariableDelete,
+  VariableMeta,
+  VariableWrite,
+  VaultAccess,
+  VaultInfo,
+  VaultRecord,
+  VaultSecrets,
+  VaultStore,
+} from '@envkeep/env-api-plugin'
+import { StorageError } from '@envkeep/env-api-plugin'
+import { sql, type Kysely, type RawBuilder } from 'kysely'
+import { inTransaction, read } from './database.js'
+
+type Q = Kysely<unknown>
+
+/** Rows of a statement. */
+export async function rows<T>(db: Q, q: RawBuilder<unknown>): Promise<T[]> {
+  return (await q.execute(db)).rows as T[]
+}
+
+const ms = (v: unknown): number => Number(v)
+const bytes = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength))
+const copy = (b: Uint8Array): Uint8Array => new Uint8Array(b)
+const json = (v: unknown) => sql`${JSON.stringify(v)}::jsonb`
+
+interface VaultRow {
+  id: string
+  name: string
+  plan: string
+  require_second_person: boolean
+  created_at: string
+  role?: Role
+}
+
+function record(v: VaultRow): VaultRecord {
+  return { id: v.id, name: v.name, plan: v.plan, requireSecondPerson: v.require_second_person, createdAt: new Date(ms(v.created_at)) }
+}
+
+interface ImportRow {
+  id: string
+  vault_id: string
+  environment: string
+  sender_id: string
+  sign_in_id: string | null
+  status: ImportRecord['status']
+  names: string[]
+  overwrites: string[]
+  refused: RefusedLine[]
+  created_at: string
+  expires_at: string
+  decided_at: string | null
+  decided_by: string | null
+}
+
+function toImport(r: ImportRow): ImportRecord {
+  return {
+    id: r.id,
+    vaultId: r.vault_id,
+    environment: r.environment,
+    senderId: r.sender_id,
+    signInId: r.sign_in_id,
+    status: r.status,
+    names: r.names,
+    overwrites: r.overwrites,
+    refused: r.refused,
+    createdAt: new Date(ms(r.created_at)),
+    expiresAt: new Date(ms(r.expires_at)),
+    decidedAt: r.decided_at === null ? null : new Date(ms(r.decided_at)),
+    decidedBy: r.decided_by,
+  }
+}
+
+function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
+  if (after.n > limit.maxVariables && after.n > before.n) return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
+  if (after.bytes > limit.maxBytes && after.bytes > before.bytes) return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
+  return null
+}
+
+/** Appends a log entry in the transaction `db`. */
+export async function insertLog(db: Q, e: Omit<AccessLogRow, 'id'>): Promise<void> {
+  await sql`insert into access_log (vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail)
+    values (${e.vaultId}, ${e.at.getTime()}, ${e.personId}, ${e.signInId}, ${e.clientId}, ${e.action}, ${e.environment}, ${json(e.names)}, ${e.address}, ${e.subject ?? null}, ${e.detail ?? null})`.execute(db)
+}
+
+/**
+ * The vault store on PostgreSQL. Every changing method is one transaction that first locks
+ * the vault's row (`select … for update`): changes of one vault are serialized, so the
+ * rules checked in the transaction (last owner, limit, expect, sealedUnder) hold under any
+ * number of concurrent writers in any number of processes; other vaults never wait.
+ */
+export class PostgresVaultStore implements VaultStore {
+  readonly #db: Q
+
+  constructor(db: Q) {
+    this.#db = db
+  }
+
+  /** Locks the vault row; false when there is no such vault. */
+  async #lockVault(trx: Q, vaultId: string): Promise<{ wrapped_key: Buffer | null } | null> {
+    const r = await rows<{ wrapped_key: Buffer | null }>(trx, sql`select wrapped_key from vaults where id = ${vaultId} for update`)
+    return r[0] ?? null
+  }
+
+  async #usage(trx: Q, vaultId: string): Promise<{ n: number; bytes: number }> {
+    const [r] = await rows<{ n: string; bytes: string }>(
+      trx,
+      sql`select (select count(*) from variables where vault_id = ${vaultId}) + (select count(*) from import_values v join imports i on i.id = v.import_id where i.vault_id = ${vaultId} and i.status = 'pending') as n,
+        coalesce((select sum(length(sealed)) from variables where vault_id = ${vaultId}), 0) + coalesce((select sum(length(v.sealed)) from import_values v join imports i on i.id = v.import_id where i.vault_id = ${vaultId} and i.status = 'pending'), 0) as bytes`,
+    )
+    return { n: Number(r!.n), bytes: Number(r!.bytes) }
+  }
+
+  async #bump(trx: Q, vaultId: string, environment: string): Promise<void> {
+    await sql`update environments set version = version + 1 where vault_id = ${vaultId} and name = ${environment}`.execute(trx)
+  }
+
+  async #expire(trx: Q, imp: ImportRecord): Promise<ImportRecord> {
+    await sql`update imports set status = 'expired', decided_at = expires_at, decided_by = null where id = ${imp.id}`.execute(trx)
+    await sql`delete from import_values where import_id = ${imp.id}`.execute(trx)
+    await insertLog(trx, {
+      vaultId: imp.vaultId,
+      at: imp.expiresAt,
+      personId: null,
+      signInId: null,
+      clientId: null,
+      action: 'push_expired',
+      environment: imp.environment,
+      names: imp.names,
+      address: null,
+      subject: null,
+      detail: null,
+    })
+    return { ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null }
+  }
+
+  async #environments(db: Q, vaultIds: readonly string[]): Promise<Map<string, EnvironmentInfo[]>> {
+    const out = new Map<string, EnvironmentInfo[]>()
+    if (vaultIds.length === 0) return out
+    const list = await rows<{ vault_id: string; name: string; owners_only: boolean }>(
+      db,
+      sql`select vault_id, name, owners_only from environments where vault_id = any(${[...vaultIds]}::text[]) order by vault_id, name collate "C"`,
+    )
+    for (const e of list) {
+      const l = out.get(e.vault_id) ?? []
+      l.push({ name: e.name, ownersOnly: e.owners_only })
+      out.set(e.vault_id, l)
+    }
+    return out
+  }
+
+  async #access(where: RawBuilder<unknown>): Promise<VaultAccess[]> {
+    return read(async () => {
+      const vs = await rows<VaultRow>(
+        this.#db,
+        sql`select v.id, v.name, v.plan, v.require_second_person, v.created_at, m.role from vaults v join members m on m.vault_id = v.id where ${where} order by v.name collate "C", v.id collate "C"`,
+      )
+      const envs = await this.#environments(this.#db, vs.map((v) => v.id))
+      return vs.map((v) => ({ ...record(v), environments: envs.get(v.id) ?? [], role: v.role! }))
+    })
+  }
+
+  // ---- vaults and keys ----------------------------------------------------------
+
+  createVault(input: NewVault, log: AccessLogEntry): Promise<VaultRecord> {
+    return inTransaction(this.#db, async (trx) => {
+      const [v] = await rows<VaultRow>(
+        trx,
+        sql`insert into vaults (id, name, plan, require_second_person, created_at) values (${input.id}, ${input.name}, ${input.plan}, false, ${input.now.getTime()})
+          returning id, name, plan, require_second_person, created_at`,
+      )
+      await sql`insert into members (vault_id, person_id, role) values (${input.id}, ${input.ownerId}, 'owner')`.execute(trx)
+      for (const e of input.environments) {
+        await sql`insert into environments (vault_id, name, owners_only, version, created_at) values (${input.id}, ${e.name}, ${e.ownersOnly}, 0, ${input.now.getTime()})`.execute(trx)
+      }
+      await insertLog(trx, log)
+      return record(v!)
+    })
+  }
+
+  getWrappedKey(vaultId: string): Promise<Uint8Array | null> {
+    return read(async () => {
+      const [r] = await rows<{ wrapped_key: Buffer | null }>(this.#db, sql`select wrapped_key from vaults where id = ${vaultId}`)
+      return r?.wrapped_key ? copy(r.wrapped_key) : null
+    })
+  }
+
+  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array> {
+    return inTransaction(this.#db, async (trx) => {
+      const v = await this.#lockVault(trx, vaultId)
+      if (!v) throw new StorageError('23503', 'vaults')
+      if (v.wrapped_key) return copy(v.wrapped_key)
+      const wrapped = copy(await wrap()) // under the row lock: no rotation commits meanwhile
+      await sql`update vaults set wrapped_key = ${bytes(wrapped)} where id = ${vaultId}`.execute(trx)
+      return copy(wrapped)
+    })
+  }
+
+  rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number> {
+    return inTransaction(this.#db, async (trx) => {
+      // every vault row locked for the whole rotation: no key is created or changed meanwhile
+      const all = await rows<{ id: string; wrapped_key: Buffer | null }>(trx, sql`select id, wrapped_key from vaults order by id collate "C" for update`)
+      let n = 0
+      for (const v of all) {
+        if (!v.wrapped_key) continue
+        const next = await rewrap(copy(v.wrapped_key), v.id)
+        await sql`update vaults set wrapped_key = ${bytes(next)} where id = ${v.id}`.execute(trx)
+        n++
+      }
+      return n
+    })
+  }
+
+  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean> {
+    return inTransaction(this.#db, async (trx) => {
+      const v = await this.#lockVault(trx, vaultId)
+      if (!v?.wrapped_key) return false
+      const variables = (await rows<{ environment: string; name: string; sealed: Buffer }>(trx, sql`select environment, name, sealed from variables where vault_id = ${vaultId}`)).map((r) => ({
+        environment: r.environment,
+        name: r.name,
+        sealed: copy(r.sealed),
+      }))
+      const staged = (
+        await rows<{ import_id: string; environment: string; name: string; sealed: Buffer }>(
+          trx,
+          sql`select v.import_id, i.environment, v.name, v.sealed from import_values v join imports i on i.id = v.import_id where i.vault_id = ${vaultId} and i.status = 'pending'`,
+        )
+      ).map((r) => ({ importId: r.import_id, environment: r.environment, name: r.name, sealed: copy(r.sealed) }))
+      const next = await reseal({ wrappedKey: copy(v.wrapped_key), variables, staged })
+      await sql`update vaults set wrapped_key = ${bytes(next.wrappedKey)} where id = ${vaultId}`.execute(trx)
+      for (const n of next.variables) {
+        const r = await sql`update variables set sealed = ${bytes(n.sealed)} where vault_id = ${vaultId} and environment = ${n.environment} and name = ${n.name}`.execute(trx)
+        if (Number(r.numAffectedRows ?? 0) !== 1) throw new StorageError('23503', 'variables')
+      }
+      for (const n of next.staged) {
+        const r = await sql`update import_values set sealed = ${bytes(n.sealed)} where import_id = ${n.importId} and name = ${n.name}`.execute(trx)
+        if (Number(r.numAffectedRows ?? 0) !== 1) throw new StorageError('23503', 'import_values')
+      }
+      await sql`update environments set version = version + 1 where vault_id = ${vaultId}`.execute(trx)
+      return true
+    })
+  }
+
+  listVaults(personId: string): Promise<VaultAccess[]> {
+    return this.#access(sql`m.person_id = ${personId}`)
+  }
+
+  async getVault(vaultId: string, personId: string): Promise<VaultAccess | null> {
+    return (await this.#access(sql`m.person_id = ${personId} and v.id = ${vaultId}`))[0] ?? null
+  }
+
+  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]> {
+    return this.#access(sql`m.person_id = ${personId} and v.name = ${name}`)
+  }
+
+  findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
+    return read(async () => {
+      const where = 'id' in filter ? sql`where id = ${filter.id}` : 'name' in filter ? sql`where name = ${filter.name}` : sql``
+      const vs = await rows<VaultRow>(this.#db, sql`select id, name, plan, require_second_person, created_at from vaults ${where} order by id collate "C"`)
+      const envs = await this.#environments(this.#db, vs.map((v) => v.id))
+      return vs.map((v) => ({ ...record(v), environments: envs.get(v.id) ?? [] }))
+    })
+  }
+
+  // ---- environments and members -----------------------------------------------
+
+  createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult> {
+    return inTransaction(this.#db, async (trx): Promise<CreateEnvironmentResult> => {
+      if (!(await this.#lockVault(trx, input.vaultId))) throw new StorageError('23503', 'environments')
+      const exists = await rows(trx, sql`select 1 from environments where vault_id = ${input.vaultId} and name = ${input.name}`)
+      if (exists.length > 0) return { ok: false, reason: 'exists' }
+      await sql`insert into environments (vault_id, name, owners_only, version, created_at) values (${input.vaultId}, ${input.name}, ${input.ownersOnly}, 0, ${input.now.getTime()})`.execute(trx)
+      await insertLog(trx, log)
+      return { ok: true }
+    })
+  }
+
+  setMember(change: MemberChange, log: AccessLogEntry): Promise<SetMemberResult> {
+    return inTransaction(this.#db, async (trx): Promise<SetMemberResult> => {
+      if (!(await this.#lockVault(trx, change.vaultId))) throw new StorageError('23503', 'members')
+      const members = await rows<{ person_id: string; role: Role }>(trx, sql`select person_id, role from members where vault_id = ${change.vaultId}`)
+      const previous = members.find((m) => m.person_id === change.personId)?.role ?? null
+      const expect = change.expect ?? 'any'
+      if (expect === 'new' && previous !== null) return { ok: false, reason: 'already_member' }
+      if (expect === 'existing' && previous === null) return { ok: false, reason: 'not_member' }
+      if (previous === change.role) return { ok: true, previous }
+      const owners = members.filter((m) => m.role === 'owner').length
+      if (previous === 'owner' && owners <= 1) return { ok: false, reason: 'last_owner' }
+      await sql`insert into members (vault_id, person_id, role) values (${change.vaultId}, ${change.personId}, ${change.role})
+        on conflict (vault_id, person_id) do update set role = excluded.role`.execute(trx)
+      await insertLog(trx, { ...log, action: previous === null ? 'member_added' : 'member_changed' })
+      return { ok: true, previous }
+    })
+  }
+
+  removeMember(input: { readonly vaultId: string; readonly personId: string }, log: AccessLogEntry): Promise<RemoveMemberResult> {
+    return inTransaction(this.#db, async (trx): Promise<RemoveMemberResult> => {
+      if (!(await this.#lockVault(trx, input.vaultId))) return { ok: false, reason: 'not_member' }
+      const members = await rows<{ person_id: string; role: Role }>(trx, sql`select person_id, role from members where vault_id = ${input.vaultId}`)
+      const previous = members.find((m) => m.person_id === input.personId)?.role
+      if (!previous) return { ok: false, reason: 'not_member' }
+      if (previous === 'owner' && members.filter((m) => m.role === 'owner').length <= 1) return { ok: false, reason: 'last_owner' }
+      await sql`delete from members where vault_id = ${input.vaultId} and person_id = ${input.personId}`.execute(trx)
+      await insertLog(trx, log)
+      return { ok: true, previous }
+    })
+  }
+
+  listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]> {
+    return read(async () =>
+      (await rows<{ person_id: string; role: Role }>(this.#db, sql`select person_id, role from members where vault_id = ${vaultId} order by person_id collate "C"`)).map((m) => ({
+        personId: m.person_id,
+        role: m.role,
+      })),
+    )
+  }
+
+  // ---- variables --------------------------------------------------------------
+
+  readVariables(vaultId: string, environment: string, log: AccessLogEntry, names?: readonly string[]): Promise<{ variables: SealedVariable[]; version: number }> {
+    return inTransaction(this.#db, async (trx) => {
+      const filter = names === undefined ? sql`` : sql`and name = any(${[...new Set(names)]}::text[])`
+      const vars = await rows<{ name: string; sealed: Buffer }>(
+        trx,
+        sql`select name, sealed from variables where vault_id = ${vaultId} and environment = ${environment} ${filter} order by name collate "C"`,
+      )
+      const [env] = await rows<{ version: string }>(trx, sql`select version from environments where vault_id = ${vaultId} and name = ${environment}`)
+      const variables = vars.map((v) => ({ name: v.name, sealed: copy(v.sealed) }))
+      await insertLog(trx, { ...log, names: variables.map((v) => v.name) })
+      return { variables, version: env ? Number(env.version) : 0 }
+    })
+  }
+
+  listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]> {
+    return read(async () =>
+      (
+        await rows<{ name: string; updated_at: string; updated_by: string | null }>(
+          this.#db,
+          sql`select name, updated_at, updated_by from variables where vault_id = ${vaultId} and environment = ${environment} order by name collate "C"`,
+        )
+      ).map((v) => ({ name: v.name, updatedAt: new Date(ms(v.updated_at)), updatedBy: v.updated_by })),
+    )
+  }
+
+  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
+    return read(async () => {
+      const [v] = await rows<{ sealed: Buffer }>(this.#db, sql`select sealed from variables where vault_id = ${vaultId} and environment = ${environment} and name = ${name}`)
+      return v ? { name, sealed: copy(v.sealed) } : null
+    })
+  }
+
+  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
+    return inTransaction(this.#db, async (trx): Promise<SetVariableResult> => {
+      const vault = await this.#lockVault(trx, write.vaultId)
+      if (write.sealedUnder && !(vault?.wrapped_key && Buffer.from(vault.wrapped_key).equals(bytes(write.sealedUnder)))) return { ok: false, reason: 'stale_key' }
+      const [old] = await rows<{ size: number }>(
+        trx,
+        sql`select length(sealed) as size from variables where vault_id = ${write.vaultId} and environment = ${write.environment} and name = ${write.value.name}`,
+      )
+      const expect = write.expect ?? 'any'
+      if (expect === 'new' && old) return { ok: false, reason: 'exists' }
+      if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
+      const before = await this.#usage(trx, write.vaultId)
+      const after = { n: before.n + (old ? 0 : 1), bytes: before.bytes - (old ? Number(old.size) : 0) + write.value.sealed.byteLength }
+      const over = overLimit(before, after, write.limit)
+      if (over) return over
+      await sql`insert into variables (vault_id, environment, name, sealed, updated_at, updated_by)
+        values (${write.vaultId}, ${write.environment}, ${write.value.name}, ${bytes(write.value.sealed)}, ${write.now.getTime()}, ${write.by})
+        on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by`.execute(trx)
+      await this.#bump(trx, write.vaultId, write.environment)
+      await insertLog(trx, log)
+      return { ok: true, created: !old }
+    })
+  }
+
+  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
+    return inTransaction(this.#db, async (trx): Promise<DeleteVariableResult> => {
+      await this.#lockVault(trx, input.vaultId)
+      const r = await sql`delete from variables where vault_id = ${input.vaultId} and environment = ${input.environment} and name = ${input.name}`.execute(trx)
+      if (Number(r.numAffectedRows ?? 0) === 0) return { ok: false, reason: 'absent' }
+      await this.#bump(trx, input.vaultId, input.environment)
+      await insertLog(trx, log)
+      return { ok: true }
+    })
+  }
+
+  // ---- access log -------------------------------------------------------------
+
+  appendAccessLog(entry: AccessLogEntry): Promise<void> {
+    return inTransaction(this.#db, (trx) => insertLog(trx, entry))
+  }
+
+  listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessLogEntry['action']; limit: number; before?: number }): Promise<AccessLogRow[]> {
+    return read(async () => {
+      const limit = Math.max(0, Math.trunc(filter.limit))
+      const list = await rows<{
+        id: string
+        vault_id: string
+        at: string
+        person_id: string | null
+        sign_in_id: string | null
+        client_id: string | null
+        action: AccessLogEntry['action']
+        environment: string | null
+        names: string[]
+        address: string | null
+        subject: string | null
+        detail: string | null
+      }>(
+        this.#db,
+        sql`select * from access_log where vault_id = ${vaultId}
+          ${filter.environment !== undefined ? sql`and environment = ${filter.environment}` : sql``}
+          ${filter.action !== undefined ? sql`and action = ${filter.action}` : sql``}
+          ${filter.before !== undefined ? sql`and id < ${filter.before}` : sql``}
+          order by id desc limit ${limit}`,
+      )
+      return list.map((r) => ({
+        id: Number(r.id),
+        vaultId: r.vault_id,
+        at: new Date(ms(r.at)),
+        personId: r.person_id,
+        signInId: r.sign_in_id,
+        clientId: r.client_id,
+        action: r.action,
+        environment: r.environment,
+        names: r.names,
+        address: r.address,
+        subject: r.subject,
+        detail: r.detail,
+      }))
+    })
+  }
+
+  // ---- pushes -----------------------------------------------------------------
+
+  createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
+    return inTransaction(this.#db, async (trx): Promise<CreateImportResult> => {
+      const vault = await this.#lockVault(trx, input.vaultId)
+      if (input.sealedUnder && !(vault?.wrapped_key && Buffer.from(vault.wrapped_key).equals(bytes(input.sealedUnder)))) return { ok: false, reason: 'stale_key' }
+      const before = await this.#usage(trx, input.vaultId)
+      const add = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
+      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + add }, input.limit)
+      if (over) return over
+      const names = input.values.map((v) => v.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      const current = new Set(
+        (await rows<{ name: string }>(trx, sql`select name from variables where vault_id = ${input.vaultId} and environment = ${input.environment} and name = any(${names}::text[])`)).map(
+          (r) => r.name,
+        ),
+      )
+      const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
+      const overwrites = names.filter((n) => current.has(n))
+      await sql`insert into imports (id, vault_id, environment, sender_id, sign_in_id, status, names, overwrites, refused, created_at, expires_at)
+        values (${input.id}, ${input.vaultId}, ${input.environment}, ${input.senderId}, ${input.signInId}, 'pending', ${json(names)}, ${json(overwrites)}, ${json(refused)}, ${input.createdAt.getTime()}, ${input.expiresAt.getTime()})`.execute(trx)
+      for (const v of input.values) {
+        await sql`insert into import_values (import_id, name, sealed) values (${input.id}, ${v.name}, ${bytes(v.sealed)})`.execute(trx)
+      }
+      await insertLog(trx, log)
+      return {
+        ok: true,
+        import: {
+          id: input.id,
+          vaultId: input.vaultId,
+          environment: input.environment,
+          senderId: input.senderId,
+          signInId: input.signInId,
+          status: 'pending',
+          names,
+          overwrites,
+          refused,
+          createdAt: input.createdAt,
+          expiresAt: input.expiresAt,
+          decidedAt: null,
+          decidedBy: null,
+        },
+      }
+    })
+  }
+
+  async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
+    const [r] = await read(() => rows<ImportRow>(this.#db, sql`select * from imports where id = ${importId}`))
+    if (!r) return null
+    const imp = toImport(r)
+    if (imp.status !== 'pending' || now.getTime() < imp.expiresAt.getTime()) return imp
+    return inTransaction(this.#db, async (trx) => {
+      await this.#lockVault(trx, imp.vaultId)
+      const [fresh] = await rows<ImportRow>(trx, sql`select * from imports where id = ${importId}`)
+      if (!fresh) return null
+      const f = toImport(fresh)
+      return f.status === 'pending' ? this.#expire(trx, f) : f
+    })
+  }
+
+  getImportValues(importId: string): Promise<SealedVariable[]> {
+    return read(async () =>
+      (await rows<{ name: string; sealed: Buffer }>(this.#db, sql`select name, sealed from import_values where import_id = ${importId} order by name collate "C"`)).map((v) => ({
+        name: v.name,
+        sealed: copy(v.sealed),
+      })),
+    )
+  }
+
+  decideImport(d: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult> {
+    return inTransaction(this.#db, async (trx): Promise<DecideImportResult> => {
+      const [head] = await rows<{ vault_id: string }>(trx, sql`select vault_id from imports where id = ${d.importId}`)
+      if (!head) throw new StorageError('23503', 'imports')
+      await this.#lockVault(trx, head.vault_id)
+      const [r] = await rows<ImportRow>(trx, sql`select * from imports where id = ${d.importId}`)
+      const imp = toImport(r!)
+      if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
+      if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: await this.#expire(trx, imp) }
+      if (d.decision === 'applied') {
+        const staged = await rows<{ name: string }>(
+          trx,
+          sql`insert into variables (vault_id, environment, name, sealed, updated_at, updated_by)
+            select ${imp.vaultId}, ${imp.environment}, name, sealed, ${d.now.getTime()}, ${d.by} from import_values where import_id = ${imp.id}
+            on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by
+            returning name`,
+        )
+        if (staged.length > 0) await this.#bump(trx, imp.vaultId, imp.environment)
+      }
+      await sql`delete from import_values where import_id = ${imp.id}`.execute(trx)
+      await sql`update imports set status = ${d.decision}, decided_at = ${d.now.getTime()}, decided_by = ${d.by} where id = ${imp.id}`.execute(trx)
+      await insertLog(trx, log)
+      return { ok: true, import: { ...imp, status: d.decision, decidedAt: d.now, decidedBy: d.by } }
+    })
+  }
+
+  expireImports(now: Date): Promise<number> {
+    return inTransaction(this.#db, async (trx) => {
+      // skip locked: several processes sweep at once, each push expires exactly once
+      const due = await rows<ImportRow>(
+        trx,
+        sql`select * from imports where status = 'pending' and expires_at <= ${now.getTime()} order by expires_at for update skip locked`,
+      )
+      for (const r of due) await this.#expire(trx, toImport(r))
+      return due.length
+    })
+  }
+
+  listImports(vaultId: string, filter: { status?: ImportRecord['status']; limit: number }): Promise<ImportRecord[]> {
+    return read(async () =>
+      (
+        await rows<ImportRow>(
+          this.#db,
+          sql`select * from imports where vault_id = ${vaultId} ${filter.status !== undefined ? sql`and status = ${filter.status}` : sql``}
+            order by created_at desc, id desc limit ${Math.max(0, Math.trunc(filter.limit))}`,
+        )
+      ).map(toImport),
+    )
+  }
+}

@@ -1,0 +1,48 @@
+import t from 'tap'
+import { sql } from 'kysely'
+import { withTestDatabase } from '@envkeep/test-support'
+import { StorageError } from '@envkeep/env-api-plugin'
+import { testLogEntry } from '@envkeep/env-api-plugin/testing'
+import { createPostgresStorage, inTransaction, openPostgres } from '../src/index.js'
+
+// The PostgreSQL specifics: SQLSTATE codes straight from the server, the statement limit as
+// statement_timeout (57014 → 504), migrations run again safely, no row value in an error.
+
+t.test('SQLSTATEs from PostgreSQL: 23505 names the constraint, never the row; 57014 past the statement limit (504)', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const storage = await createPostgresStorage({ connectionString: url, statementTimeoutMs: 200 })
+  t.teardown(() => storage.close())
+  const vault = { id: 'v-canary-row-id', name: 'canary-row-name', ownerId: 'o', plan: 'p', environments: [{ name: 'development', ownersOnly: false }], now: new Date() }
+  await storage.createVault(vault, testLogEntry({ vaultId: vault.id, action: 'vault_created' }))
+  const dup = await storage.createVault(vault, testLogEntry({ vaultId: vault.id, action: 'vault_created' })).catch((e: unknown) => e)
+  t.ok(dup instanceof StorageError)
+  t.equal((dup as StorageError).sqlstate, '23505')
+  t.equal((dup as StorageError).detail, 'vaults_pkey')
+  t.notMatch((dup as StorageError).message, /canary/)
+  const slow = await inTransaction(storage.database.db, (trx) => sql`select pg_sleep(2)`.execute(trx)).catch((e: unknown) => e)
+  t.ok(slow instanceof StorageError)
+  t.equal((slow as StorageError).sqlstate, '57014')
+  t.equal((slow as StorageError).status, 504)
+  t.match((slow as StorageError).message, /^57014 statement timeout/)
+})
+
+t.test('an unreachable database is 08006 (503)', async (t) => {
+  const err = await openPostgres({ connectionString: 'postgres://nobody@127.0.0.1:1/none' }).catch((e: unknown) => e)
+  t.ok(err instanceof StorageError)
+  t.equal((err as StorageError).sqlstate, '08006')
+  t.equal((err as StorageError).status, 503)
+})
+
+t.test('migrations: a second open (another process starting) changes nothing and keeps the data', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const [a, b] = await Promise.all([createPostgresStorage({ connectionString: url }), createPostgresStorage({ connectionString: url })])
+  await a.createVault({ id: 'v1', name: 'shop', ownerId: 'o', plan: 'p', environments: [], now: new Date() }, testLogEntry({ vaultId: 'v1', action: 'vault_created' }))
+  await a.close()
+  const c = await createPostgresStorage({ connectionString: url })
+  t.equal((await c.findVaults({ id: 'v1' })).length, 1)
+  t.equal((await b.findVaults({ id: 'v1' })).length, 1, 'both processes see one database')
+  await b.close()
+  await c.close()
+})
