@@ -40,8 +40,12 @@ export interface ServerConfig {
   readonly ciAllowHttpLoopbackIssuers: boolean
   /** --allow-insecure-key-file: use a master key file that group or others can read */
   readonly allowInsecureKeyFile: boolean
-  /** the SQLite file inside the data directory */
+  /** the SQLite file inside the data directory (used when no databaseUrl is given) */
   readonly databaseFile: string
+  /** --database-url / ENVKEEP_DATABASE_URL: PostgreSQL instead of the embedded SQLite file */
+  readonly databaseUrl: string | null
+  /** ENVKEEP_DATABASE_POOL: PostgreSQL connections per process */
+  readonly databasePool: number
 }
 
 export interface Setting {
@@ -66,6 +70,13 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     default: 'http://<host>:<port>',
     meaning: 'public URL of the service (OAuth issuer, links); https makes cookies Secure',
   },
+  {
+    flag: '--database-url',
+    env: 'ENVKEEP_DATABASE_URL',
+    default: '(none: SQLite in the data directory)',
+    meaning: 'postgres://user:pass@host:5432/db (TLS as its sslmode says): PostgreSQL, shared by any number of server processes',
+  },
+  { env: 'ENVKEEP_DATABASE_POOL', default: '10', meaning: 'PostgreSQL connections per process (1-100)' },
   { env: 'ENVKEEP_MASTER_KEY', default: '(none)', meaning: 'master key, 32 bytes in base64url; wins over any key file' },
   { env: 'ENVKEEP_MASTER_KEY_FILE', default: '<data-dir>/master.key', meaning: 'file holding the master key (base64url)' },
   { env: 'ENVKEEP_RATE_PER_MINUTE', default: '60', meaning: 'API requests per sign-in per minute' },
@@ -139,6 +150,21 @@ function parsePlans(raw: string | undefined): Record<string, StorageLimit> {
     plans[name] = Object.freeze({ maxVariables: l.maxVariables, maxBytes: l.maxBytes })
   }
   return plans
+}
+
+/** A PostgreSQL connection string, checked (the password never appears in the error). */
+function parseDatabaseUrl(raw: string | undefined): string | null {
+  if (raw === undefined) return null
+  let u: URL
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new UsageError('ENVKEEP_DATABASE_URL (--database-url) must be a URL like postgres://user:password@host:5432/envkeep')
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+    throw new UsageError('ENVKEEP_DATABASE_URL (--database-url) must start with postgres:// (PostgreSQL is the only database besides the embedded SQLite)')
+  }
+  return raw
 }
 
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal']
@@ -243,5 +269,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     ciAllowHttpLoopbackIssuers: ciHttp === 'loopback',
     allowInsecureKeyFile: flags['allow-insecure-key-file'] === true,
     databaseFile: resolve(dataDir, 'envkeep.db'),
+    databaseUrl: parseDatabaseUrl(pick(flags, 'database-url', env, 'ENVKEEP_DATABASE_URL')),
+    databasePool: integer('ENVKEEP_DATABASE_POOL', envValue(env, 'ENVKEEP_DATABASE_POOL'), 10, 1, 100),
   })
 }

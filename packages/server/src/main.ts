@@ -103,7 +103,7 @@ export function helpText(): string {
     ...COMMANDS.map((c) => `  ${c.usage}\n      ${c.summary}`),
     '',
     'Every admin command works on the data directory (safe while the server runs), takes',
-    '--data-dir and --json, and exits 0 ok, 1 failure, 2 usage. A master key file that other',
+    '--data-dir, --database-url and --json, and exits 0 ok, 1 failure, 2 usage. A master key file that other',
     'users can read is refused (as ssh refuses such a private key): chmod 600 it, or pass',
     '--allow-insecure-key-file to any command.',
     '',
@@ -154,6 +154,7 @@ export function buildCli(deps: CliDeps): { run(argv: readonly string[]): Promise
       try {
         const options: Record<string, { type: 'string' | 'boolean' }> = {
           'data-dir': { type: 'string' },
+          'database-url': { type: 'string' },
           'allow-insecure-key-file': { type: 'boolean' },
           json: { type: 'boolean' },
           help: { type: 'boolean' },

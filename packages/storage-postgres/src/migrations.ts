@@ -158,7 +158,23 @@ const m001: Migration = {
   },
 }
 
-const MIGRATIONS: Record<string, Migration> = { '001_schema': m001 }
+/** Per-sign-in request counters shared by every server process (fixed windows). */
+const m002: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table rate_counters (
+        key text not null,
+        window_ms bigint not null,
+        window_start bigint not null,
+        count bigint not null,
+        constraint rate_counters_pk primary key (key, window_ms)
+      );
+      create index rate_counters_by_end on rate_counters ((window_start + window_ms));
+    `.execute(db)
+  },
+}
+
+const MIGRATIONS: Record<string, Migration> = { '001_schema': m001, '002_rate_counters': m002 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }
 

@@ -3,8 +3,10 @@ import { PostgresCiIdentityStore } from './ci-identity-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { PostgresOAuthStore } from './oauth-store.js'
 import { PostgresVaultStore } from './vault-store.js'
+import { PostgresRateCounters } from './rate-counters.js'
 
 export interface PostgresStorage extends Storage, CiIdentityStore {
+  countRequest: NonNullable<Storage['countRequest']>
   /** the open pool and kysely instance, for the server's own stores (accounts) and tests */
   readonly database: OpenPostgres
   close(): Promise<void>
@@ -13,7 +15,7 @@ export interface PostgresStorage extends Storage, CiIdentityStore {
 /** Opens the pool (running migrations) and returns the storage adapter over it. */
 export async function createPostgresStorage(options: PostgresOptions): Promise<PostgresStorage> {
   const database = await openPostgres(options)
-  const parts = [new PostgresVaultStore(database.db), new PostgresOAuthStore(database.db), new PostgresCiIdentityStore(database.db)]
+  const parts = [new PostgresVaultStore(database.db), new PostgresOAuthStore(database.db), new PostgresCiIdentityStore(database.db), new PostgresRateCounters(database.db)]
   const storage: Record<string, unknown> = Object.create(null) as Record<string, unknown>
   for (const part of parts) {
     for (const k of Object.getOwnPropertyNames(Object.getPrototypeOf(part))) {

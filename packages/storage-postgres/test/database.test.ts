@@ -46,3 +46,21 @@ t.test('migrations: a second open (another process starting) changes nothing and
   await b.close()
   await c.close()
 })
+
+t.test('request counters are shared and atomic: 200 concurrent counts from two pools give 1…200', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const a = await createPostgresStorage({ connectionString: url, pool: 5 })
+  const b = await createPostgresStorage({ connectionString: url, pool: 5 })
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+  })
+  const now = new Date(Date.UTC(2026, 10, 22, 12, 0, 30))
+  const counts = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).countRequest('sign-in:x', [60_000, 86_400_000], now)))
+  t.same(counts.map((c) => c[0]!.count).sort((x, y) => x - y), Array.from({ length: 200 }, (_, i) => i + 1))
+  t.equal(counts[0]![0]!.resetAt.toISOString(), '2026-11-22T12:01:00.000Z')
+  const next = await a.countRequest('sign-in:x', [60_000, 86_400_000], new Date(now.getTime() + 60_000))
+  t.equal(next[0]!.count, 1, 'a new minute starts at 1')
+  t.equal(next[1]!.count, 201, 'the day goes on')
+})

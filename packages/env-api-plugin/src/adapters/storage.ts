@@ -6,5 +6,18 @@ export type * from './ci-identity-store.js'
 export type * from './oauth-store.js'
 export type * from './vault-store.js'
 
+/** One window's count after counting a request: how many in the window so far, and when it ends. */
+export interface WindowCount {
+  readonly count: number
+  readonly resetAt: Date
+}
+
 /** Everything the plugin stores. One object implements every part. */
-export interface Storage extends VaultStore, OAuthStore, CiIdentityStore {}
+export interface Storage extends VaultStore, OAuthStore, CiIdentityStore {
+  /**
+   * Optional: counts one request for `key` in each fixed window (`windowsMs`, aligned to the
+   * epoch), atomically, where every server process sees the same counters. With it, the
+   * per-sign-in rate limits hold across processes; without it, each process counts in memory.
+   */
+  countRequest?(key: string, windowsMs: readonly number[], now: Date): Promise<WindowCount[]>
+}

@@ -13,6 +13,27 @@ const DAY = 24 * 60 * MINUTE
  * `Retry-After` in seconds. Must run after `authenticate`.
  */
 export async function createRateLimitHook(app: FastifyInstance, opts: ResolvedOptions) {
+  const windows = [
+    [MINUTE, opts.rateLimit.perMinute, `more than ${opts.rateLimit.perMinute} requests in a minute`],
+    [DAY, opts.rateLimit.perDay, `more than ${opts.rateLimit.perDay} requests in a day`],
+  ] as const
+  const shared = opts.storage.countRequest?.bind(opts.storage)
+  if (shared) {
+    // counters in the database: the limits hold whichever process answers
+    return async function rateLimit(request: FastifyRequest): Promise<void> {
+      const key = request.signIn ? `sign-in:${request.signIn.id}` : `address:${request.ip}`
+      const now = opts.now()
+      const counts = await shared(key, windows.map(([ms]) => ms), now)
+      for (const [i, [, max, phrase]] of windows.entries()) {
+        const c = counts[i]
+        if (c && c.count > max) {
+          const wait = Math.max(1, Math.ceil((c.resetAt.getTime() - now.getTime()) / 1000))
+          const who = request.signIn ? 'this sign-in' : 'this address'
+          throw errors.rateLimited(wait, `${who} made ${phrase}; retry after ${wait} seconds`)
+        }
+      }
+    }
+  }
   await app.register(fastifyRateLimit, { global: false })
   const keyGenerator = (request: FastifyRequest): string =>
     request.signIn ? `sign-in:${request.signIn.id}` : `address:${request.ip}`

@@ -1,8 +1,6 @@
 import { existsSync } from 'node:fs'
 import type { Readable, Writable } from 'node:stream'
-import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
-import type { AccountStore } from '../accounts/account-store.js'
-import { createSqliteAccountStore } from '../accounts/sqlite-account-store.js'
+import { openStores, type Stores } from '../stores.js'
 import {
   ApiError,
   createDomain,
@@ -62,11 +60,7 @@ export async function readStdin(stdin: Readable): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
 }
 
-export interface OpenData {
-  readonly storage: SqliteStorage
-  readonly accounts: AccountStore
-  close(): Promise<void>
-}
+export type OpenData = Stores
 
 /**
  * Opens the data directory's database for an admin command. Safe while the
@@ -74,16 +68,9 @@ export interface OpenData {
  * the busy timeout waits for the server's short transactions.
  */
 export async function openData(config: ServerConfig): Promise<OpenData> {
-  if (!existsSync(config.databaseFile))
+  if (!config.databaseUrl && !existsSync(config.databaseFile))
     throw new CommandFailure(`no envkeep database in ${config.dataDir}; run \`envkeep-server init\` first`)
-  const storage = await createSqliteStorage({ filename: config.databaseFile, busyTimeoutMs: 10_000 })
-  try {
-    const accounts = await createSqliteAccountStore(storage.database)
-    return { storage, accounts, close: () => storage.close() }
-  } catch (err) {
-    await storage.close()
-    throw err
-  }
+  return openStores(config, { busyTimeoutMs: 10_000 })
 }
 
 export function requireString(ctx: CommandContext, flag: string): string {

@@ -1,6 +1,5 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs'
-import { createSqliteStorage } from '@envkeep/storage-sqlite'
-import { createSqliteAccountStore } from '../accounts/sqlite-account-store.js'
+import { openStores } from '../stores.js'
 import type { ServerConfig } from '../config.js'
 import { readKeyFile, writeNewKeyFile } from '../keyring-file.js'
 import { report, type CommandContext } from './context.js'
@@ -26,13 +25,10 @@ export async function initDataDir(config: ServerConfig): Promise<InitResult> {
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
     createdDir = true
   }
-  const storage = await createSqliteStorage({ filename: config.databaseFile })
-  try {
-    await createSqliteAccountStore(storage.database) // the server's own tables
-  } finally {
-    await storage.close()
-  }
-  chmodSync(config.databaseFile, 0o600) // values are sealed, but names and the access log are not for others
+  const stores = await openStores(config) // the schema (storage and the server's own tables), on either database
+  await stores.close()
+  // values are sealed, but names and the access log are not for others
+  if (stores.kind === 'sqlite') chmodSync(config.databaseFile, 0o600)
   if (config.masterKeyFromEnv) return { createdDir, createdKey: false, keyFile: null }
   if (readKeyFile(config.masterKeyFile)) return { createdDir, createdKey: false, keyFile: config.masterKeyFile }
   writeNewKeyFile(config.masterKeyFile)

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs'
 import type { DestinationStream } from 'pino'
-import { createSqliteStorage } from '@envkeep/storage-sqlite'
-import { createSqliteAccountStore } from '../accounts/sqlite-account-store.js'
+import { openStores } from '../stores.js'
 import { buildApp } from '../build-app.js'
 import { createLogger } from '../logger.js'
 import { loadKeySource } from '../keyring-file.js'
@@ -50,11 +49,10 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
     log.warn({ keyFile: source.path }, 'the master key file can be read by other users; run chmod 600 on it')
 
   let stopping = false
-  const storage = await createSqliteStorage({ filename: config.databaseFile })
+  const stores = await openStores(config)
+  const { storage, accounts } = stores
   let app: Awaited<ReturnType<typeof buildApp>>['app']
-  let accounts: Awaited<ReturnType<typeof createSqliteAccountStore>>
   try {
-    accounts = await createSqliteAccountStore(storage.database)
     ;({ app } = await buildApp({
       config,
       storage,
@@ -66,7 +64,7 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
     }))
     await app.listen({ host: config.host, port: config.port })
   } catch (err) {
-    await storage.close()
+    await stores.close()
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
       throw new CommandFailure(`cannot listen on ${config.host}:${config.port} (${code})`, { cause: err })
@@ -108,14 +106,14 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       clearInterval(timer)
       const force = setTimeout(() => {
         log.error('shutdown took too long; closing anyway')
-        void storage.close().finally(() => resolve(1))
+        void stores.close().finally(() => resolve(1))
       }, SHUTDOWN_GRACE_MS)
       force.unref()
       void (async () => {
         try {
           await app.close()
           await sweeping
-          await storage.close()
+          await stores.close()
           log.info('envkeep-server stopped; database closed')
           clearTimeout(force)
           unsubscribe()

@@ -1,0 +1,43 @@
+import { sql, type Kysely } from 'kysely'
+import { Migrator, type Migration } from 'kysely/migration'
+import { MIGRATION_LOCK_TABLE, MIGRATION_TABLE } from './sqlite.js'
+
+/** The server's own tables on PostgreSQL: accounts (email unique case-insensitively), web sessions, setup tokens. */
+const m001Accounts: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table accounts (
+        id text primary key,
+        email text not null,
+        name text not null,
+        password_hash text not null,
+        created_at bigint not null
+      );
+      create unique index accounts_email_unique on accounts (lower(email));
+      create table web_sessions (
+        token_hash text primary key,
+        account_id text not null references accounts (id) on delete cascade,
+        created_at bigint not null,
+        expires_at bigint not null
+      );
+      create index web_sessions_account on web_sessions (account_id);
+      create table setup_tokens (
+        token_hash text primary key,
+        created_at bigint not null,
+        expires_at bigint not null
+      );
+    `.execute(db)
+  },
+}
+
+export async function migrateAccountsPostgres(db: Kysely<unknown>, schema?: string): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => ({ '001_accounts': m001Accounts }) },
+    migrationTableName: MIGRATION_TABLE,
+    migrationLockTableName: MIGRATION_LOCK_TABLE,
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  })
+  const { error } = await migrator.migrateToLatest()
+  if (error) throw new Error('envkeep-server: migration of the accounts tables failed', { cause: error })
+}

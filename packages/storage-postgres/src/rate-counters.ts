@@ -1,0 +1,35 @@
+import type { WindowCount } from '@envkeep/env-api-plugin'
+import { sql, type Kysely } from 'kysely'
+import { read } from './database.js'
+import { rows } from './vault-store.js'
+
+/**
+ * Request counters in the database, shared by every server process: one statement counts a
+ * request in each window atomically (an upsert per window; a new window starts at 1).
+ */
+export class PostgresRateCounters {
+  readonly #db: Kysely<unknown>
+
+  constructor(db: Kysely<unknown>) {
+    this.#db = db
+  }
+
+  countRequest(key: string, windowsMs: readonly number[], now: Date): Promise<WindowCount[]> {
+    const at = now.getTime()
+    const values = windowsMs.map((w) => sql`(${key}, ${w}::bigint, ${Math.floor(at / w) * w}::bigint, 1::bigint)`)
+    return read(async () => {
+      const counted = await rows<{ window_ms: string; window_start: string; count: string }>(
+        this.#db,
+        sql`insert into rate_counters (key, window_ms, window_start, count) values ${sql.join(values)}
+          on conflict (key, window_ms) do update set
+            count = case when rate_counters.window_start = excluded.window_start then rate_counters.count + 1 else 1 end,
+            window_start = excluded.window_start
+          returning window_ms, window_start, count`,
+      )
+      return windowsMs.map((w) => {
+        const r = counted.find((c) => Number(c.window_ms) === w)!
+        return { count: Number(r.count), resetAt: new Date(Number(r.window_start) + w) }
+      })
+    })
+  }
+}
