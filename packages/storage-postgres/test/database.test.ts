@@ -64,3 +64,24 @@ t.test('request counters are shared and atomic: 200 concurrent counts from two p
   t.equal(next[0]!.count, 1, 'a new minute starts at 1')
   t.equal(next[1]!.count, 201, 'the day goes on')
 })
+
+t.test('the expiry sweep on several processes at once: each push expires exactly once (one push_expired entry)', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const stores = await Promise.all([1, 2, 3].map(() => createPostgresStorage({ connectionString: url, pool: 3 })))
+  t.teardown(() => Promise.all(stores.map((s) => s.close())))
+  const [a] = stores
+  const t0 = new Date('2026-11-22T12:00:00Z')
+  await a!.createVault({ id: 'v1', name: 'shop', ownerId: 'o', plan: 'p', environments: [{ name: 'development', ownersOnly: false }], now: t0 }, testLogEntry({ vaultId: 'v1', action: 'vault_created' }))
+  for (let i = 0; i < 20; i++) {
+    const r = await a!.createImport(
+      { id: `i${i}`, vaultId: 'v1', environment: 'development', senderId: 'o', signInId: null, values: [{ name: 'A', sealed: new Uint8Array([1, 2, 3]) }], refused: [], createdAt: t0, expiresAt: new Date(t0.getTime() + 1000), limit: { maxVariables: 1e6, maxBytes: 1e9 } },
+      testLogEntry({ vaultId: 'v1', action: 'push_created' }),
+    )
+    t.ok(r.ok)
+  }
+  const later = new Date(t0.getTime() + 5000)
+  const expired = await Promise.all([...stores, ...stores].map((s) => s.expireImports(later)))
+  t.equal(expired.reduce((x, y) => x + y, 0), 20, 'twenty expiries in all, whichever sweep did them')
+  t.equal((await a!.listAccessLog('v1', { action: 'push_expired', limit: 100 })).length, 20, 'one push_expired entry per push')
+})
