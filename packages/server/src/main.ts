@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { StorageError } from '@envkeep/env-api-plugin'
 import { loadConfig, SETTINGS, UsageError } from './config.js'
+import { migrateCommand } from './commands/migrate.js'
 import { KeyFileError } from './keyring-file.js'
 import { adminCiAdd, adminCiList, adminCiRemove } from './commands/admin-ci.js'
 import { adminEnvCreate } from './commands/admin-env.js'
@@ -72,6 +74,13 @@ const COMMANDS: readonly CommandSpec[] = [
   { words: ['admin', 'ci', 'remove'], usage: 'admin ci remove --vault V --name N', summary: 'remove a CI identity; its live tokens stop at once', strings: ['vault', 'name'], run: adminCiRemove },
   { words: ['admin', 'rotate-master-key'], usage: 'admin rotate-master-key', summary: 'new master key; rewraps the vault keys, values untouched; the old key file is kept as a backup', run: adminRotateMasterKey },
   { words: ['admin', 'rotate-data-keys'], usage: 'admin rotate-data-keys [--from VAULT_ID]', summary: 'new data keys; every stored value (pushes included) sealed again, vault by vault, online; --from resumes', strings: ['from'], run: adminRotateDataKeys },
+  {
+    words: ['migrate'],
+    usage: 'migrate --to postgres://… [--data-dir D]',
+    summary: 'copy the SQLite data directory into an empty PostgreSQL database (values stay sealed, sign-ins stay valid); counts checked',
+    strings: ['to'],
+    run: migrateCommand,
+  },
   { words: ['admin', 'signins', 'revoke'], usage: 'admin signins revoke --email E', summary: "revoke a person's CLI sign-ins and end their web sessions", strings: ['email'], run: adminSigninsRevoke },
 ]
 
@@ -186,8 +195,9 @@ export function buildCli(deps: CliDeps): { run(argv: readonly string[]): Promise
         })
       } catch (err) {
         const usage = err instanceof UsageFailure || err instanceof UsageError || err instanceof KeyFileError
-        const known = usage || err instanceof CommandFailure
-        const message = known ? (err as Error).message : 'an internal error occurred'
+        // a database failure says its SQLSTATE (and at most a constraint's name): never a row
+        const known = usage || err instanceof CommandFailure || err instanceof StorageError
+        const message = known ? (err instanceof StorageError ? `the database failed: ${err.message}` : (err as Error).message) : 'an internal error occurred'
         if (!known) say(`envkeep-server: ${err instanceof Error ? `${err.name} ${err.stack?.split('\n')[1]?.trim() ?? ''}` : typeof err}`)
         say(`envkeep-server: ${message}`)
         if (json) deps.stdout.write(`${JSON.stringify({ ok: false, error: message })}\n`)

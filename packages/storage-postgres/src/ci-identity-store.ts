@@ -89,7 +89,7 @@ export class PostgresCiIdentityStore implements CiIdentityStore {
     return inTransaction(this.#db, async (trx) => {
       const used = await rows(
         trx,
-        sql`insert into used_subject_tokens (key, forget_after) values (${input.subjectTokenKey}, ${input.subjectTokenExpiresAt.getTime()}) on conflict (key) do nothing returning key`,
+        sql`insert into used_subject_tokens (key, expires_at) values (${input.subjectTokenKey}, ${input.subjectTokenExpiresAt.getTime()}) on conflict (key) do nothing returning key`,
       )
       if (used.length === 0) return 'replayed' as const
       const si = input.signIn

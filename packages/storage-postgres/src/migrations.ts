@@ -152,7 +152,7 @@ const m001: Migration = {
 
       create table used_subject_tokens (
         key text primary key,
-        forget_after bigint not null
+        expires_at bigint not null
       );
     `.execute(db)
   },

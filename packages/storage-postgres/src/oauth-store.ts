@@ -207,7 +207,7 @@ export class PostgresOAuthStore implements OAuthStore {
       count(await sql`delete from refresh_tokens where sign_in_id in (${ended})`.execute(trx))
       count(await sql`delete from access_tokens where sign_in_id in (${ended})`.execute(trx))
       count(await sql`delete from sign_ins where id in (${ended})`.execute(trx))
-      count(await sql`delete from used_subject_tokens where forget_after < ${now.getTime()}`.execute(trx))
+      count(await sql`delete from used_subject_tokens where expires_at < ${now.getTime()}`.execute(trx))
       count(await sql`delete from rate_counters where window_start + window_ms < ${now.getTime()}`.execute(trx))
       return n
     })
