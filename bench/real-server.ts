@@ -22,7 +22,9 @@ const filename = process.env.BENCH_DB
 const masterKey = process.env.BENCH_MASTER_KEY
 if (!filename || !masterKey || !process.send) throw new Error('bench/real-server is started by bench/run.ts')
 
-const storage = await createSqliteStorage({ filename })
+const storage = /^postgres(ql)?:\/\//.test(filename)
+  ? await (await import('@envkeep/storage-postgres')).createPostgresStorage({ connectionString: filename, pool: 10 })
+  : await createSqliteStorage({ filename })
 const app = Fastify({ logger: false })
 await app.register(envApi, {
   baseUrl: BASE_URL,

@@ -25,6 +25,21 @@ import { BENCH_RATE_LIMIT, MANY_SIGN_INS, MANY_VAULTS, READ_SIZES, seed, value40
 
 const here = dirname(fileURLToPath(import.meta.url))
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
+const DATABASE = process.env.BENCH_DATABASE === 'postgres' ? 'postgres' : 'sqlite'
+
+async function freshPostgresDatabase(): Promise<string> {
+  const server = process.env.BENCH_DATABASE_URL ?? process.env.ENVKEEP_TEST_DATABASE_URL
+  if (!server) throw new Error('BENCH_DATABASE=postgres needs BENCH_DATABASE_URL (a server where it may create a database)')
+  const { default: pg } = await import('pg')
+  const name = `envkeep_bench_${Date.now()}`
+  const c = new pg.Client({ connectionString: server })
+  await c.connect()
+  await c.query(`create database ${name}`)
+  await c.end()
+  const u = new URL(server)
+  u.pathname = `/${name}`
+  return u.toString()
+}
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null
 const CONNECTIONS = 10
 const cores = availableParallelism()
@@ -194,7 +209,9 @@ async function main(): Promise<void> {
     execFileSync(join(here, '..', 'node_modules', '.bin', 'tsc'), ['-b', here], { stdio: 'inherit' })
     if (canPin) execFileSync('taskset', ['-a', '-p', '-c', String(cores - 1), String(process.pid)], { stdio: 'ignore' })
     const masterKey = randomBytes(32)
-    const filename = join(dir, 'envkeep.db')
+    // BENCH_DATABASE=postgres: a fresh database on the server in BENCH_DATABASE_URL (else ENVKEEP_TEST_DATABASE_URL)
+    const filename = DATABASE === 'postgres' ? await freshPostgresDatabase() : join(dir, 'envkeep.db')
+    console.log(`database: ${DATABASE}`)
     process.stdout.write('seeding (vaults of 1 … 10,000 variables, a person in 1,000 vaults, 1,002 sign-ins)… ')
     const s = await seed(filename, createLocalKeyring(masterKey))
     process.stdout.write(`${((Date.now() - started) / 1000).toFixed(1)} s\n`)
@@ -311,15 +328,16 @@ async function main(): Promise<void> {
     const out = {
       date: new Date().toISOString(),
       machine: { cores, cpu, node: process.version, platform: `${process.platform} ${process.arch}` },
-      settings: { durationSeconds: DURATION, connections: CONNECTIONS, pinned: canPin, rateLimit: BENCH_RATE_LIMIT, tool: 'autocannon (paced.ts for fixed rates)', stack: process.env.BENCH_STACK ?? null },
+      settings: { database: DATABASE, durationSeconds: DURATION, connections: CONNECTIONS, pinned: canPin, rateLimit: BENCH_RATE_LIMIT, tool: 'autocannon (paced.ts for fixed rates)', stack: process.env.BENCH_STACK ?? null },
       cases: results,
       server: { peakRssMb: Number(peakRssMb.toFixed(1)), startRssMb: Number(startRssMb.toFixed(1)) },
       targets,
       wallSeconds: Math.round((Date.now() - started) / 1000),
     }
     mkdirSync(join(here, 'results'), { recursive: true })
-    writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify(out, null, 2) + '\n')
-    console.log(`written bench/results/latest.json (${out.wallSeconds} s in all)`)
+    const file = DATABASE === 'postgres' ? 'latest-postgres.json' : 'latest.json'
+    writeFileSync(join(here, 'results', file), JSON.stringify(out, null, 2) + '\n')
+    console.log(`written bench/results/${file} (${out.wallSeconds} s in all)`)
   } finally {
     for (const c of children) await stop(c)
     rmSync(dir, { recursive: true, force: true })

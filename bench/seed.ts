@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { createVaultCrypto, type AccessLogEntry, type Keyring } from '@envkeep/env-api-plugin'
-import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import { createVaultCrypto, type AccessLogEntry, type Keyring, type Storage } from '@envkeep/env-api-plugin'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 
 /** The base URL the bench's real stack is configured with (never resolved: tokens are bound to it). */
@@ -46,7 +46,7 @@ export function varName(prefix: string, i: number): string {
  * `exchangeAuthorizationCode`, with an `ekat_` access token whose SHA-256
  * alone is stored. Returns the access token.
  */
-async function mintSignIn(storage: SqliteStorage, personId: string, now: Date): Promise<string> {
+async function mintSignIn(storage: Storage, personId: string, now: Date): Promise<string> {
   const code = randomBytes(32).toString('base64url')
   const codeHash = sha256(code)
   const scopes = ['env:read', 'env:push']
@@ -93,8 +93,17 @@ const ENVIRONMENTS = [
  * plugin's own vault crypto, written by applying a push, as a person would),
  * a person in 1,000 vaults, and the sign-ins. Closes the storage.
  */
+/** The bench's storage: a SQLite file, or PostgreSQL when the target is a postgres:// URL (BENCH_DATABASE=postgres). */
+export async function openBenchStorage(target: string): Promise<Storage & { close(): Promise<void> }> {
+  if (/^postgres(ql)?:\/\//.test(target)) {
+    const { createPostgresStorage } = await import('@envkeep/storage-postgres')
+    return createPostgresStorage({ connectionString: target, pool: 10 })
+  }
+  return createSqliteStorage({ filename: target })
+}
+
 export async function seed(filename: string, keyring: Keyring): Promise<Seeded> {
-  const storage = await createSqliteStorage({ filename })
+  const storage = await openBenchStorage(filename)
   try {
     const crypto = createVaultCrypto(storage, keyring)
     const now = new Date()

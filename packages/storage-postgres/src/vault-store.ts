@@ -171,13 +171,15 @@ export class PostgresVaultStore implements VaultStore {
   }
 
   async #access(where: RawBuilder<unknown>): Promise<VaultAccess[]> {
+    // one round trip: the environments come along as a JSON array
     return read(async () => {
-      const vs = await rows<VaultRow>(
+      const vs = await rows<VaultRow & { environments: EnvironmentInfo[] }>(
         this.#db,
-        sql`select v.id, v.name, v.plan, v.require_second_person, v.created_at, m.role from vaults v join members m on m.vault_id = v.id where ${where} order by v.name collate "C", v.id collate "C"`,
+        sql`select v.id, v.name, v.plan, v.require_second_person, v.created_at, m.role,
+            coalesce((select jsonb_agg(jsonb_build_object('name', e.name, 'ownersOnly', e.owners_only) order by e.name collate "C") from environments e where e.vault_id = v.id), '[]'::jsonb) as environments
+          from vaults v join members m on m.vault_id = v.id where ${where} order by v.name collate "C", v.id collate "C"`,
       )
-      const envs = await this.#environments(this.#db, vs.map((v) => v.id))
-      return vs.map((v) => ({ ...record(v), environments: envs.get(v.id) ?? [], role: v.role! }))
+      return vs.map((v) => ({ ...record(v), environments: v.environments, role: v.role! }))
     })
   }
 
@@ -339,16 +341,27 @@ export class PostgresVaultStore implements VaultStore {
   // ---- variables --------------------------------------------------------------
 
   readVariables(vaultId: string, environment: string, log: AccessLogEntry, names?: readonly string[]): Promise<{ variables: SealedVariable[]; version: number }> {
-    return inTransaction(this.#db, async (trx) => {
-      const filter = names === undefined ? sql`` : sql`and name = any(${[...new Set(names)]}::text[])`
-      const vars = await rows<{ name: string; sealed: Buffer }>(
-        trx,
-        sql`select name, sealed from variables where vault_id = ${vaultId} and environment = ${environment} ${filter} order by name collate "C"`,
+    // the API's hot path: one statement (atomic on its own) reads the values, the version and
+    // writes the read's log entry with the names actually read: one round trip
+    const filter = names === undefined ? sql`` : sql`and name = any(${[...new Set(names)]}::text[])`
+    return read(async () => {
+      const [r] = await rows<{ version: string | null; names: string[]; sealed: Buffer[]; logged: string }>(
+        this.#db,
+        sql`with v as (
+            select name, sealed from variables where vault_id = ${vaultId} and environment = ${environment} ${filter}
+          ), l as (
+            insert into access_log (vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail)
+            select ${log.vaultId}, ${log.at.getTime()}, ${log.personId}, ${log.signInId}, ${log.clientId}, ${log.action}, ${log.environment},
+              coalesce((select jsonb_agg(name order by name collate "C") from v), '[]'::jsonb), ${log.address}, ${log.subject ?? null}, ${log.detail ?? null}
+            returning 1
+          )
+          select (select version from environments where vault_id = ${vaultId} and name = ${environment}) as version,
+            coalesce((select array_agg(name order by name collate "C") from v), '{}') as names,
+            coalesce((select array_agg(sealed order by name collate "C") from v), '{}') as sealed,
+            (select count(*) from l) as logged`,
       )
-      const [env] = await rows<{ version: string }>(trx, sql`select version from environments where vault_id = ${vaultId} and name = ${environment}`)
-      const variables = vars.map((v) => ({ name: v.name, sealed: copy(v.sealed) }))
-      await insertLog(trx, { ...log, names: variables.map((v) => v.name) })
-      return { variables, version: env ? Number(env.version) : 0 }
+      const variables = r!.names.map((name, i) => ({ name, sealed: copy(r!.sealed[i]!) }))
+      return { variables, version: r!.version === null ? 0 : Number(r!.version) }
     })
   }
 
