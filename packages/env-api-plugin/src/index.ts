@@ -47,6 +47,12 @@ export {
  */
 async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<void> {
   const opts = resolveOptions(options)
+  // a prefix would silently double the paths (they already follow baseUrl's path): refuse it
+  if (app.prefix !== '') {
+    throw new TypeError(
+      `envkeep: register the plugin without a prefix (got "${app.prefix}"); its paths follow the path of baseUrl, e.g. baseUrl: 'https://example.com${app.prefix}'`,
+    )
+  }
   app.decorateRequest('envkeepOperation', null)
   // Pages share one cookie parser and CSRF protection (Origin check and a token bound to
   // the people adapter's session). A host that registered them already keeps its own.

@@ -24,3 +24,15 @@ t.test('non-positive numbers are refused', async (t) => {
   t.throws(() => resolveOptions({ ...base, baseUrl: 'http://127.0.0.1:8080', importTtlMs: 0 }))
   t.throws(() => resolveOptions({ ...base, baseUrl: 'http://127.0.0.1:8080', rateLimit: { perMinute: -1 } }))
 })
+
+t.test('a prefix at registration is refused with a clear error (it silently doubled the paths)', async (t) => {
+  const { default: Fastify } = await import('fastify')
+  const { default: envApi } = await import('../src/index.js')
+  const { createMemoryStorage } = await import('../src/testing/index.js')
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await t.rejects(async () => {
+    await app.register(envApi, { prefix: '/team', baseUrl: 'https://x.example', storage: createMemoryStorage(), keyring: null, people: {} as never } as never)
+    await app.ready()
+  }, /register the plugin without a prefix \(got "\/team"\); its paths follow the path of baseUrl, e\.g\. baseUrl: 'https:\/\/example\.com\/team'/)
+})
