@@ -12,7 +12,7 @@ import { cliLoginByConsent, httpBrowser, setUpFirstAccount, spawnUntil } from '.
 // CLI and the embedding example run from the installed packages.
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-const PACKAGES = ['env-api-plugin', 'storage-sqlite', 'server', 'cli']
+const PACKAGES = ['env-api-plugin', 'storage-sqlite', 'storage-postgres', 'server', 'cli']
 const VALUE = 'canary-packed-value'
 
 const hasNpm = spawnSync('npm', ['--version'], { encoding: 'utf8' }).status === 0
@@ -25,7 +25,7 @@ t.test('packed tarballs install with plain npm and work: server, CLI, embedding 
   mkdirSync(app)
   for (const p of PACKAGES) execFileSync('pnpm', ['--filter', `./packages/${p}`, 'pack', '--pack-destination', tarballs], { cwd: ROOT, stdio: 'ignore' })
   const files = readdirSync(tarballs).sort()
-  t.same(files, ['envkeep-cli-0.1.0.tgz', 'envkeep-env-api-plugin-0.1.0.tgz', 'envkeep-server-0.1.0.tgz', 'envkeep-storage-sqlite-0.1.0.tgz'])
+  t.same(files, ['envkeep-cli-0.1.0.tgz', 'envkeep-env-api-plugin-0.1.0.tgz', 'envkeep-server-0.1.0.tgz', 'envkeep-storage-postgres-0.1.0.tgz', 'envkeep-storage-sqlite-0.1.0.tgz'])
   for (const f of files) {
     const list = execFileSync('tar', ['tzf', join(tarballs, f)], { encoding: 'utf8' })
     t.match(list, /^package\/LICENSE$/m, `${f}: LICENSE`)

@@ -5,7 +5,8 @@ import { rows } from './vault-store.js'
 
 /**
  * Request counters in the database, shared by every server process: one statement counts a
- * request in each window atomically (an upsert per window; a new window starts at 1).
+ * request in each window atomically (an upsert per window; a window starts at its first
+ * request and, once over, the next request starts a new one at 1).
  */
 export class PostgresRateCounters {
   readonly #db: Kysely<unknown>
@@ -16,14 +17,15 @@ export class PostgresRateCounters {
 
   countRequest(key: string, windowsMs: readonly number[], now: Date): Promise<WindowCount[]> {
     const at = now.getTime()
-    const values = windowsMs.map((w) => sql`(${key}, ${w}::bigint, ${Math.floor(at / w) * w}::bigint, 1::bigint)`)
+    // a window starts at the first request counted in it (as @fastify/rate-limit's own store does)
+    const values = windowsMs.map((w) => sql`(${key}, ${w}::bigint, ${at}::bigint, 1::bigint)`)
     return read(async () => {
       const counted = await rows<{ window_ms: string; window_start: string; count: string }>(
         this.#db,
         sql`insert into rate_counters (key, window_ms, window_start, count) values ${sql.join(values)}
           on conflict (key, window_ms) do update set
-            count = case when rate_counters.window_start = excluded.window_start then rate_counters.count + 1 else 1 end,
-            window_start = excluded.window_start
+            count = case when rate_counters.window_start + rate_counters.window_ms > excluded.window_start then rate_counters.count + 1 else 1 end,
+            window_start = case when rate_counters.window_start + rate_counters.window_ms > excluded.window_start then rate_counters.window_start else excluded.window_start end
           returning window_ms, window_start, count`,
       )
       return windowsMs.map((w) => {

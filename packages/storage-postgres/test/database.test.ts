@@ -59,7 +59,7 @@ t.test('request counters are shared and atomic: 200 concurrent counts from two p
   const now = new Date(Date.UTC(2026, 10, 22, 12, 0, 30))
   const counts = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).countRequest('sign-in:x', [60_000, 86_400_000], now)))
   t.same(counts.map((c) => c[0]!.count).sort((x, y) => x - y), Array.from({ length: 200 }, (_, i) => i + 1))
-  t.equal(counts[0]![0]!.resetAt.toISOString(), '2026-11-22T12:01:00.000Z')
+  t.equal(counts[0]![0]!.resetAt.toISOString(), '2026-11-22T12:01:30.000Z', 'the window started with its first request')
   const next = await a.countRequest('sign-in:x', [60_000, 86_400_000], new Date(now.getTime() + 60_000))
   t.equal(next[0]!.count, 1, 'a new minute starts at 1')
   t.equal(next[1]!.count, 201, 'the day goes on')

@@ -31,14 +31,16 @@ t.test('withTestDatabase creates a fresh database and drops it in teardown', asy
   t.equal(await databaseExists(server, name), false, 'dropped after the test')
 })
 
-t.test('without ENVKEEP_TEST_DATABASE_URL the test is skipped with the reason', async (t) => {
-  const saved = process.env.ENVKEEP_TEST_DATABASE_URL
+t.test('outside CI, without ENVKEEP_TEST_DATABASE_URL the test is skipped with the reason', async (t) => {
+  const saved = { url: process.env.ENVKEEP_TEST_DATABASE_URL, ci: process.env.CI }
   delete process.env.ENVKEEP_TEST_DATABASE_URL
+  delete process.env.CI
   t.teardown(() => {
-    if (saved !== undefined) process.env.ENVKEEP_TEST_DATABASE_URL = saved
+    if (saved.url !== undefined) process.env.ENVKEEP_TEST_DATABASE_URL = saved.url
+    if (saved.ci !== undefined) process.env.CI = saved.ci
   })
   let reason = ''
-  const url = await withTestDatabase({ skip: (m) => void (reason = m ?? ''), teardown: () => {} })
+  const url = await withTestDatabase({ skip: ((m: string) => void (reason = m ?? '')) as never, teardown: () => {} })
   t.equal(url, undefined)
   t.match(reason, /ENVKEEP_TEST_DATABASE_URL is not set/)
 })

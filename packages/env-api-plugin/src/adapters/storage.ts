@@ -15,8 +15,8 @@ export interface WindowCount {
 /** Everything the plugin stores. One object implements every part. */
 export interface Storage extends VaultStore, OAuthStore, CiIdentityStore {
   /**
-   * Optional: counts one request for `key` in each fixed window (`windowsMs`, aligned to the
-   * epoch), atomically, where every server process sees the same counters. With it, the
+   * Optional: counts one request for `key` in each window (`windowsMs`, starting at its first
+   * request), atomically, where every server process sees the same counters. With it, the
    * per-sign-in rate limits hold across processes; without it, each process counts in memory.
    */
   countRequest?(key: string, windowsMs: readonly number[], now: Date): Promise<WindowCount[]>
