@@ -369,7 +369,8 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
         vaultId,
         environment: field(request.body, 'environment'),
         name: field(request.body, 'name'),
-        value: field(request.body, 'value'),
+        // a textarea's newlines arrive as CRLF (HTML forms); store what the person typed, \n
+        value: field(request.body, 'value').replace(/\r\n?/g, '\n'),
         mode,
       })
       return seeOther(deps, reply, back(r.vault.id, `done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${r.env.name}`))

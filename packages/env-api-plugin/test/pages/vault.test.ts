@@ -253,3 +253,14 @@ t.test('pending pushes past their expiry are not offered for review', async (t) 
   t.notMatch(page.body, id)
   t.match(page.body, 'No pushes are waiting for review.')
 })
+
+t.test('a multi-line value typed into the page is stored with \\n line endings (browsers send CRLF)', async (t) => {
+  const b = await build(t)
+  const s = session(b.app, 'owner')
+  const url = `/v/${b.vaultId}`
+  await s.get(url)
+  t.equal((await s.post(`${url}/variables/add`, { environment: 'development', name: 'PEM', value: 'line one\r\nline two\r\n' })).statusCode, 303)
+  const revealed = await s.post(`${url}/reveal`, { environment: 'development', name: 'PEM' })
+  t.match(revealed.body, 'line one\nline two\n')
+  t.notMatch(revealed.body, /line one\r/)
+})
