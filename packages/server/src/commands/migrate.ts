@@ -61,7 +61,7 @@ export async function migrateCommand(ctx: CommandContext): Promise<number> {
     try {
       await createPostgresAccountStore(target.database)
       const db = target.database.db
-      const held = await held_(db)
+      const held = await heldData(db)
       if (held.length > 0) {
         throw new CommandFailure(`the target database already holds envkeep data (${held.join(', ')}); migrate copies into an empty database only`)
       }
@@ -106,7 +106,7 @@ export async function migrateCommand(ctx: CommandContext): Promise<number> {
   }
 }
 
-async function held_(db: Kysely<unknown>): Promise<string[]> {
+async function heldData(db: Kysely<unknown>): Promise<string[]> {
   const out: string[] = []
   for (const table of ['vaults', 'accounts', 'sign_ins', 'oauth_codes'] as const) {
     const n = Number(((await sql`select count(*) as n from ${sql.id(table)}`.execute(db)).rows[0] as { n: string }).n)
