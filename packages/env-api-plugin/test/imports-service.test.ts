@@ -1,4 +1,5 @@
 import t from 'tap'
+import { requireSecondPerson } from './storage-under-test.js'
 import { decideImport } from '../src/index.js'
 import { build } from './api/helpers.js'
 
@@ -23,9 +24,7 @@ t.test('who may decide a push', async (t) => {
       if (role !== 'none') members.dee = role as 'owner' | 'editor' | 'viewer'
       const v = await b.createVault('olga', { members })
       if (second) {
-        await b.storage.edit((s) => {
-          s.vaults.set(v, { ...s.vaults.get(v)!, requireSecondPerson: true })
-        })
+        await requireSecondPerson(b.storage, v)
       }
       const token = await b.signIn(isSender ? 'dee' : 'olga')
       const res = await b.push(v, env, token, { variables: { A: 'value-a' } })

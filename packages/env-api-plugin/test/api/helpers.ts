@@ -4,7 +4,8 @@ import type { Test } from 'tap'
 import envApi, { createVaultCrypto, type EnvApiOptions, type Keyring, type Role, type Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 import { mintSignIn } from '../../src/testing/sign-in.js'
-import { createMemoryStorage, testLogEntry, TEST_NO_LIMIT, type MemoryStorage } from '../../src/testing/index.js'
+import { testLogEntry, TEST_NO_LIMIT, type MemoryStorage } from '../../src/testing/index.js'
+import { isMemory, postgresQuery, storageUnderTest, type StorageUnderTest } from '../storage-under-test.js'
 
 export const BASE_URL = 'https://envkeep.example'
 export const CLI_CLIENT = `${BASE_URL}/cli/oauth-client.json`
@@ -16,8 +17,8 @@ type Tap = { teardown(fn: () => unknown): void }
 
 export interface BuildOptions {
   keyring?: Keyring | null
-  /** a store to use (and leave open), e.g. to reopen the same data under another key; default a fresh memory store */
-  storage?: MemoryStorage
+  /** a store to use (and leave open), e.g. to reopen the same data under another key; default a fresh store (memory, or PostgreSQL with ENVKEEP_TEST_STORAGE=postgres) */
+  storage?: StorageUnderTest
   /** wraps the storage the plugin sees (failure injection); tests still see the real one */
   wrapStorage?: (s: Storage) => Storage
   extra?: Partial<EnvApiOptions>
@@ -27,7 +28,7 @@ export interface BuildOptions {
 
 export interface Built {
   app: FastifyInstance
-  storage: MemoryStorage
+  storage: StorageUnderTest
   keyring: Keyring | null
   /** every log line the app wrote, raw JSON */
   logs: string[]
@@ -42,7 +43,7 @@ export interface Built {
 
 /** A ready app with the plugin on the reference memory store, closed at teardown (the store too, unless given). */
 export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
-  const storage = o.storage ?? createMemoryStorage()
+  const storage = o.storage ?? (await storageUnderTest(t as never))
   const keyring = o.keyring === undefined ? createTestKeyring() : o.keyring
   const logs: string[] = []
   const clock = { now: new Date(T0) }
@@ -185,7 +186,7 @@ export function expectError(
 /** Breaking a stored value behind the adapter's back: each makes the next read fail with decrypt_failed. */
 export const tamper = {
   /** flips one bit of a sealed value (in its ciphertext) */
-  flipByte(storage: MemoryStorage, vaultId: string, name: string): Promise<void> {
+  flipByte(storage: Storage, vaultId: string, name: string): Promise<void> {
     return editVariable(storage, vaultId, name, (sealed) => {
       const s = new Uint8Array(sealed)
       s[s.length - 20] = (s[s.length - 20] as number) ^ 1
@@ -193,18 +194,24 @@ export const tamper = {
     })
   },
   /** puts the sealed bytes of one variable in another's row */
-  async copySealed(storage: MemoryStorage, vaultId: string, from: string, to: string): Promise<void> {
-    let bytes: Uint8Array | undefined
-    await storage.edit((st) => {
-      for (const [key, vars] of st.variables) if (key.startsWith(`${vaultId}\0`) && vars.has(from)) bytes = vars.get(from)!.sealed
-    })
+  async copySealed(storage: Storage, vaultId: string, from: string, to: string): Promise<void> {
+    const bytes = await sealedOf(storage, vaultId, from)
     if (!bytes) throw new Error('tamper: no such variable')
-    const copied = bytes
-    await editVariable(storage, vaultId, to, () => copied)
+    await editVariable(storage, vaultId, to, () => bytes)
   },
   /** copies a variable's row to another environment, sealed bytes unchanged */
-  copyToEnvironment(storage: MemoryStorage, vaultId: string, name: string, toEnvironment: string): Promise<void> {
-    return storage.edit((st) => {
+  async copyToEnvironment(storage: Storage, vaultId: string, name: string, toEnvironment: string): Promise<void> {
+    const q = postgresQuery(storage)
+    if (q) {
+      await q(
+        `insert into variables (vault_id, environment, name, sealed, updated_at, updated_by) select vault_id, $3, name, sealed, updated_at, updated_by from variables where vault_id = $1 and name = $2 limit 1
+         on conflict (vault_id, environment, name) do update set sealed = excluded.sealed`,
+        [vaultId, name, toEnvironment],
+      )
+      return
+    }
+    const m = storage as MemoryStorage
+    await m.edit((st) => {
       for (const [key, vars] of st.variables) {
         const row = key.startsWith(`${vaultId}\0`) ? vars.get(name) : undefined
         if (!row) continue
@@ -217,12 +224,22 @@ export const tamper = {
     })
   },
   /** replaces a variable's sealed bytes */
-  setSealed(storage: MemoryStorage, vaultId: string, name: string, bytes: Uint8Array): Promise<void> {
-    return editVariable(storage, vaultId, name, () => bytes)
+  setSealed(storage: Storage, vaultId: string, name: string, sealed: Uint8Array): Promise<void> {
+    return editVariable(storage, vaultId, name, () => sealed)
   },
   /** flips one bit of a vault's wrapped data key */
-  flipWrappedKey(storage: MemoryStorage, vaultId: string): Promise<void> {
-    return storage.edit((st) => {
+  async flipWrappedKey(storage: Storage, vaultId: string): Promise<void> {
+    const q = postgresQuery(storage)
+    if (q) {
+      const r = await q('select wrapped_key from vaults where id = $1', [vaultId])
+      const k = r.rows[0]?.wrapped_key as Buffer | null | undefined
+      if (!k) throw new Error('tamper: no wrapped key')
+      const next = Buffer.from(k)
+      next[20] = (next[20] as number) ^ 0xff
+      await q('update vaults set wrapped_key = $2 where id = $1', [vaultId, next])
+      return
+    }
+    await (storage as MemoryStorage).edit((st) => {
       const v = st.vaults.get(vaultId)
       if (!v?.wrappedKey) throw new Error('tamper: no wrapped key')
       const k = new Uint8Array(v.wrappedKey)
@@ -232,8 +249,25 @@ export const tamper = {
   },
 }
 
-function editVariable(storage: MemoryStorage, vaultId: string, name: string, change: (sealed: Uint8Array) => Uint8Array): Promise<void> {
-  return storage.edit((st) => {
+async function sealedOf(storage: Storage, vaultId: string, name: string): Promise<Uint8Array | undefined> {
+  const q = postgresQuery(storage)
+  if (q) return (await q('select sealed from variables where vault_id = $1 and name = $2 limit 1', [vaultId, name])).rows[0]?.sealed as Buffer | undefined
+  let bytes: Uint8Array | undefined
+  await (storage as MemoryStorage).edit((st) => {
+    for (const [key, vars] of st.variables) if (key.startsWith(`${vaultId}\0`) && vars.has(name)) bytes = vars.get(name)!.sealed
+  })
+  return bytes
+}
+
+async function editVariable(storage: Storage, vaultId: string, name: string, change: (sealed: Uint8Array) => Uint8Array): Promise<void> {
+  const q = postgresQuery(storage)
+  if (q) {
+    const rows = (await q('select environment, sealed from variables where vault_id = $1 and name = $2', [vaultId, name])).rows
+    for (const r of rows) await q('update variables set sealed = $4 where vault_id = $1 and environment = $2 and name = $3', [vaultId, r.environment, name, Buffer.from(change(new Uint8Array(r.sealed as Buffer)))])
+    return
+  }
+  if (!isMemory(storage)) throw new Error('tamper: unknown store')
+  await storage.edit((st) => {
     for (const [key, vars] of st.variables) {
       const row = key.startsWith(`${vaultId}\0`) ? vars.get(name) : undefined
       if (row) vars.set(name, { ...row, sealed: change(row.sealed) })

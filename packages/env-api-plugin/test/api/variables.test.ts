@@ -1,5 +1,6 @@
 import t from 'tap'
-import type { MemoryStorage } from '../../src/testing/index.js'
+import type { Storage } from '../../src/index.js'
+import { breakLogWrites } from '../storage-under-test.js'
 import { StorageError } from '../../src/index.js'
 import { build, expectApi, expectError, failing, tamper } from './helpers.js'
 
@@ -90,7 +91,7 @@ t.test('503 not_configured when the server has no key', async (t) => {
 })
 
 t.test('500 decrypt_failed delivers nothing', async (t) => {
-  const tamperings: Array<[string, (storage: MemoryStorage, v: string) => Promise<void>]> = [
+  const tamperings: Array<[string, (storage: Storage, v: string) => Promise<void>]> = [
     ['a flipped byte of a sealed value', (s, v) => tamper.flipByte(s, v, 'B_TWO')],
     ['a ciphertext copied to another row', (s, v) => tamper.copySealed(s, v, 'A_ONE', 'C_THREE')],
     ['a ciphertext copied to another environment', (s, v) => tamper.copyToEnvironment(s, v, 'A_ONE', 'preview')],
@@ -118,7 +119,7 @@ t.test('a read whose access-log entry cannot be written fails and delivers nothi
   const b = await build(t)
   const v = await b.createVault('alice')
   await b.setValues(v, 'development', { A: CANARY })
-  await b.storage.probe.breakWrites('access_log')
+  await breakLogWrites(b.storage)
   const res = await b.get(`/api/env/${v}/development`, await b.signIn('alice'))
   t.ok(res.statusCode >= 500, 'a server error')
   expectError(t, res, res.statusCode, 'server_error', 'env API: database', { vault: v, secrets: [CANARY, 'writes broken'] })

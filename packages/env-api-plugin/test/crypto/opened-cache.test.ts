@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
-import type { MemoryStorage } from '../../src/testing/index.js'
 import type { SealedVariable, Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 
@@ -104,7 +103,7 @@ t.test('off by default', async (t) => {
 t.test('through the read route: a value tampered with after it was read still fails the whole read', async (t) => {
   const { build, expectError, tamper } = await import('../api/helpers.js')
   const CANARY = 'canary-opened-cache-7f3a'
-  const tamperings: Array<[string, (storage: MemoryStorage, v: string) => Promise<void>]> = [
+  const tamperings: Array<[string, (storage: Storage, v: string) => Promise<void>]> = [
     ['a flipped byte', (s, v) => tamper.flipByte(s, v, 'B_TWO')],
     ['a ciphertext copied to another row', (s, v) => tamper.copySealed(s, v, 'A_ONE', 'B_TWO')],
   ]

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import * as oauth from 'oauth4webapi'
 import { freePort } from '@envkeep/test-support'
 import envApi, { type EnvApiOptions, type PeopleAdapter, type Person, type Storage } from '../../src/index.js'
-import { createMemoryStorage, type MemoryStorage } from '../../src/testing/index.js'
+import { storageUnderTest, type StorageUnderTest } from '../storage-under-test.js'
 
 type Tap = { teardown(fn: () => unknown): void }
 
@@ -31,7 +31,7 @@ export function createTestPeople(): PeopleAdapter {
 
 export interface Built {
   readonly app: FastifyInstance
-  readonly storage: MemoryStorage
+  readonly storage: StorageUnderTest
   readonly base: string
   readonly cli: string
   readonly resource: string
@@ -50,7 +50,7 @@ export async function build(
 ): Promise<Built> {
   const port = o.listen ? await freePort() : 0
   const base = o.baseUrl ?? (o.listen ? `http://127.0.0.1:${port}` : 'https://envkeep.example')
-  const storage = createMemoryStorage()
+  const storage = await storageUnderTest(t as never)
   const clock = { now: new Date(T0) }
   const logs: string[] = []
   const app = Fastify({ logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } })

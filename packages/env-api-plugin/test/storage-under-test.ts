@@ -1,0 +1,53 @@
+import type { Storage } from '../src/index.js'
+import { createMemoryStorage, type MemoryStorage } from '../src/testing/index.js'
+import { withTestDatabase } from '@envkeep/test-support'
+
+/**
+ * The store the route tests run on: the reference memory store, or, with
+ * ENVKEEP_TEST_STORAGE=postgres, @envkeep/storage-postgres on a fresh database (the CI runs the
+ * /api/env and OAuth tests both ways).
+ */
+export type StorageUnderTest = Storage & { close(): Promise<void> }
+
+export const ON_POSTGRES = process.env.ENVKEEP_TEST_STORAGE === 'postgres'
+
+export async function storageUnderTest(t: { teardown(fn: () => unknown): void; skip(...a: never[]): unknown }): Promise<StorageUnderTest> {
+  if (!ON_POSTGRES) return createMemoryStorage()
+  const url = await withTestDatabase(t as never)
+  if (!url) throw new Error('ENVKEEP_TEST_STORAGE=postgres needs ENVKEEP_TEST_DATABASE_URL')
+  const { createPostgresStorage } = await import('@envkeep/storage-postgres')
+  return createPostgresStorage({ connectionString: url, pool: 4 })
+}
+
+/** Raw SQL on the PostgreSQL store (for tampering tests), or null on the memory store. */
+export function postgresQuery(storage: Storage): ((text: string, params: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>) | null {
+  const pool = (storage as { database?: { pool?: { query(text: string, params: unknown[]): Promise<{ rows: Record<string, unknown>[] }> } } }).database?.pool
+  return pool ? (text, params) => pool.query(text, params) : null
+}
+
+export function isMemory(storage: Storage): storage is MemoryStorage {
+  return typeof (storage as Partial<MemoryStorage>).edit === 'function'
+}
+
+/** Makes every later access-log write fail, on either store (the memory probe, or a trigger). */
+export async function breakLogWrites(storage: Storage): Promise<void> {
+  const q = postgresQuery(storage)
+  if (q) {
+    await q(`create or replace function test_break_log() returns trigger language plpgsql as $$ begin raise exception 'test: writes broken'; end $$`, [])
+    await q('create trigger test_break_log before insert on access_log for each row execute function test_break_log()', [])
+    return
+  }
+  await (storage as MemoryStorage).probe.breakWrites('access_log')
+}
+
+/** Turns on a vault's second-person rule, on either store. */
+export async function requireSecondPerson(storage: Storage, vaultId: string): Promise<void> {
+  const q = postgresQuery(storage)
+  if (q) {
+    await q('update vaults set require_second_person = true where id = $1', [vaultId])
+    return
+  }
+  await (storage as MemoryStorage).edit((s) => {
+    s.vaults.set(vaultId, { ...s.vaults.get(vaultId)!, requireSecondPerson: true })
+  })
+}

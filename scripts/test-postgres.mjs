@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+// `pnpm test:postgres`: the plugin's /api/env, OAuth, crypto and push-decision tests once more,
+// on @envkeep/storage-postgres (ENVKEEP_TEST_STORAGE=postgres). Needs ENVKEEP_TEST_DATABASE_URL
+// (a server where the tests may create databases; CI starts one). Without it, outside CI, it
+// says so and skips; in CI it fails.
+import { spawnSync } from 'node:child_process'
+
+if (!process.env.ENVKEEP_TEST_DATABASE_URL) {
+  if (process.env.CI === 'true') {
+    console.error('test:postgres: CI=true and ENVKEEP_TEST_DATABASE_URL is not set')
+    process.exit(1)
+  }
+  console.log('test:postgres: skipped (ENVKEEP_TEST_DATABASE_URL is not set; `.ci/postgres.sh start DIR` prints one)')
+  process.exit(0)
+}
+const files = [
+  'packages/env-api-plugin/test/api/**/*.test.ts',
+  'packages/env-api-plugin/test/oauth/**/*.test.ts',
+  'packages/env-api-plugin/test/crypto/**/*.test.ts',
+  'packages/env-api-plugin/test/imports-service.test.ts',
+]
+const r = spawnSync('tap', files, { stdio: 'inherit', env: { ...process.env, ENVKEEP_TEST_STORAGE: 'postgres' }, shell: false })
+process.exit(r.status ?? 1)
