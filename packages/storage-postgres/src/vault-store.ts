@@ -12,14 +12,11 @@ import type {
   NewEnvironment,
   NewImport,
   NewVault,
-  OverLimit,
-  RefusedLine,
   RemoveMemberResult,
   Role,
   SealedVariable,
   SetMemberResult,
   SetVariableResult,
-  StorageLimit,
   VariableDelete,
   VariableMeta,
   VariableWrite,
@@ -32,77 +29,11 @@ import type {
 import { StorageError } from '@envkeep/env-api-plugin'
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import { inTransaction, read } from './database.js'
+import { bytes, copy, insertLog, json, ms, overLimit, record, rows, toImport, toLogRow, type ImportRow, type LogRow, type VaultRow } from './rows.js'
+
+export { insertLog, rows } from './rows.js'
 
 type Q = Kysely<unknown>
-
-/** Rows of a statement. */
-export async function rows<T>(db: Q, q: RawBuilder<unknown>): Promise<T[]> {
-  return (await q.execute(db)).rows as T[]
-}
-
-const ms = (v: unknown): number => Number(v)
-const bytes = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength))
-const copy = (b: Uint8Array): Uint8Array => new Uint8Array(b)
-const json = (v: unknown) => sql`${JSON.stringify(v)}::jsonb`
-
-interface VaultRow {
-  id: string
-  name: string
-  plan: string
-  require_second_person: boolean
-  created_at: string
-  role?: Role
-}
-
-function record(v: VaultRow): VaultRecord {
-  return { id: v.id, name: v.name, plan: v.plan, requireSecondPerson: v.require_second_person, createdAt: new Date(ms(v.created_at)) }
-}
-
-interface ImportRow {
-  id: string
-  vault_id: string
-  environment: string
-  sender_id: string
-  sign_in_id: string | null
-  status: ImportRecord['status']
-  names: string[]
-  overwrites: string[]
-  refused: RefusedLine[]
-  created_at: string
-  expires_at: string
-  decided_at: string | null
-  decided_by: string | null
-}
-
-function toImport(r: ImportRow): ImportRecord {
-  return {
-    id: r.id,
-    vaultId: r.vault_id,
-    environment: r.environment,
-    senderId: r.sender_id,
-    signInId: r.sign_in_id,
-    status: r.status,
-    names: r.names,
-    overwrites: r.overwrites,
-    refused: r.refused,
-    createdAt: new Date(ms(r.created_at)),
-    expiresAt: new Date(ms(r.expires_at)),
-    decidedAt: r.decided_at === null ? null : new Date(ms(r.decided_at)),
-    decidedBy: r.decided_by,
-  }
-}
-
-function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
-  if (after.n > limit.maxVariables && after.n > before.n) return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
-  if (after.bytes > limit.maxBytes && after.bytes > before.bytes) return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
-  return null
-}
-
-/** Appends a log entry in the transaction `db`. */
-export async function insertLog(db: Q, e: Omit<AccessLogRow, 'id'>): Promise<void> {
-  await sql`insert into access_log (vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail)
-    values (${e.vaultId}, ${e.at.getTime()}, ${e.personId}, ${e.signInId}, ${e.clientId}, ${e.action}, ${e.environment}, ${json(e.names)}, ${e.address}, ${e.subject ?? null}, ${e.detail ?? null})`.execute(db)
-}
 
 /**
  * The vault store on PostgreSQL. Every changing method is one transaction that first locks
@@ -427,20 +358,7 @@ export class PostgresVaultStore implements VaultStore {
   listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessLogEntry['action']; limit: number; before?: number }): Promise<AccessLogRow[]> {
     return read(async () => {
       const limit = Math.max(0, Math.trunc(filter.limit))
-      const list = await rows<{
-        id: string
-        vault_id: string
-        at: string
-        person_id: string | null
-        sign_in_id: string | null
-        client_id: string | null
-        action: AccessLogEntry['action']
-        environment: string | null
-        names: string[]
-        address: string | null
-        subject: string | null
-        detail: string | null
-      }>(
+      const list = await rows<LogRow>(
         this.#db,
         sql`select * from access_log where vault_id = ${vaultId}
           ${filter.environment !== undefined ? sql`and environment = ${filter.environment}` : sql``}
@@ -448,20 +366,7 @@ export class PostgresVaultStore implements VaultStore {
           ${filter.before !== undefined ? sql`and id < ${filter.before}` : sql``}
           order by id desc limit ${limit}`,
       )
-      return list.map((r) => ({
-        id: Number(r.id),
-        vaultId: r.vault_id,
-        at: new Date(ms(r.at)),
-        personId: r.person_id,
-        signInId: r.sign_in_id,
-        clientId: r.client_id,
-        action: r.action,
-        environment: r.environment,
-        names: r.names,
-        address: r.address,
-        subject: r.subject,
-        detail: r.detail,
-      }))
+      return list.map(toLogRow)
     })
   }
 

@@ -1,0 +1,108 @@
+import type { AccessLogRow, ImportRecord, OverLimit, RefusedLine, Role, StorageLimit, VaultRecord } from '@envkeep/env-api-plugin'
+import { sql, type Kysely, type RawBuilder } from 'kysely'
+
+/** The rows and conversions the PostgreSQL stores share. */
+
+type Q = Kysely<unknown>
+
+/** Rows of a statement. */
+export async function rows<T>(db: Q, q: RawBuilder<unknown>): Promise<T[]> {
+  return (await q.execute(db)).rows as T[]
+}
+
+export const ms = (v: unknown): number => Number(v)
+export const bytes = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength))
+export const copy = (b: Uint8Array): Uint8Array => new Uint8Array(b)
+export const json = (v: unknown) => sql`${JSON.stringify(v)}::jsonb`
+
+export interface VaultRow {
+  id: string
+  name: string
+  plan: string
+  require_second_person: boolean
+  created_at: string
+  role?: Role
+}
+
+export function record(v: VaultRow): VaultRecord {
+  return { id: v.id, name: v.name, plan: v.plan, requireSecondPerson: v.require_second_person, createdAt: new Date(ms(v.created_at)) }
+}
+
+export interface ImportRow {
+  id: string
+  vault_id: string
+  environment: string
+  sender_id: string
+  sign_in_id: string | null
+  status: ImportRecord['status']
+  names: string[]
+  overwrites: string[]
+  refused: RefusedLine[]
+  created_at: string
+  expires_at: string
+  decided_at: string | null
+  decided_by: string | null
+}
+
+export function toImport(r: ImportRow): ImportRecord {
+  return {
+    id: r.id,
+    vaultId: r.vault_id,
+    environment: r.environment,
+    senderId: r.sender_id,
+    signInId: r.sign_in_id,
+    status: r.status,
+    names: r.names,
+    overwrites: r.overwrites,
+    refused: r.refused,
+    createdAt: new Date(ms(r.created_at)),
+    expiresAt: new Date(ms(r.expires_at)),
+    decidedAt: r.decided_at === null ? null : new Date(ms(r.decided_at)),
+    decidedBy: r.decided_by,
+  }
+}
+
+export function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
+  if (after.n > limit.maxVariables && after.n > before.n) return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
+  if (after.bytes > limit.maxBytes && after.bytes > before.bytes) return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
+  return null
+}
+
+/** Appends a log entry in the transaction `db`. */
+export async function insertLog(db: Q, e: Omit<AccessLogRow, 'id'>): Promise<void> {
+  await sql`insert into access_log (vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail)
+    values (${e.vaultId}, ${e.at.getTime()}, ${e.personId}, ${e.signInId}, ${e.clientId}, ${e.action}, ${e.environment}, ${json(e.names)}, ${e.address}, ${e.subject ?? null}, ${e.detail ?? null})`.execute(db)
+}
+
+
+export interface LogRow {
+  id: string
+  vault_id: string
+  at: string
+  person_id: string | null
+  sign_in_id: string | null
+  client_id: string | null
+  action: AccessLogRow['action']
+  environment: string | null
+  names: string[]
+  address: string | null
+  subject: string | null
+  detail: string | null
+}
+
+export function toLogRow(r: LogRow): AccessLogRow {
+  return {
+    id: Number(r.id),
+    vaultId: r.vault_id,
+    at: new Date(ms(r.at)),
+    personId: r.person_id,
+    signInId: r.sign_in_id,
+    clientId: r.client_id,
+    action: r.action,
+    environment: r.environment,
+    names: r.names,
+    address: r.address,
+    subject: r.subject,
+    detail: r.detail,
+  }
+}
