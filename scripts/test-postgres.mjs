@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `pnpm test:postgres`: the plugin's /api/env, OAuth, crypto and push-decision tests once more,
+// `pnpm test:postgres`: the plugin's /api/env, OAuth, crypto and push-decision tests and the
+// server's page and API tests once more,
 // on @envkeep/storage-postgres (ENVKEEP_TEST_STORAGE=postgres). Needs ENVKEEP_TEST_DATABASE_URL
 // (a server where the tests may create databases; CI starts one). Without it, outside CI, it
 // says so and skips; in CI it fails.
@@ -18,6 +19,12 @@ const files = [
   'packages/env-api-plugin/test/oauth/**/*.test.ts',
   'packages/env-api-plugin/test/crypto/**/*.test.ts',
   'packages/env-api-plugin/test/imports-service.test.ts',
+  // the server's pages and API over buildTestApp (accounts, sessions, CSRF, not-found, proxies)
+  'packages/server/test/account-pages.test.ts',
+  'packages/server/test/build-app.test.ts',
+  'packages/server/test/csrf-cross-origin.test.ts',
+  'packages/server/test/not-found.test.ts',
+  'packages/server/test/trust-proxy.test.ts',
 ]
 const r = spawnSync('tap', files, { stdio: 'inherit', env: { ...process.env, ENVKEEP_TEST_STORAGE: 'postgres' }, shell: false })
 process.exit(r.status ?? 1)

@@ -2,18 +2,18 @@ import t from 'tap'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
 import { mintSignIn } from '@envkeep/env-api-plugin/testing'
-import type { SqliteStorage } from '@envkeep/storage-sqlite'
+import type { Storage } from '@envkeep/env-api-plugin'
 import type { ServerConfig } from '../src/config.js'
 import { addAccount, buildTestApp } from './helpers.js'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 
 
 /** A live CLI sign-in made straight in storage, and its access token. */
-async function signIn(storage: SqliteStorage, config: ServerConfig, personId: string, now: Date): Promise<string> {
+async function signIn(storage: Storage, config: ServerConfig, personId: string, now: Date): Promise<string> {
   return (await mintSignIn(storage, { baseUrl: config.baseUrl, personId, now, signInTtlMs: 86_400_000 })).accessToken
 }
 
-async function vaultWithOwner(storage: SqliteStorage, ownerId: string, now: Date): Promise<string> {
+async function vaultWithOwner(storage: Storage, ownerId: string, now: Date): Promise<string> {
   const id = randomUUID()
   await storage.createVault({
     id,

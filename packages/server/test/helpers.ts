@@ -4,7 +4,11 @@ import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import type { Test } from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { createSqliteStorage, type SqliteStorage } from '@envkeep/storage-sqlite'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { createPostgresStorage } from '@envkeep/storage-postgres'
+import type { CiIdentityStore, Storage } from '@envkeep/env-api-plugin'
+import { withTestDatabase } from '@envkeep/test-support'
+import { createPostgresAccountStore } from '../src/accounts/postgres-account-store.js'
 import type { AccountStore } from '../src/accounts/account-store.js'
 import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import type { Keyring } from '@envkeep/env-api-plugin'
@@ -25,7 +29,8 @@ export function tempDir(t: Test): string {
 
 export interface TestApp {
   readonly app: FastifyInstance
-  readonly storage: SqliteStorage
+  /** SQLite in memory, or PostgreSQL on a fresh database with ENVKEEP_TEST_STORAGE=postgres */
+  readonly storage: Storage & CiIdentityStore & { close(): Promise<void> }
   readonly accounts: AccountStore
   readonly config: ServerConfig
   readonly log: Capture
@@ -39,8 +44,19 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   const dir = tempDir(t)
   const config = loadConfig({}, { ENVKEEP_DATA_DIR: dir, ...o.env }, dir)
-  const storage = await createSqliteStorage({ filename: ':memory:' })
-  const accounts = await createSqliteAccountStore(storage.database)
+  let storage: TestApp['storage']
+  let accounts: AccountStore
+  if (process.env.ENVKEEP_TEST_STORAGE === 'postgres') {
+    const url = await withTestDatabase(t)
+    if (!url) throw new Error('ENVKEEP_TEST_STORAGE=postgres needs ENVKEEP_TEST_DATABASE_URL')
+    const pg = await createPostgresStorage({ connectionString: url, pool: 4 })
+    storage = pg
+    accounts = await createPostgresAccountStore(pg.database)
+  } else {
+    const sqlite = await createSqliteStorage({ filename: ':memory:' })
+    storage = sqlite
+    accounts = await createSqliteAccountStore(sqlite.database)
+  }
   const log = new Capture()
   const clock = { ms: Date.parse('2026-11-21T12:00:00.000Z') }
   const { app } = await buildApp({
