@@ -50,17 +50,14 @@ export function paced(o: PacedOptions): Promise<PacedResult> {
     }
     const fire = (due: number) => {
       inFlight++
-      const req = request(
-        { host: '127.0.0.1', port: o.port, method: o.method, path: o.path, headers: o.headers(), agent },
-        (res) => {
-          res.resume()
-          res.on('end', () => {
-            latencies.push(performance.now() - due)
-            if ((res.statusCode ?? 0) >= 300) non2xx++
-            if (--inFlight === 0 && performance.now() >= end) finish()
-          })
-        },
-      )
+      const req = request({ host: '127.0.0.1', port: o.port, method: o.method, path: o.path, headers: o.headers(), agent }, (res) => {
+        res.resume()
+        res.on('end', () => {
+          latencies.push(performance.now() - due)
+          if ((res.statusCode ?? 0) >= 300) non2xx++
+          if (--inFlight === 0 && performance.now() >= end) finish()
+        })
+      })
       req.on('error', () => {
         errors++
         if (--inFlight === 0 && performance.now() >= end) finish()

@@ -192,7 +192,8 @@ async function sample(port: number, c: Case): Promise<BareAnswer> {
 
 function bodyOf(count: number, valueBytes: number, prefix: string): string {
   const variables: Record<string, string> = {}
-  for (let i = 0; i < count; i++) variables[varName(prefix, i)] = valueBytes === 40 ? value40() : randomBytes(valueBytes).toString('base64url').slice(0, valueBytes)
+  for (let i = 0; i < count; i++)
+    variables[varName(prefix, i)] = valueBytes === 40 ? value40() : randomBytes(valueBytes).toString('base64url').slice(0, valueBytes)
   return JSON.stringify({ variables })
 }
 
@@ -228,11 +229,40 @@ async function main(): Promise<void> {
         auth: s.ownerToken,
         connections: CONNECTIONS,
       })),
-      { id: 'read-10000-c1', label: 'GET /api/env/:vault/:env, 10,000 variables, 1 connection', method: 'GET', url: `/api/env/${s.readVaults[10_000]}/development`, auth: s.ownerToken, connections: 1 },
-      { id: 'vaults-1000', label: `GET /api/env/vaults, person in ${fmt(MANY_VAULTS)} vaults`, method: 'GET', url: '/api/env/vaults', auth: s.manyVaultsToken, connections: CONNECTIONS },
-      { id: 'sign-ins-1000', label: `GET 30 variables, ${fmt(MANY_SIGN_INS)} sign-ins round-robin`, method: 'GET', url: `/api/env/${s.readVaults[30]}/development`, auth: s.signInTokens, connections: CONNECTIONS },
+      {
+        id: 'read-10000-c1',
+        label: 'GET /api/env/:vault/:env, 10,000 variables, 1 connection',
+        method: 'GET',
+        url: `/api/env/${s.readVaults[10_000]}/development`,
+        auth: s.ownerToken,
+        connections: 1,
+      },
+      {
+        id: 'vaults-1000',
+        label: `GET /api/env/vaults, person in ${fmt(MANY_VAULTS)} vaults`,
+        method: 'GET',
+        url: '/api/env/vaults',
+        auth: s.manyVaultsToken,
+        connections: CONNECTIONS,
+      },
+      {
+        id: 'sign-ins-1000',
+        label: `GET 30 variables, ${fmt(MANY_SIGN_INS)} sign-ins round-robin`,
+        method: 'GET',
+        url: `/api/env/${s.readVaults[30]}/development`,
+        auth: s.signInTokens,
+        connections: CONNECTIONS,
+      },
       { id: 'push-30', label: 'POST …/imports, 30 variables', method: 'POST', url: pushPath, auth: s.ownerToken, body: push30, connections: CONNECTIONS },
-      { id: 'push-1mib', label: `POST …/imports, ${fmt(push1MiB.length)} B body, 1 connection`, method: 'POST', url: pushPath, auth: s.ownerToken, body: push1MiB, connections: 1 },
+      {
+        id: 'push-1mib',
+        label: `POST …/imports, ${fmt(push1MiB.length)} B body, 1 connection`,
+        method: 'POST',
+        url: pushPath,
+        auth: s.ownerToken,
+        body: push1MiB,
+        connections: 1,
+      },
     ]
     const cases = all.filter((c) => !ONLY || ONLY.has(c.id))
     if (push1MiB.length > 1_048_576) throw new Error('bench: the 1 MiB push is over the limit')
@@ -267,17 +297,36 @@ async function main(): Promise<void> {
       const b = await load(bare, c, DURATION)
       const peak = await ask<{ peakRssBytes: number }>(real.child, 'stats', 'stats')
       const realPeakRssMb = Number((peak.peakRssBytes / 1024 / 1024).toFixed(1))
-      process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request, peak RSS ${realPeakRssMb.toFixed(0)} MB\n`)
-      const out = { id: c.id, label: c.label, connections: c.connections, rate: c.rate ?? null, real: r, bare: b, realPeakRssMb, ratio: r.rps / b.rps, cpuRatio: b.cpuUs / r.cpuUs }
+      process.stdout.write(
+        `${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request, peak RSS ${realPeakRssMb.toFixed(0)} MB\n`,
+      )
+      const out = {
+        id: c.id,
+        label: c.label,
+        connections: c.connections,
+        rate: c.rate ?? null,
+        real: r,
+        bare: b,
+        realPeakRssMb,
+        ratio: r.rps / b.rps,
+        cpuRatio: b.cpuUs / r.cpuUs,
+      }
       results.push(out)
       return out
     }
-    console.log(`load: autocannon, ${DURATION} s per case and server${canPin ? ', servers pinned to core 0, load generator to core ' + (cores - 1) : ' (not pinned)'}`)
+    console.log(
+      `load: autocannon, ${DURATION} s per case and server${canPin ? ', servers pinned to core 0, load generator to core ' + (cores - 1) : ' (not pinned)'}`,
+    )
     for (const c of cases) {
       const r = await run(c)
       if (c.id === 'read-30') {
         // p99 at half of the real stack's peak, the same rate on both
-        await run({ ...c, id: 'read-30-half', label: 'GET 30 variables at half the peak rate', rate: Number(process.env.BENCH_RATE ?? 0) || Math.max(1, Math.round(r.real.rps / 2)) })
+        await run({
+          ...c,
+          id: 'read-30-half',
+          label: 'GET 30 variables at half the peak rate',
+          rate: Number(process.env.BENCH_RATE ?? 0) || Math.max(1, Math.round(r.real.rps / 2)),
+        })
       }
     }
     const stats = await ask<{ peakRssBytes: number }>(real.child, 'stats', 'stats')
@@ -322,13 +371,22 @@ async function main(): Promise<void> {
       { name: 'peak RSS < 150 MB', value: peakRssMb, met: (v: number) => v < 150, unit: 'MB' },
     ].map((t) => ({ name: t.name, value: t.value ?? null, unit: t.unit, met: t.value === undefined ? null : t.met(t.value) }))
     console.log('targets:')
-    for (const t of targets) console.log(`  ${t.met === null ? '-   ' : t.met ? 'met ' : 'MISS'} ${t.name}: ${t.value === null ? 'not run' : t.value.toFixed(2) + ' ' + t.unit}`)
+    for (const t of targets)
+      console.log(`  ${t.met === null ? '-   ' : t.met ? 'met ' : 'MISS'} ${t.name}: ${t.value === null ? 'not run' : t.value.toFixed(2) + ' ' + t.unit}`)
 
     const cpu = cpus()[0]?.model ?? 'unknown'
     const out = {
       date: new Date().toISOString(),
       machine: { cores, cpu, node: process.version, platform: `${process.platform} ${process.arch}` },
-      settings: { database: DATABASE, durationSeconds: DURATION, connections: CONNECTIONS, pinned: canPin, rateLimit: BENCH_RATE_LIMIT, tool: 'autocannon (paced.ts for fixed rates)', stack: process.env.BENCH_STACK ?? null },
+      settings: {
+        database: DATABASE,
+        durationSeconds: DURATION,
+        connections: CONNECTIONS,
+        pinned: canPin,
+        rateLimit: BENCH_RATE_LIMIT,
+        tool: 'autocannon (paced.ts for fixed rates)',
+        stack: process.env.BENCH_STACK ?? null,
+      },
       cases: results,
       server: { peakRssMb: Number(peakRssMb.toFixed(1)), startRssMb: Number(startRssMb.toFixed(1)) },
       targets,

@@ -124,13 +124,17 @@ export async function seed(filename: string, keyring: Keyring): Promise<Seeded> 
 
     async function vaultWith(name: string, count: number): Promise<string> {
       const id = randomUUID()
-      await storage.createVault({ id, name, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now }, testLogEntry({ vaultId: id, action: 'vault_created' }))
+      await storage.createVault(
+        { id, name, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now },
+        testLogEntry({ vaultId: id, action: 'vault_created' }),
+      )
       if (count === 0) return id
       const values: Record<string, string> = {}
       for (let i = 0; i < count; i++) values[varName('VAR', i)] = value40()
       const sealed = await crypto.sealValues(id, 'development', values)
       const importId = randomUUID()
-      const created = await storage.createImport({
+      const created = await storage.createImport(
+        {
           id: importId,
           vaultId: id,
           environment: 'development',
@@ -139,7 +143,11 @@ export async function seed(filename: string, keyring: Keyring): Promise<Seeded> 
           values: sealed,
           refused: [],
           createdAt: now,
-          expiresAt: new Date(now.getTime() + 86_400_000), limit: BENCH_PLANS['self-hosted'] }, log(id, 'push_created', Object.keys(values)))
+          expiresAt: new Date(now.getTime() + 86_400_000),
+          limit: BENCH_PLANS['self-hosted'],
+        },
+        log(id, 'push_created', Object.keys(values)),
+      )
       if (!created.ok) throw new Error('bench: seeding push refused')
       const applied = await storage.decideImport({ importId: importId, decision: 'applied', by: owner, now: now }, log(id, 'push_applied', Object.keys(values)))
       if (!applied.ok) throw new Error('bench: seeding push not applied')
@@ -153,8 +161,14 @@ export async function seed(filename: string, keyring: Keyring): Promise<Seeded> 
     const many = 'bench-many-vaults'
     for (let i = 0; i < MANY_VAULTS; i++) {
       const id = randomUUID()
-      await storage.createVault({ id, name: `team-${String(i).padStart(4, '0')}`, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now }, testLogEntry({ vaultId: id, action: 'vault_created' }))
-      await storage.setMember({ vaultId: id, personId: many, role: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' }, testLogEntry({ vaultId: id, action: 'member_added', subject: many, detail: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' }))
+      await storage.createVault(
+        { id, name: `team-${String(i).padStart(4, '0')}`, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now },
+        testLogEntry({ vaultId: id, action: 'vault_created' }),
+      )
+      await storage.setMember(
+        { vaultId: id, personId: many, role: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' },
+        testLogEntry({ vaultId: id, action: 'member_added', subject: many, detail: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' }),
+      )
     }
 
     const ownerToken = await mintSignIn(storage, owner, now)

@@ -80,7 +80,7 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
       if (!s) throw notSignedIn(baseUrl)
       // Another command may have renewed it while we waited for the lock.
       if (s.accessToken !== stale && fresh(s)) return s.accessToken
-      let tokens
+      let tokens: Awaited<ReturnType<typeof refreshTokens>>
       try {
         tokens = await refreshTokens(s, deps)
       } catch (err) {
@@ -147,7 +147,11 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
     let token = await accessToken()
     let res = await send(path, o, token)
     if (res.status === 401 && viaCi) {
-      throw signInError(`${o.what}: ${baseUrl} no longer accepts this CI run's sign-in`, "check the vault's CI identity; it may have been removed", await serverReason(res))
+      throw signInError(
+        `${o.what}: ${baseUrl} no longer accepts this CI run's sign-in`,
+        "check the vault's CI identity; it may have been removed",
+        await serverReason(res),
+      )
     }
     if (res.status === 401) {
       await res.body?.cancel()

@@ -52,10 +52,14 @@ async function identityToken(source: CiTokenSource, env: CiEnv, deps: OAuthDeps)
       signal: AbortSignal.timeout(deps.timeoutMs),
     })
   } catch (err) {
-    throw new CliError('could not ask GitHub Actions for an identity token', { network: { host: url.host, failure: String((err as Error).message ?? err) }, cause: err })
+    throw new CliError('could not ask GitHub Actions for an identity token', {
+      network: { host: url.host, failure: String((err as Error).message ?? err) },
+      cause: err,
+    })
   }
   const text = await res.text()
-  if (!res.ok) throw new CliError(`GitHub Actions refused an identity token (HTTP ${res.status})`, { hint: 'does the job have `permissions: id-token: write`?' })
+  if (!res.ok)
+    throw new CliError(`GitHub Actions refused an identity token (HTTP ${res.status})`, { hint: 'does the job have `permissions: id-token: write`?' })
   if (text.length > MAX_ID_TOKEN_BYTES) throw new CliError('GitHub Actions answered with something too large to be an identity token')
   let value: unknown
   try {

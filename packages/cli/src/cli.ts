@@ -80,11 +80,7 @@ Exit codes: 0 success, 1 failure, 2 bad usage, 4 needs sign-in (run prints its c
 /** Opens a URL without a shell: the URL never becomes part of a command line. */
 async function defaultOpenBrowser(url: string): Promise<void> {
   const [cmd, args] =
-    process.platform === 'darwin'
-      ? ['open', [url]]
-      : process.platform === 'win32'
-        ? ['rundll32', ['url.dll,FileProtocolHandler', url]]
-        : ['xdg-open', [url]]
+    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['rundll32', ['url.dll,FileProtocolHandler', url]] : ['xdg-open', [url]]
   await new Promise<void>((resolve) => {
     const child = spawn(cmd as string, args as string[], { stdio: 'ignore', detached: true })
     child.once('error', () => resolve())
@@ -140,7 +136,7 @@ function parse(cmd: Command, argv: string[]): Parsed {
       rest = argv.slice(dd + 1)
     }
   }
-  let parsed
+  let parsed: { values: Record<string, unknown>; positionals: string[] }
   try {
     parsed = parseArgs({
       args,
@@ -166,9 +162,7 @@ function parseFailure(cmd: Command, err: Error & { code?: string }) {
   }
   if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
     const name = /(--[a-z][a-z-]*)/.exec(raw)?.[1] ?? quoted
-    return /argument missing/.test(raw)
-      ? usageError(`${cmd.name}: ${name} needs a value`, see)
-      : usageError(`${cmd.name}: ${name} takes no value`, see)
+    return /argument missing/.test(raw) ? usageError(`${cmd.name}: ${name} needs a value`, see) : usageError(`${cmd.name}: ${name} takes no value`, see)
   }
   if (err.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return usageError(`${cmd.name}: too many arguments`, see)
   return usageError(`${cmd.name}: the arguments could not be read`, see)

@@ -17,8 +17,7 @@
  */
 
 // dotenv 17 lib/main.js `LINE`, with the `d` flag for match indices.
-const LINE =
-  /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/dgm
+const LINE = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/dgm
 
 export const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/
 export const MAX_NAME_LENGTH = 256
@@ -144,10 +143,7 @@ export function parseDotenv(text: string): ParseResult {
 
   const verdict = new Map<number, string | null>()
   for (const e of entries) {
-    const r =
-      nameReason(e.name) ??
-      (e.unclosedQuote ? 'unparseable line: a quote is not closed' : null) ??
-      valueReason(e.value)
+    const r = nameReason(e.name) ?? (e.unclosedQuote ? 'unparseable line: a quote is not closed' : null) ?? valueReason(e.value)
     verdict.set(e.line, r)
   }
 

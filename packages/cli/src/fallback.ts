@@ -120,7 +120,11 @@ interface CopyFile {
 }
 
 /** Saves the copy of a successful read. A failure to save is a warning, never the command's failure. */
-export async function writeFallback(ctx: Context, target: Target, set: { vault: string; environment: string; variables: Record<string, string> }): Promise<void> {
+export async function writeFallback(
+  ctx: Context,
+  target: Target,
+  set: { vault: string; environment: string; variables: Record<string, string> },
+): Promise<void> {
   try {
     const dir = copyDir(ctx)
     await mkdir(dir, { recursive: true, mode: 0o700 })
@@ -153,7 +157,12 @@ function age(ms: number): string {
 }
 
 /** The copy for this target, after the server could not be reached; else the original failure. */
-export async function readFallback(ctx: Context, target: Target, o: FallbackOptions, failure: unknown): Promise<{ vault: string; environment: string; variables: Record<string, string> }> {
+export async function readFallback(
+  ctx: Context,
+  target: Target,
+  o: FallbackOptions,
+  failure: unknown,
+): Promise<{ vault: string; environment: string; variables: Record<string, string> }> {
   let file: CopyFile
   try {
     file = JSON.parse(await readFile(join(copyDir(ctx), copyName(target.baseUrl, target.vaultRef, target.environment)), 'utf8')) as CopyFile
@@ -176,7 +185,9 @@ export async function readFallback(ctx: Context, target: Target, o: FallbackOpti
     decipher.setAuthTag(Buffer.from(file.tag, 'base64'))
     variables = JSON.parse(Buffer.concat([decipher.update(Buffer.from(file.data, 'base64')), decipher.final()]).toString('utf8')) as Record<string, string>
   } catch {
-    throw new CliError('the server cannot be reached, and the offline copy cannot be opened (damaged, or another key)', { hint: 'remove it: envkeep fallback clear' })
+    throw new CliError('the server cannot be reached, and the offline copy cannot be opened (damaged, or another key)', {
+      hint: 'remove it: envkeep fallback clear',
+    })
   }
   const host = new URL(target.baseUrl).host
   ctx.err(`warning: ${host} cannot be reached; using the offline copy of ${target.environment} saved ${file.savedAt} (${age(old)} old)\n`)

@@ -20,12 +20,7 @@ export function shellQuote(value: string): string {
  * rather than trusted.
  */
 export function dotenvEntry(name: string, value: string): string | null {
-  const candidates = [
-    `'${value}'`,
-    `\`${value}\``,
-    `"${value.replace(/\n/g, '\\n').replace(/\r/g, '\\r')}"`,
-    `"${value}"`,
-  ]
+  const candidates = [`'${value}'`, `\`${value}\``, `"${value.replace(/\n/g, '\\n').replace(/\r/g, '\\r')}"`, `"${value}"`]
   for (const c of candidates) {
     const line = `${name}=${c}`
     const { entries, unparsed } = readEntries(`${line}\n`)
@@ -52,8 +47,7 @@ function formatDotenv(variables: Readonly<Record<string, string>>): string {
   const text = out.length ? `${out.join('\n')}\n` : ''
   // The whole file must read back as the whole set: a last check, never a value in the message.
   const back = readEntries(text).entries
-  const same =
-    back.length === Object.keys(variables).length && back.every((e) => !e.unclosedQuote && variables[e.name] === e.value)
+  const same = back.length === Object.keys(variables).length && back.every((e) => !e.unclosedQuote && variables[e.name] === e.value)
   if (!same) throw new CliError('could not write a dotenv file that reads back exactly', { hint: 'use --format json or --format shell' })
   return text
 }

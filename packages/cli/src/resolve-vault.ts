@@ -29,10 +29,7 @@ export async function resolveVault(api: ApiClient, ref: string): Promise<{ id: s
       hint: names.length ? `your vaults: ${names.join(', ')}` : 'no vault is shared with you yet',
     })
   }
-  throw usageError(
-    `${matches.length} vaults are named "${ref}"`,
-    `give the id instead: ${matches.map((v) => v.id).join(', ')}`,
-  )
+  throw usageError(`${matches.length} vaults are named "${ref}"`, `give the id instead: ${matches.map((v) => v.id).join(', ')}`)
 }
 
 export function checkEnvironment(env: string): string {

@@ -10,7 +10,10 @@ export function suggest(input: string, candidates: readonly string[], max = 3): 
     .filter(({ d }) => d <= Math.max(1, Math.floor(input.length / 3)))
     .sort((x, y) => x.d - y.d || x.c.localeCompare(y.c))
   const best = scored[0]?.d
-  return scored.filter((s) => s.d === best).slice(0, max).map((s) => s.c)
+  return scored
+    .filter((s) => s.d === best)
+    .slice(0, max)
+    .map((s) => s.c)
 }
 
 /** Levenshtein distance (small strings: names of commands, options, vaults, environments). */

@@ -31,10 +31,16 @@ export async function resolveTarget(ctx: Context, values: Values, given: readonl
   }
   const found = findLink(ctx.deps.cwd)
   if (!found) {
-    throw usageError(`give <vault> <environment>, or link this folder first (no ${LINK_FILE} here or above)`, `${usage}\n  or: envkeep link <vault> <environment>`)
+    throw usageError(
+      `give <vault> <environment>, or link this folder first (no ${LINK_FILE} here or above)`,
+      `${usage}\n  or: envkeep link <vault> <environment>`,
+    )
   }
   if (values.verbose === true) ctx.err(`using ${found.path} (vault ${found.link.vault.name}, ${found.link.environment})\n`)
-  const baseUrl = flag !== undefined || ctx.deps.env.ENVKEEP_BASE_URL ? await ctx.resolveBaseUrl(flag) : normalizeBaseUrl(found.link.baseUrl, ctx.deps.env.ENVKEEP_ALLOW_HTTP === '1')
+  const baseUrl =
+    flag !== undefined || ctx.deps.env.ENVKEEP_BASE_URL
+      ? await ctx.resolveBaseUrl(flag)
+      : normalizeBaseUrl(found.link.baseUrl, ctx.deps.env.ENVKEEP_ALLOW_HTTP === '1')
   return { baseUrl, vaultRef: found.link.vault.id, environment: found.link.environment, linkPath: found.path, fallback: found.link.fallback === true }
 }
 

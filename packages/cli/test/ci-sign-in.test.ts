@@ -17,13 +17,34 @@ t.test('GitHub Actions: envkeep run/pull/vaults/login --ci with the job identity
   const server = await startRealServer(t, { ENVKEEP_CI_ALLOW_HTTP_ISSUERS: 'loopback' })
   const idp = await startOidcIssuer()
   t.teardown(() => idp.close())
-  t.equal((await server.admin(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin'], 'a long enough password\n')).code, 0)
+  t.equal(
+    (await server.admin(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin'], 'a long enough password\n')).code,
+    0,
+  )
   t.equal((await server.admin(['admin', 'vault', 'create', '--name', 'shop', '--owner', 'ana@example.com'])).code, 0)
   t.equal((await server.admin(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'DB_URL'], 'postgres://dev-db\n')).code, 0)
   t.equal((await server.admin(['admin', 'var', 'set', '--vault', 'shop', '--env', 'production', 'DB_URL'], 'postgres://prod-db\n')).code, 0)
   const add = await server.admin([
-    'admin', 'ci', 'add', '--vault', 'shop', '--name', 'deploy', '--issuer', idp.issuer, '--audience', server.baseUrl,
-    '--subject', 'repo:acme/shop:*', '--role', 'owner', '--environments', 'development', '--claims', 'ref=refs/heads/main', '--json',
+    'admin',
+    'ci',
+    'add',
+    '--vault',
+    'shop',
+    '--name',
+    'deploy',
+    '--issuer',
+    idp.issuer,
+    '--audience',
+    server.baseUrl,
+    '--subject',
+    'repo:acme/shop:*',
+    '--role',
+    'owner',
+    '--environments',
+    'development',
+    '--claims',
+    'ref=refs/heads/main',
+    '--json',
   ])
   t.equal(add.code, 0, add.stderr)
   t.equal(JSON.parse(add.stdout).identity.name, 'deploy')
@@ -54,7 +75,10 @@ t.test('GitHub Actions: envkeep run/pull/vaults/login --ci with the job identity
     ACTIONS_ID_TOKEN_REQUEST_TOKEN: REQUEST_TOKEN,
   }
 
-  const run = await runBin(['run', 'shop', 'development', '--', process.execPath, '-e', 'process.stdout.write(process.env.DB_URL === "postgres://dev-db" ? "got it" : "missing")'], ciEnv).done
+  const run = await runBin(
+    ['run', 'shop', 'development', '--', process.execPath, '-e', 'process.stdout.write(process.env.DB_URL === "postgres://dev-db" ? "got it" : "missing")'],
+    ciEnv,
+  ).done
   t.equal(run.code, 0, run.stderr)
   t.match(run.stdout, /got it/, 'the program got the variable')
   t.ok(asked >= 1, "the job's identity token was asked for")
@@ -69,7 +93,12 @@ t.test('GitHub Actions: envkeep run/pull/vaults/login --ci with the job identity
   t.equal(login.code, 0, login.stderr)
   t.match(login.stderr, /as a CI identity of shop \(owner: development\)/)
 
-  const vaults = await runBin(['vaults'], { ...ciEnv, ACTIONS_ID_TOKEN_REQUEST_URL: '', ACTIONS_ID_TOKEN_REQUEST_TOKEN: '', ENVKEEP_OIDC_TOKEN: await idp.sign({ sub: SUB, aud: server.baseUrl, ref: 'refs/heads/main' }) }).done
+  const vaults = await runBin(['vaults'], {
+    ...ciEnv,
+    ACTIONS_ID_TOKEN_REQUEST_URL: '',
+    ACTIONS_ID_TOKEN_REQUEST_TOKEN: '',
+    ENVKEEP_OIDC_TOKEN: await idp.sign({ sub: SUB, aud: server.baseUrl, ref: 'refs/heads/main' }),
+  }).done
   t.equal(vaults.code, 0, `ENVKEEP_OIDC_TOKEN works too: ${vaults.stderr}`)
   t.match(vaults.stdout, /shop/)
 
@@ -78,7 +107,12 @@ t.test('GitHub Actions: envkeep run/pull/vaults/login --ci with the job identity
   t.match(missing.stderr, /ACTIONS_ID_TOKEN_REQUEST_TOKEN is not set/)
   t.match(missing.stderr, /id-token: write/)
 
-  const wrong = await runBin(['pull', 'shop', 'development'], { ...ciEnv, ACTIONS_ID_TOKEN_REQUEST_URL: '', ACTIONS_ID_TOKEN_REQUEST_TOKEN: '', ENVKEEP_OIDC_TOKEN: await idp.sign({ sub: 'repo:evil/fork:ref:refs/heads/main', aud: server.baseUrl, ref: 'refs/heads/main' }) }).done
+  const wrong = await runBin(['pull', 'shop', 'development'], {
+    ...ciEnv,
+    ACTIONS_ID_TOKEN_REQUEST_URL: '',
+    ACTIONS_ID_TOKEN_REQUEST_TOKEN: '',
+    ENVKEEP_OIDC_TOKEN: await idp.sign({ sub: 'repo:evil/fork:ref:refs/heads/main', aud: server.baseUrl, ref: 'refs/heads/main' }),
+  }).done
   t.equal(wrong.code, 4, 'an identity the vault does not trust: exit 4')
   t.match(wrong.stderr, /refused this CI run's identity/)
   t.match(wrong.stderr, /[0-9A-HJKMNP-TV-Z]{10}/, 'with the ref')

@@ -62,9 +62,9 @@ t.test('bad usage exits 2 and says what was wrong', async (t) => {
     [['frobnicate'], /unknown command "frobnicate"/],
     [['pull', 'app'], /pull: give both <vault> and <environment>, or neither/],
     [['pull', 'a', 'b', 'c'], /wrong number of arguments/],
-    [['vaults', '--bogus'], /vaults: unknown option --bogus\n  options of vaults: --base-url, --help, --json, --verbose/],
+    [['vaults', '--bogus'], /vaults: unknown option --bogus\n {2}options of vaults: --base-url, --help, --json, --verbose/],
     [['vaults', '--jsn'], /unknown option --jsn; did you mean --json\?/],
-    [['pul', 'a', 'b'], /unknown command "pul"; did you mean "pull"\?\n  commands: login, logout/],
+    [['pul', 'a', 'b'], /unknown command "pul"; did you mean "pull"\?\n {2}commands: login, logout/],
     [['pull', '--format'], /pull: --format needs a value/],
     [['pull', 'a', 'development', '--format', 'jsn', '--base-url', 'http://127.0.0.1:9'], /unknown format "jsn"; did you mean "json"\?/],
     [['completion', 'bsh'], /no completion for "bsh"; did you mean "bash"/],
@@ -119,7 +119,10 @@ t.test('login stores a 0600 sign-in; vaults, pull and logout use it', async (t) 
   const vj = await runCli(['vaults', '--json'], { env })
   t.same(JSON.parse(vj.stdout), { vaults: fake.vaults })
 
-  for (const args of [['pull', 'app', 'development', '--format', 'json'], ['pull', VAULT, 'development', '-f', 'json']]) {
+  for (const args of [
+    ['pull', 'app', 'development', '--format', 'json'],
+    ['pull', VAULT, 'development', '-f', 'json'],
+  ]) {
     const p = await runCli(args, { env })
     t.equal(p.code, 0)
     t.same(JSON.parse(p.stdout), { API_URL: 'https://x', SECRET: CANARY })
@@ -165,7 +168,10 @@ t.test('an expired access token is renewed once, even by concurrent commands', a
   const { fake, env } = await setup(t)
   fake.expireAccessTokens()
   const results = await Promise.all(Array.from({ length: 5 }, () => runCli(['vaults', '--json'], { env })))
-  t.same(results.map((r) => r.code), [0, 0, 0, 0, 0])
+  t.same(
+    results.map((r) => r.code),
+    [0, 0, 0, 0, 0],
+  )
   t.equal(fake.calls.refresh, 1, 'one refresh for five commands')
   t.equal(fake.calls.reuse, 0, 'no refresh token presented twice')
 })

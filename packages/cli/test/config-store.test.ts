@@ -102,6 +102,9 @@ t.test('the lock serialises read-modify-write: no update is lost, sections never
 t.test('the lock is released when the section throws', async (t) => {
   const dir = await tempDir(t)
   const store = createConfigStore(dir)
-  await t.rejects(store.withLock(async () => Promise.reject(new Error('boom'))), /boom/)
+  await t.rejects(
+    store.withLock(async () => Promise.reject(new Error('boom'))),
+    /boom/,
+  )
   t.equal(await store.withLock(async () => 'again'), 'again')
 })

@@ -50,7 +50,10 @@ t.test('the parser agrees with the dotenv package on every value it sends', asyn
   // Whatever dotenv reads that we do not send is accounted for as a refused line of that name.
   for (const name of Object.keys(theirs)) {
     if (name in ours.variables) continue
-    t.ok(ours.refused.some((r) => r.name === name), `${name} (not sent) is listed as refused`)
+    t.ok(
+      ours.refused.some((r) => r.name === name),
+      `${name} (not sent) is listed as refused`,
+    )
   }
 })
 
@@ -113,15 +116,33 @@ t.test('refusal reasons never repeat a value', async (t) => {
 
 t.test('duplicates: earlier lines refused, told whether the winner was sent', async (t) => {
   const cases: Array<[string, Record<string, string>, Array<[number, RegExp]>]> = [
-    ['A=1\nA=2\nA=3', { A: '3' }, [[1, /line 3, which was sent/], [2, /line 3, which was sent/]]],
-    ['A=1\nA=', {}, [[1, /line 2, which was not sent/], [2, /empty value/]]],
+    [
+      'A=1\nA=2\nA=3',
+      { A: '3' },
+      [
+        [1, /line 3, which was sent/],
+        [2, /line 3, which was sent/],
+      ],
+    ],
+    [
+      'A=1\nA=',
+      {},
+      [
+        [1, /line 2, which was not sent/],
+        [2, /empty value/],
+      ],
+    ],
     ['A=\nA=2', { A: '2' }, [[1, /line 2, which was sent/]]],
   ]
   for (const [text, vars, refusals] of cases) {
     const r = parseDotenv(text)
     t.same(r.variables, vars, text)
-    t.same(r.refused.map((x) => x.line), refusals.map((x) => x[0]), text)
-    refusals.forEach(([, re], i) => t.match(r.refused[i]!.reason, re, text))
+    t.same(
+      r.refused.map((x) => x.line),
+      refusals.map((x) => x[0]),
+      text,
+    )
+    for (const [i, [, re]] of refusals.entries()) t.match(r.refused[i]!.reason, re, text)
   }
 })
 
@@ -134,10 +155,7 @@ t.test('line numbers count CRLF, CR and multi-line values like an editor', async
 
 // Random files from dotenv's grammar and outside it: whatever we send, dotenv reads the same;
 // every non-blank, non-comment line is sent or refused.
-const nameArb = fc.oneof(
-  fc.constantFrom('A', 'B', 'C_1', '_X', 'bad-name', '9X', 'ENVKEEP_Y', 'a.b'),
-  fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,6}$/),
-)
+const nameArb = fc.oneof(fc.constantFrom('A', 'B', 'C_1', '_X', 'bad-name', '9X', 'ENVKEEP_Y', 'a.b'), fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,6}$/))
 const valueArb = fc.string({ unit: fc.constantFrom('a', ' ', '#', '"', "'", '`', '\\', 'n', '$', '\n', '=', 'é', '✓'), maxLength: 12 })
 const lineArb = fc.oneof(
   fc.tuple(nameArb, valueArb).map(([n, v]) => `${n}=${v}`),

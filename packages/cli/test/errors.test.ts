@@ -39,7 +39,13 @@ t.test('a server that accepts but never answers: timed out, with the host', asyn
 t.test('the rendering: sentence, then reason with code, where, ref; hint last', async (t) => {
   const text = renderError(
     new CliError('could not read production of vault "app"', {
-      server: { status: 403, error: 'forbidden', message: 'reading production of vault 3f2a9c1e: your role (editor) cannot read owners-only environments', where: 'env API: database (your role)', ref: 'K7Q2M9X1AB' },
+      server: {
+        status: 403,
+        error: 'forbidden',
+        message: 'reading production of vault 3f2a9c1e: your role (editor) cannot read owners-only environments',
+        where: 'env API: database (your role)',
+        ref: 'K7Q2M9X1AB',
+      },
       hint: 'ask an owner',
     }),
     createPaint(false),

@@ -94,7 +94,11 @@ t.test('every day, in a linked folder', async (t) => {
     const got = await bin(['get', 'DB_URL'], sub)
     t.equal(got.stdout, DB_URL, 'raw, nothing added')
     // (async: the server runs in this process)
-    const sh = await promisify(execFile)('sh', ['-c', `X=$("${process.execPath}" ${CLI_BIN} get SECRET); printf %s "$X"`], { cwd: project, env: { ...process.env, ...env }, encoding: 'utf8' })
+    const sh = await promisify(execFile)('sh', ['-c', `X=$("${process.execPath}" ${CLI_BIN} get SECRET); printf %s "$X"`], {
+      cwd: project,
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+    })
     t.equal(sh.stdout, SECRET)
     const missing = await bin(['get', 'DB_UR'])
     t.equal(missing.code, 1)
@@ -121,7 +125,11 @@ t.test('every day, in a linked folder', async (t) => {
     // the value on standard input, as in: envkeep set PORT < file
     let out: { code: number | null; stdout: string; stderr: string }
     try {
-      const r = await promisify(execFile)('sh', ['-c', `printf '9191\\n' | "${process.execPath}" ${CLI_BIN} set PORT`], { cwd: project, env: { ...process.env, ...env }, encoding: 'utf8' })
+      const r = await promisify(execFile)('sh', ['-c', `printf '9191\\n' | "${process.execPath}" ${CLI_BIN} set PORT`], {
+        cwd: project,
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+      })
       out = { code: 0, stdout: r.stdout, stderr: r.stderr }
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string }
@@ -151,7 +159,15 @@ t.test('every day, in a linked folder', async (t) => {
     t.equal(inCi.stdout, '*****\n', 'on by default when CI=true')
     const plain = await bin(['run', '--', process.execPath, '-e', 'console.log(process.env.SECRET)'])
     t.equal(plain.stdout, `${SECRET}\n`, 'off otherwise')
-    const only = await bin(['run', '--only', 'PORT', '--', process.execPath, '-e', 'console.log(JSON.stringify([process.env.PORT, process.env.SECRET ?? null]))'])
+    const only = await bin([
+      'run',
+      '--only',
+      'PORT',
+      '--',
+      process.execPath,
+      '-e',
+      'console.log(JSON.stringify([process.env.PORT, process.env.SECRET ?? null]))',
+    ])
     t.equal(only.stdout, '["9191",null]\n')
     const keep = await bin(['run', '--no-override', '--', process.execPath, '-e', 'console.log(process.env.PORT)'], project, { PORT: '1234' })
     t.equal(keep.stdout, '1234\n')
@@ -197,7 +213,14 @@ t.test('every day, in a linked folder', async (t) => {
 })
 
 t.test('completion scripts load in a real bash and complete commands and options', async (t) => {
-  const out = execFileSync('bash', ['-c', `source <("${process.execPath}" ${CLI_BIN} completion bash) && complete -p envkeep && COMP_WORDS=(envkeep pu) COMP_CWORD=1 && _envkeep && echo "\${COMPREPLY[@]}" && COMP_WORDS=(envkeep pull --fo) COMP_CWORD=2 && _envkeep && echo "\${COMPREPLY[@]}"`], { encoding: 'utf8' })
+  const out = execFileSync(
+    'bash',
+    [
+      '-c',
+      `source <("${process.execPath}" ${CLI_BIN} completion bash) && complete -p envkeep && COMP_WORDS=(envkeep pu) COMP_CWORD=1 && _envkeep && echo "\${COMPREPLY[@]}" && COMP_WORDS=(envkeep pull --fo) COMP_CWORD=2 && _envkeep && echo "\${COMPREPLY[@]}"`,
+    ],
+    { encoding: 'utf8' },
+  )
   t.equal(out, 'complete -F _envkeep envkeep\npull push\n--format\n')
   for (const shell of ['zsh', 'fish']) {
     const r = await runBin(['completion', shell], {}).done

@@ -9,7 +9,6 @@ import { CliError } from '../src/errors.js'
 import { dotenvEntry, formatVariables, shellQuote } from '../src/formats.js'
 import { NASTY } from './helpers/nasty.js'
 
-
 function shellRead(text: string, names: string[]): Record<string, string> {
   const dir = mkdtempSync(join(tmpdir(), 'envkeep-fmt-'))
   try {
@@ -72,10 +71,7 @@ t.test('shellQuote', async (t) => {
 })
 
 const valueArb = fc.string({
-  unit: fc.oneof(
-    fc.constantFrom('\n', '\r', '"', "'", '`', '\\', '$', '#', ' ', '=', 'n', 'r', 'é', '🙂', '\t'),
-    fc.constantFrom('a', 'b', 'Z', '0'),
-  ),
+  unit: fc.oneof(fc.constantFrom('\n', '\r', '"', "'", '`', '\\', '$', '#', ' ', '=', 'n', 'r', 'é', '🙂', '\t'), fc.constantFrom('a', 'b', 'Z', '0')),
   maxLength: 20,
 })
 

@@ -43,9 +43,11 @@ async function hostile(t: Test, routes: Record<string, Handler>): Promise<{ base
   return { base: `http://127.0.0.1:${(server.address() as { port: number }).port}`, sent: () => sent }
 }
 
-const json = (body: unknown, status = 200): Handler => (_req, res) => {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
-}
+const json =
+  (body: unknown, status = 200): Handler =>
+  (_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
+  }
 
 /** A config dir holding a live sign-in to `base` (as `login` would have left it). */
 async function signedIn(t: Test, base: string): Promise<string> {
@@ -114,8 +116,9 @@ t.test('login: an authorization endpoint that is file:, javascript: or on anothe
       response_types_supported: ['code'],
       code_challenge_methods_supported: ['S256'],
     }
-    const s2 = await hostile(t, { 'GET /.well-known/oauth-authorization-server': (req, res) =>
-      json({ ...meta, issuer: `http://${req.headers.host}`, token_endpoint: `http://${req.headers.host}/oauth/token` })(req, res),
+    const s2 = await hostile(t, {
+      'GET /.well-known/oauth-authorization-server': (req, res) =>
+        json({ ...meta, issuer: `http://${req.headers.host}`, token_endpoint: `http://${req.headers.host}/oauth/token` })(req, res),
     })
     const dir = await tempConfig(t)
     // in-process with a terminal, so the browser would be opened
@@ -136,7 +139,13 @@ t.test('push: a review link on another host is not printed; the push id is, and 
   const s = await hostile(t, {
     'GET /api/env/vaults': json({ vaults: [{ id: VAULT_A, name: 'shop', role: 'owner', environments: ['development'] }] }),
     [`POST /api/env/${VAULT_A}/development/imports`]: json(
-      { import: '22222222-2222-4222-8222-222222222222', status: 'pending', names: ['A'], url: 'https://evil.example/review', expires_at: '2026-12-01T00:00:00.000Z' },
+      {
+        import: '22222222-2222-4222-8222-222222222222',
+        status: 'pending',
+        names: ['A'],
+        url: 'https://evil.example/review',
+        expires_at: '2026-12-01T00:00:00.000Z',
+      },
       201,
     ),
   })

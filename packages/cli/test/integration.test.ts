@@ -195,7 +195,11 @@ t.test('envkeep against envkeep-server', async (t) => {
     server.clock.ms += 2 * 60 * 60 * 1000
     const before = JSON.parse(readFileSync(signInsFile, 'utf8')).signIns[baseUrl]
     const results = await Promise.all([0, 1, 2, 3].map(() => bin(['vaults', '--json'])))
-    t.same(results.map((r) => r.code), [0, 0, 0, 0], results.map((r) => r.stderr).join(''))
+    t.same(
+      results.map((r) => r.code),
+      [0, 0, 0, 0],
+      results.map((r) => r.stderr).join(''),
+    )
     const after = JSON.parse(readFileSync(signInsFile, 'utf8')).signIns[baseUrl]
     t.not(after.refreshToken, before.refreshToken)
     t.equal((await bin(['vaults', '--json'])).code, 0, 'the sign-in is still alive (a reuse would have ended it)')

@@ -12,7 +12,7 @@ export type Where =
   | 'env API'
   | 'env API: database'
   | 'database'
-  | 'database (only what\'s shared with you is visible)'
+  | "database (only what's shared with you is visible)"
   | 'database (your role)'
   | 'encryption'
   | 'rate limit'
@@ -86,14 +86,13 @@ export const SQLSTATE_NAMES: Readonly<Record<string, string>> = Object.freeze({
   '57P01': 'admin shutdown',
   '53300': 'too many connections',
   '58030': 'io error',
-  'XX000': 'internal error',
+  XX000: 'internal error',
 })
 
-const NOT_SHARED = 'database (only what\'s shared with you is visible)' as const
+const NOT_SHARED = "database (only what's shared with you is visible)" as const
 
 export const errors = {
-  invalidRequest: (reason: string): ApiError =>
-    new ApiError({ status: 400, code: 'invalid_request', where: 'env API', reason }),
+  invalidRequest: (reason: string): ApiError => new ApiError({ status: 400, code: 'invalid_request', where: 'env API', reason }),
   invalidToken: (realm: string, resourceMetadata: string): ApiError =>
     new ApiError({
       status: 401,
@@ -102,8 +101,7 @@ export const errors = {
       reason: 'the request has no valid access token',
       headers: { 'www-authenticate': `Bearer realm="${realm}", resource_metadata="${resourceMetadata}"` },
     }),
-  forbidden: (reason: string): ApiError =>
-    new ApiError({ status: 403, code: 'forbidden', where: 'database (your role)', reason }),
+  forbidden: (reason: string): ApiError => new ApiError({ status: 403, code: 'forbidden', where: 'database (your role)', reason }),
   pushNotAllowed: (): ApiError =>
     new ApiError({
       status: 403,
@@ -140,10 +138,8 @@ export const errors = {
     }),
   decryptFailed: (cause?: unknown): ApiError =>
     new ApiError({ status: 500, code: 'decrypt_failed', where: 'encryption', reason: 'a value did not decrypt; nothing was delivered', cause }),
-  notConfigured: (): ApiError =>
-    new ApiError({ status: 503, code: 'not_configured', where: 'encryption', reason: 'the server has no key for variables' }),
-  storageLimit: (reason: string): ApiError =>
-    new ApiError({ status: 507, code: 'storage_limit', where: 'env API', reason }),
+  notConfigured: (): ApiError => new ApiError({ status: 503, code: 'not_configured', where: 'encryption', reason: 'the server has no key for variables' }),
+  storageLimit: (reason: string): ApiError => new ApiError({ status: 507, code: 'storage_limit', where: 'env API', reason }),
   /** A database failure: status from the SQLSTATE; the reason is the code and its name. */
   database: (err: StorageError): ApiError =>
     new ApiError({ status: err.status, code: 'server_error', where: 'env API: database', reason: err.message, cause: err }),

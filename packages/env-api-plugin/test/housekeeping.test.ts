@@ -10,9 +10,36 @@ t.test('the plugin expires pending pushes past their end on its own, from start,
   t.teardown(() => storage.close())
   const now = new Date('2026-11-21T12:00:00.000Z')
   const vaultId = randomUUID()
-  await storage.createVault({ id: vaultId, name: 'shop', ownerId: 'p-ana', plan: 'self-hosted', environments: [{ name: 'development', ownersOnly: false }], now }, testLogEntry({ vaultId: vaultId, action: 'vault_created' }))
+  await storage.createVault(
+    { id: vaultId, name: 'shop', ownerId: 'p-ana', plan: 'self-hosted', environments: [{ name: 'development', ownersOnly: false }], now },
+    testLogEntry({ vaultId: vaultId, action: 'vault_created' }),
+  )
   const push = (id: string, expiresAt: Date) =>
-    storage.createImport({ id, vaultId, environment: 'development', senderId: 'p-ana', signInId: null, values: [{ name: 'A', sealed: new Uint8Array(40) }], refused: [], createdAt: new Date(now.getTime() - 7_200_000), expiresAt, limit: { maxVariables: 100, maxBytes: 1_000_000 } }, testLogEntry({ vaultId, at: now, personId: 'p-ana', signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null }))
+    storage.createImport(
+      {
+        id,
+        vaultId,
+        environment: 'development',
+        senderId: 'p-ana',
+        signInId: null,
+        values: [{ name: 'A', sealed: new Uint8Array(40) }],
+        refused: [],
+        createdAt: new Date(now.getTime() - 7_200_000),
+        expiresAt,
+        limit: { maxVariables: 100, maxBytes: 1_000_000 },
+      },
+      testLogEntry({
+        vaultId,
+        at: now,
+        personId: 'p-ana',
+        signInId: null,
+        clientId: null,
+        action: 'push_created',
+        environment: 'development',
+        names: ['A'],
+        address: null,
+      }),
+    )
   const ended = randomUUID()
   const live = randomUUID()
   await push(ended, new Date(now.getTime() - 1))

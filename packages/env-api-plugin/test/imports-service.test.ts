@@ -6,10 +6,10 @@ import { build } from './api/helpers.js'
 t.test('who may decide a push', async (t) => {
   // [decider, role, environment, decider is sender, vault requires a second person, outcome]
   const cases: Array<[string, string, string, boolean, boolean, string]> = [
-    ['owner decides another person\'s push', 'owner', 'production', false, false, 'decided'],
+    ["owner decides another person's push", 'owner', 'production', false, false, 'decided'],
     ['owner decides their own push', 'owner', 'development', true, false, 'decided'],
     ['owner may not decide their own when a second person is required', 'owner', 'development', true, true, 'forbidden'],
-    ['owner decides another\'s when a second person is required', 'owner', 'development', false, true, 'decided'],
+    ["owner decides another's when a second person is required", 'owner', 'development', false, true, 'decided'],
     ['editor on a shared environment', 'editor', 'development', false, false, 'decided'],
     ['editor decides their own push', 'editor', 'development', true, false, 'decided'],
     ['editor on an owners-only environment', 'editor', 'production', false, false, 'forbidden'],
@@ -36,7 +36,10 @@ t.test('who may decide a push', async (t) => {
       t.equal(imp?.status, outcome === 'decided' ? 'applied' : 'pending')
       if (outcome === 'decided') {
         const log = await b.storage.listAccessLog(v, { action: 'push_applied', limit: 5 })
-        t.same(log.map((e) => [e.personId, e.names]), [['dee', ['A']]])
+        t.same(
+          log.map((e) => [e.personId, e.names]),
+          [['dee', ['A']]],
+        )
         t.equal(imp?.decidedBy, 'dee')
       }
     })
@@ -62,7 +65,10 @@ t.test('reject, and a decided or expired push does not change', async (t) => {
   const expired = await decideImport(b.storage, { importId: late.import, decision: 'applied', personId: 'olga', now: after })
   t.equal(expired.outcome, 'not_pending')
   t.equal((await b.storage.getImport(late.import, after))?.status, 'expired')
-  t.equal((await decideImport(b.storage, { importId: '3f2a9c1e-0000-4000-8000-00000000dead', decision: 'applied', personId: 'olga', now: after })).outcome, 'not_found')
+  t.equal(
+    (await decideImport(b.storage, { importId: '3f2a9c1e-0000-4000-8000-00000000dead', decision: 'applied', personId: 'olga', now: after })).outcome,
+    'not_found',
+  )
 })
 
 t.test('apply writes every value at once, overwriting', async (t) => {

@@ -39,7 +39,10 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // n hops: believe the n addresses nearest to us in X-Forwarded-For, never the client's own
     trustProxy:
       typeof config.trustProxy === 'number'
-        ? ((hops: number) => (_address: string, hop: number) => hop < hops)(config.trustProxy)
+        ? (
+            (hops: number) => (_address: string, hop: number) =>
+              hop < hops
+          )(config.trustProxy)
         : config.trustProxy === false
           ? false
           : [...config.trustProxy],

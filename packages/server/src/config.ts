@@ -88,8 +88,16 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     meaning: 'storage limits per plan, JSON; merged over the default table',
   },
   { env: 'ENVKEEP_LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
-  { env: 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS', default: '(none)', meaning: 'loopback: CI identities may name http://127.0.0.1:* OIDC issuers (tests only; https otherwise)' },
-  { env: 'ENVKEEP_TRUST_PROXY', default: 'false', meaning: 'behind a reverse proxy: the number of proxy hops (e.g. 1), or the proxies\' addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8); never true' },
+  {
+    env: 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS',
+    default: '(none)',
+    meaning: 'loopback: CI identities may name http://127.0.0.1:* OIDC issuers (tests only; https otherwise)',
+  },
+  {
+    env: 'ENVKEEP_TRUST_PROXY',
+    default: 'false',
+    meaning: "behind a reverse proxy: the number of proxy hops (e.g. 1), or the proxies' addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8); never true",
+  },
 ])
 
 export type Flags = Readonly<Record<string, string | boolean | undefined>>
@@ -138,11 +146,9 @@ function parsePlans(raw: string | undefined): Record<string, StorageLimit> {
   } catch {
     throw new UsageError('ENVKEEP_PLANS must be JSON: {"<plan>": {"maxVariables": <n>, "maxBytes": <n>}, …}')
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
-    throw new UsageError('ENVKEEP_PLANS must be a JSON object of plans')
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('ENVKEEP_PLANS must be a JSON object of plans')
   for (const [name, limit] of Object.entries(parsed as Record<string, unknown>)) {
-    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name))
-      throw new UsageError('ENVKEEP_PLANS: plan names are lower-case letters, digits and dashes')
+    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name)) throw new UsageError('ENVKEEP_PLANS: plan names are lower-case letters, digits and dashes')
     const l = limit as Partial<Record<string, unknown>> | null
     const ok = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0
     if (!l || typeof l !== 'object' || !ok(l.maxVariables) || !ok(l.maxBytes) || Object.keys(l).length !== 2)
@@ -180,7 +186,7 @@ export function parseTrustProxy(raw: string | undefined): false | number | reado
   if (v === 'false' || v === '0' || v === 'no' || v === 'none') return false
   if (v === 'true' || v === 'yes' || v === '*') {
     throw new UsageError(
-      'ENVKEEP_TRUST_PROXY=true would believe any X-Forwarded-For a client sends; give the number of proxy hops in front of envkeep (e.g. 1) or the proxies\' addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8)',
+      "ENVKEEP_TRUST_PROXY=true would believe any X-Forwarded-For a client sends; give the number of proxy hops in front of envkeep (e.g. 1) or the proxies' addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8)",
     )
   }
   if (/^\d+$/.test(v)) {
@@ -188,7 +194,10 @@ export function parseTrustProxy(raw: string | undefined): false | number | reado
     if (n < 1 || n > 10) throw new UsageError('ENVKEEP_TRUST_PROXY: the number of proxy hops must be 1 to 10')
     return n
   }
-  const items = v.split(',').map((x) => x.trim()).filter((x) => x !== '')
+  const items = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '')
   for (const item of items) {
     if (PROXY_NAMES.includes(item)) continue
     const [address, prefix, extra] = item.split('/')
@@ -216,10 +225,8 @@ function parseBaseUrl(raw: string): { baseUrl: string; basePath: string } {
   } catch {
     throw new UsageError('ENVKEEP_BASE_URL (--base-url) must be an absolute http(s) URL')
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new UsageError('ENVKEEP_BASE_URL (--base-url) must be an absolute http(s) URL')
-  if (url.search || url.hash || url.username || url.password)
-    throw new UsageError('ENVKEEP_BASE_URL (--base-url) must have no query, fragment or credentials')
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('ENVKEEP_BASE_URL (--base-url) must be an absolute http(s) URL')
+  if (url.search || url.hash || url.username || url.password) throw new UsageError('ENVKEEP_BASE_URL (--base-url) must have no query, fragment or credentials')
   const baseUrl = raw.replace(/\/+$/, '')
   const basePath = url.pathname.replace(/\/+$/, '')
   return { baseUrl, basePath }
@@ -240,8 +247,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
 
   const keyText = envValue(env, 'ENVKEEP_MASTER_KEY')
   const keyFileRaw = envValue(env, 'ENVKEEP_MASTER_KEY_FILE')
-  if (keyText !== undefined && keyFileRaw !== undefined)
-    throw new UsageError('set ENVKEEP_MASTER_KEY or ENVKEEP_MASTER_KEY_FILE, not both')
+  if (keyText !== undefined && keyFileRaw !== undefined) throw new UsageError('set ENVKEEP_MASTER_KEY or ENVKEEP_MASTER_KEY_FILE, not both')
   const masterKeyFromEnv = keyText === undefined ? null : decodeMasterKey(keyText, 'ENVKEEP_MASTER_KEY')
   const masterKeyFile = keyFileRaw === undefined ? resolve(dataDir, 'master.key') : resolve(cwd, keyFileRaw)
 

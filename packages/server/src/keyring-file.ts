@@ -68,9 +68,7 @@ export function loadKeySource(config: ServerConfig): KeySource {
     return { kind: 'none', path: config.masterKeyFile }
   }
   if (loaded.tooOpen && !config.allowInsecureKeyFile) {
-    throw new KeyFileError(
-      `the master key file ${config.masterKeyFile} can be read by other users: run chmod 600 on it (or pass --allow-insecure-key-file)`,
-    )
+    throw new KeyFileError(`the master key file ${config.masterKeyFile} can be read by other users: run chmod 600 on it (or pass --allow-insecure-key-file)`)
   }
   return { kind: 'file', path: config.masterKeyFile, tooOpen: loaded.tooOpen, keyring: createFileKeyring(config.masterKeyFile, loaded.key) }
 }

@@ -13,15 +13,7 @@ import { adminSigninsRevoke } from './commands/admin-signins.js'
 import { adminUserCreate } from './commands/admin-user.js'
 import { adminVarList, adminVarSet } from './commands/admin-var.js'
 import { adminVaultCreate } from './commands/admin-vault.js'
-import {
-  CommandFailure,
-  EXIT_FAILURE,
-  EXIT_OK,
-  EXIT_USAGE,
-  UsageFailure,
-  type CliDeps,
-  type CommandContext,
-} from './commands/context.js'
+import { CommandFailure, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageFailure, type CliDeps, type CommandContext } from './commands/context.js'
 import { initCommand } from './commands/init.js'
 import { startCommand } from './commands/start.js'
 
@@ -41,7 +33,13 @@ interface CommandSpec {
 const SERVER_FLAGS = ['host', 'port', 'base-url']
 
 const COMMANDS: readonly CommandSpec[] = [
-  { words: ['init'], usage: 'init [--data-dir D]', summary: 'create the data directory, the database and a master key file (0600)', strings: SERVER_FLAGS, run: initCommand },
+  {
+    words: ['init'],
+    usage: 'init [--data-dir D]',
+    summary: 'create the data directory, the database and a master key file (0600)',
+    strings: SERVER_FLAGS,
+    run: initCommand,
+  },
   {
     words: ['start'],
     usage: 'start [--host H] [--port P] [--data-dir D] [--base-url U]',
@@ -57,23 +55,79 @@ const COMMANDS: readonly CommandSpec[] = [
     booleans: ['password-stdin'],
     run: adminUserCreate,
   },
-  { words: ['admin', 'vault', 'create'], usage: 'admin vault create --name N --owner EMAIL', summary: 'create a vault with development, preview and production (owners only)', strings: ['name', 'owner'], run: adminVaultCreate },
-  { words: ['admin', 'member', 'add'], usage: 'admin member add --vault V --email E --role owner|editor|viewer', summary: 'add a member to a vault, or change their role', strings: ['vault', 'email', 'role'], run: adminMemberAdd },
-  { words: ['admin', 'member', 'remove'], usage: 'admin member remove --vault V --email E', summary: 'remove a member from a vault (never its last owner)', strings: ['vault', 'email'], run: adminMemberRemove },
-  { words: ['admin', 'env', 'create'], usage: 'admin env create --vault V --name N [--owners-only]', summary: 'add an environment to a vault', strings: ['vault', 'name'], booleans: ['owners-only'], run: adminEnvCreate },
-  { words: ['admin', 'var', 'set'], usage: 'admin var set --vault V --env E NAME', summary: 'set a variable; the value is read from stdin', strings: ['vault', 'env'], positionals: 1, run: adminVarSet },
-  { words: ['admin', 'var', 'list'], usage: 'admin var list --vault V --env E', summary: 'list the variable names of an environment (never values)', strings: ['vault', 'env'], run: adminVarList },
+  {
+    words: ['admin', 'vault', 'create'],
+    usage: 'admin vault create --name N --owner EMAIL',
+    summary: 'create a vault with development, preview and production (owners only)',
+    strings: ['name', 'owner'],
+    run: adminVaultCreate,
+  },
+  {
+    words: ['admin', 'member', 'add'],
+    usage: 'admin member add --vault V --email E --role owner|editor|viewer',
+    summary: 'add a member to a vault, or change their role',
+    strings: ['vault', 'email', 'role'],
+    run: adminMemberAdd,
+  },
+  {
+    words: ['admin', 'member', 'remove'],
+    usage: 'admin member remove --vault V --email E',
+    summary: 'remove a member from a vault (never its last owner)',
+    strings: ['vault', 'email'],
+    run: adminMemberRemove,
+  },
+  {
+    words: ['admin', 'env', 'create'],
+    usage: 'admin env create --vault V --name N [--owners-only]',
+    summary: 'add an environment to a vault',
+    strings: ['vault', 'name'],
+    booleans: ['owners-only'],
+    run: adminEnvCreate,
+  },
+  {
+    words: ['admin', 'var', 'set'],
+    usage: 'admin var set --vault V --env E NAME',
+    summary: 'set a variable; the value is read from stdin',
+    strings: ['vault', 'env'],
+    positionals: 1,
+    run: adminVarSet,
+  },
+  {
+    words: ['admin', 'var', 'list'],
+    usage: 'admin var list --vault V --env E',
+    summary: 'list the variable names of an environment (never values)',
+    strings: ['vault', 'env'],
+    run: adminVarList,
+  },
   {
     words: ['admin', 'ci', 'add'],
-    usage: 'admin ci add --vault V --name N --issuer URL|github|gitlab --audience A --subject PATTERN --role editor|owner [--environments a,b] [--claims k=v,...]',
+    usage:
+      'admin ci add --vault V --name N --issuer URL|github|gitlab --audience A --subject PATTERN --role editor|owner [--environments a,b] [--claims k=v,...]',
     summary: 'let CI runs whose OIDC identity token matches read the vault (no stored secret); * in --subject matches any run of characters',
     strings: ['vault', 'name', 'issuer', 'audience', 'subject', 'role', 'environments', 'claims'],
     run: adminCiAdd,
   },
   { words: ['admin', 'ci', 'list'], usage: 'admin ci list --vault V', summary: 'list the CI identities of a vault', strings: ['vault'], run: adminCiList },
-  { words: ['admin', 'ci', 'remove'], usage: 'admin ci remove --vault V --name N', summary: 'remove a CI identity; its live tokens stop at once', strings: ['vault', 'name'], run: adminCiRemove },
-  { words: ['admin', 'rotate-master-key'], usage: 'admin rotate-master-key', summary: 'new master key; rewraps the vault keys, values untouched; the old key file is kept as a backup', run: adminRotateMasterKey },
-  { words: ['admin', 'rotate-data-keys'], usage: 'admin rotate-data-keys [--from VAULT_ID]', summary: 'new data keys; every stored value (pushes included) sealed again, vault by vault, online; --from resumes', strings: ['from'], run: adminRotateDataKeys },
+  {
+    words: ['admin', 'ci', 'remove'],
+    usage: 'admin ci remove --vault V --name N',
+    summary: 'remove a CI identity; its live tokens stop at once',
+    strings: ['vault', 'name'],
+    run: adminCiRemove,
+  },
+  {
+    words: ['admin', 'rotate-master-key'],
+    usage: 'admin rotate-master-key',
+    summary: 'new master key; rewraps the vault keys, values untouched; the old key file is kept as a backup',
+    run: adminRotateMasterKey,
+  },
+  {
+    words: ['admin', 'rotate-data-keys'],
+    usage: 'admin rotate-data-keys [--from VAULT_ID]',
+    summary: 'new data keys; every stored value (pushes included) sealed again, vault by vault, online; --from resumes',
+    strings: ['from'],
+    run: adminRotateDataKeys,
+  },
   {
     words: ['migrate'],
     usage: 'migrate --to postgres://… [--data-dir D]',
@@ -81,7 +135,13 @@ const COMMANDS: readonly CommandSpec[] = [
     strings: ['to'],
     run: migrateCommand,
   },
-  { words: ['admin', 'signins', 'revoke'], usage: 'admin signins revoke --email E', summary: "revoke a person's CLI sign-ins and end their web sessions", strings: ['email'], run: adminSigninsRevoke },
+  {
+    words: ['admin', 'signins', 'revoke'],
+    usage: 'admin signins revoke --email E',
+    summary: "revoke a person's CLI sign-ins and end their web sessions",
+    strings: ['email'],
+    run: adminSigninsRevoke,
+  },
 ]
 
 /** What a single-executable build (scripts/release) says about itself, else undefined. */
@@ -182,8 +242,7 @@ export function buildCli(deps: CliDeps): { run(argv: readonly string[]): Promise
           deps.stdout.write(`Usage: envkeep-server ${spec.usage}\n  ${spec.summary}\n`)
           return EXIT_OK
         }
-        if (parsed.positionals.length !== (spec.positionals ?? 0))
-          throw new UsageFailure(`usage: envkeep-server ${spec.usage}`)
+        if (parsed.positionals.length !== (spec.positionals ?? 0)) throw new UsageFailure(`usage: envkeep-server ${spec.usage}`)
         const config = loadConfig(values, deps.env, deps.cwd)
         return await spec.run({
           deps,

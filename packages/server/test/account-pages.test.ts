@@ -84,7 +84,11 @@ t.test('login: right password signs in, wrong email and wrong password answer th
   const wrongEmail = await b.post('/login', { _csrf: csrf, email: 'nobody@example.com', password: 'wrong-password-1', return_to: '/v/123' })
   t.equal(wrongPassword.statusCode, 401)
   t.equal(wrongEmail.statusCode, 401)
-  const strip = (s: string) => s.replace(/value="[^"]*"/g, '').replace(/<code>[0-9A-Z]{10}<\/code>/g, '').replace(/What: [^<]*|Reference: [0-9A-Z]+|failure-\d+/g, '')
+  const strip = (s: string) =>
+    s
+      .replace(/value="[^"]*"/g, '')
+      .replace(/<code>[0-9A-Z]{10}<\/code>/g, '')
+      .replace(/What: [^<]*|Reference: [0-9A-Z]+|failure-\d+/g, '')
   t.equal(strip(wrongPassword.body), strip(wrongEmail.body), 'same page for both')
   t.notOk(wrongPassword.cookies.some((c) => c.name === 'envkeep_session'))
 
@@ -177,14 +181,20 @@ t.test('behind https the session and CSRF cookies are Secure and __Host- (path /
   const csrfCookie = page.cookies.find((c) => c.name === '__Host-envkeep_csrf')
   t.equal(csrfCookie?.secure, true)
   t.equal(csrfCookie?.path, '/')
-  t.notOk(page.cookies.some((c) => c.name === 'envkeep_csrf'), 'no unprefixed CSRF cookie')
+  t.notOk(
+    page.cookies.some((c) => c.name === 'envkeep_csrf'),
+    'no unprefixed CSRF cookie',
+  )
   const res = await b.post('/team/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY, return_to: '/elsewhere' })
   t.equal(res.statusCode, 303)
   t.equal(res.headers.location, '/team/', 'a return path outside the base path goes home')
   const cookie = res.cookies.find((c) => c.name === `__Host-${SESSION_COOKIE}`)
   t.equal(cookie?.secure, true)
   t.equal(cookie?.path, '/', '__Host- cookies have Path=/')
-  t.notOk(res.cookies.some((c) => c.name === SESSION_COOKIE), 'no unprefixed session cookie')
+  t.notOk(
+    res.cookies.some((c) => c.name === SESSION_COOKIE),
+    'no unprefixed session cookie',
+  )
   t.equal((await b.get('/login')).statusCode, 404, 'nothing outside the base path')
 })
 
@@ -228,7 +238,9 @@ t.test('per-account back-off: after 5 wrong passwords, from any address, tries w
   const attempt = async (password: string, email = 'ana@example.com') => {
     const address = `198.51.100.${++n % 250}` // a new address each time: the per-address limit never applies
     const page = await app.inject({ method: 'GET', url: '/login', remoteAddress: address })
-    const cookie = Object.entries(setCookies(page)).map(([k, v]) => `${k}=${v}`).join('; ')
+    const cookie = Object.entries(setCookies(page))
+      .map(([k, v]) => `${k}=${v}`)
+      .join('; ')
     return app.inject({
       method: 'POST',
       url: '/login',

@@ -47,7 +47,11 @@ t.test('a data directory made before the accounts moved keeps its accounts, sess
   t.equal(await accounts.countAccounts(), 1)
 
   const applied = storage.database.sqlite.prepare(`select name from ${MIGRATION_TABLE}`).all() as { name: string }[]
-  t.same(applied.map((r) => r.name), ['001_accounts'], "the server's own migration ran, and adopted the tables")
+  t.same(
+    applied.map((r) => r.name),
+    ['001_accounts'],
+    "the server's own migration ran, and adopted the tables",
+  )
   const tables = storage.database.sqlite.prepare("select count(*) as n from sqlite_master where type = 'table' and name = 'accounts'").get() as { n: number }
   t.equal(tables.n, 1)
 
@@ -56,7 +60,17 @@ t.test('a data directory made before the accounts moved keeps its accounts, sess
   const keyFile = join(dir, 'master.key')
   const crypto = createVaultCrypto(storage, createFileKeyring(keyFile, readKeyFile(keyFile)!.key))
   const sealed = await storage.readVariables(vault!.id, 'development', {
-    vaultId: vault!.id, at: new Date(), personId: null, signInId: null, clientId: 'test', action: 'read', environment: 'development', names: [], address: null, subject: null, detail: null,
+    vaultId: vault!.id,
+    at: new Date(),
+    personId: null,
+    signInId: null,
+    clientId: 'test',
+    action: 'read',
+    environment: 'development',
+    names: [],
+    address: null,
+    subject: null,
+    detail: null,
   })
   t.same(await crypto.openValues(vault!.id, 'development', sealed.variables), { NEW_VAR: 'new-value', OLD_VAR: 'old-value' }, 'old and new values open')
 })
@@ -69,9 +83,14 @@ t.test('a new data directory gets the accounts tables from the server', async (t
   t.teardown(() => storage.close())
   const storageMigrations = (storage.database.sqlite.prepare('select name from kysely_migration order by name').all() as { name: string }[]).map((r) => r.name)
   t.ok(storageMigrations.includes('003_accounts'), 'the storage package keeps its (now empty) step')
-  const tables = storage.database.sqlite.prepare("select name from sqlite_master where type = 'table' and name in ('accounts', 'web_sessions', 'setup_tokens') order by name").all()
+  const tables = storage.database.sqlite
+    .prepare("select name from sqlite_master where type = 'table' and name in ('accounts', 'web_sessions', 'setup_tokens') order by name")
+    .all()
   t.same(tables, [{ name: 'accounts' }, { name: 'setup_tokens' }, { name: 'web_sessions' }], 'made by init, through the server')
   const accounts = await createSqliteAccountStore(storage.database)
   await accounts.createAccount({ id: 'a1', email: 'ana@example.com', name: 'Ana', passwordHash: 'x' }, new Date())
-  await t.rejects(accounts.createAccount({ id: 'a2', email: 'ANA@example.com', name: 'Ana', passwordHash: 'x' }, new Date()), { name: 'StorageError', sqlstate: '23505' })
+  await t.rejects(accounts.createAccount({ id: 'a2', email: 'ANA@example.com', name: 'Ana', passwordHash: 'x' }, new Date()), {
+    name: 'StorageError',
+    sqlstate: '23505',
+  })
 })

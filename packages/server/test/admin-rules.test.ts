@@ -53,7 +53,10 @@ t.test('admin member add/remove keep the last owner, and are logged as the serve
 
   const log = await look((s) => s.listAccessLog(vaultId, { limit: 50 }))
   t.ok(log.length >= 4)
-  t.ok(log.every((e) => e.personId === null && e.clientId === 'envkeep-server'), 'every change by the server administrator, none under a member')
+  t.ok(
+    log.every((e) => e.personId === null && e.clientId === 'envkeep-server'),
+    'every change by the server administrator, none under a member',
+  )
   const members = await look(async (s) => (await s.listMembers(vaultId)).map((m) => m.personId))
   const bo = members[0]
   t.same(
@@ -70,7 +73,7 @@ t.test('admin member add/remove keep the last owner, and are logged as the serve
   )
 })
 
-t.test('admin var set past the plan\'s storage limit: exit 1 with the plan-limit sentence, nothing stored', async (t) => {
+t.test("admin var set past the plan's storage limit: exit 1 with the plan-limit sentence, nothing stored", async (t) => {
   const { cli, vaultId, look } = await setUp(t, { ENVKEEP_PLANS: JSON.stringify({ 'self-hosted': { maxVariables: 1, maxBytes: 1_000_000 } }) })
   t.equal((await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'A'], 'a-value')).code, 0)
   const over = await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'B', '--json'], 'b-value')
@@ -78,5 +81,9 @@ t.test('admin var set past the plan\'s storage limit: exit 1 with the plan-limit
   t.match(over.stderr, new RegExp(`vault ${vaultId.slice(0, 8)} is at its storage limit of 1 variables on plan self-hosted; with this change it would use 2`))
   t.equal((JSON.parse(over.stdout.trim()) as { ok: boolean }).ok, false)
   t.equal((await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'A'], 'a-new-value')).code, 0, 'changing a value adds none')
-  t.same(await look(async (s) => (await s.listVariableNames(vaultId, 'development')).map((v) => [v.name, v.updatedBy])), [['A', null]], 'B not stored; A written by nobody')
+  t.same(
+    await look(async (s) => (await s.listVariableNames(vaultId, 'development')).map((v) => [v.name, v.updatedBy])),
+    [['A', null]],
+    'B not stored; A written by nobody',
+  )
 })

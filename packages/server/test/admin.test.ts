@@ -106,7 +106,10 @@ t.test('admin commands end to end on a data directory, rotation keeps values rea
   const members = await storage.listMembers(vaultId)
   t.same(members.map((m) => m.role).sort(), ['editor', 'owner'])
   const log = await storage.listAccessLog(vaultId, { limit: 50 })
-  t.ok(log.some((e) => e.action === 'variable_set' && e.names.includes('DATABASE_URL') && e.clientId === 'envkeep-server' && e.personId === null), 'logged as the server administrator')
+  t.ok(
+    log.some((e) => e.action === 'variable_set' && e.names.includes('DATABASE_URL') && e.clientId === 'envkeep-server' && e.personId === null),
+    'logged as the server administrator',
+  )
 
   for (const o of outputs) {
     t.notOk(o.includes(VALUE), 'no value in any output')

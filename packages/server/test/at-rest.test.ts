@@ -40,7 +40,17 @@ t.test('the SQLite file (WAL included) never holds a plaintext value', async (t)
   })
   const v = '3f2a9c1e-0000-4000-8000-000000000001'
   await storage.createVault(
-    { id: v, name: 'shop', ownerId: 'alice', plan: 'self-hosted', environments: [{ name: 'development', ownersOnly: false }, { name: 'preview', ownersOnly: false }], now: new Date() },
+    {
+      id: v,
+      name: 'shop',
+      ownerId: 'alice',
+      plan: 'self-hosted',
+      environments: [
+        { name: 'development', ownersOnly: false },
+        { name: 'preview', ownersOnly: false },
+      ],
+      now: new Date(),
+    },
     testLogEntry({ vaultId: v, action: 'vault_created' }),
   )
   const { accessToken } = await mintSignIn(storage, { baseUrl: BASE_URL, personId: 'alice' })
@@ -55,10 +65,16 @@ t.test('the SQLite file (WAL included) never holds a plaintext value', async (t)
   t.same(Object.keys(read.json().variables), ['PUSHED', 'UNICODE'], 'the values are there and readable')
 
   const files = readdirSync(dir)
-  t.ok(files.some((f) => f.endsWith('-wal')), 'the WAL file exists and is searched too')
+  t.ok(
+    files.some((f) => f.endsWith('-wal')),
+    'the WAL file exists and is searched too',
+  )
   t.same(fileBytesContain(dir, CANARY), [], 'no file holds the canary')
   t.ok(fileBytesContain(dir, 'PUSHED').length > 0, 'the search finds what is stored in plain (names), so it can fail')
   storage.database.sqlite.pragma('wal_checkpoint(TRUNCATE)')
   t.same(fileBytesContain(dir, CANARY), [], 'nor after a checkpoint')
-  t.notOk(logs.some((l) => l.includes(CANARY)), 'nor the server log')
+  t.notOk(
+    logs.some((l) => l.includes(CANARY)),
+    'nor the server log',
+  )
 })

@@ -12,7 +12,6 @@ const OWNER_PASSWORD = 'canary-owner-password-e2e'
 const VIEWER_PASSWORD = 'canary-viewer-password-e2e'
 const VALUES = ['first-secret-e2e', 'postgres://db-e2e', 'pushed-secret-e2e', 'rejected-secret-e2e', 'pending-secret-e2e']
 
-
 t.test('in Chromium against the real server: setup → sign in → vault → variables → CLI consent → push → review (Apply, Reject)', async (t) => {
   const dir = tempDir(t)
   const data = join(dir, 'data')
@@ -76,14 +75,23 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
   const vaultUrl = page.url()
   const vaultId = vaultUrl.split('/v/')[1]!
   const dev = page.locator('#env-development')
-  for (const [name, value] of [['API_KEY', VALUES[0]!], ['DB_URL', VALUES[1]!]]) {
+  for (const [name, value] of [
+    ['API_KEY', VALUES[0]!],
+    ['DB_URL', VALUES[1]!],
+  ]) {
     await dev.getByText('Add a variable').click()
     await dev.getByLabel('Name', { exact: true }).fill(name)
     await dev.getByLabel('Value', { exact: true }).fill(value)
     await dev.getByRole('button', { name: 'Add variable' }).click()
     await page.waitForURL(/done=variable_added/)
   }
-  t.equal(await dev.locator('code.name').allTextContents().then((x) => x.join(',')), 'API_KEY,DB_URL')
+  t.equal(
+    await dev
+      .locator('code.name')
+      .allTextContents()
+      .then((x) => x.join(',')),
+    'API_KEY,DB_URL',
+  )
 
   // a CLI sign-in: signed out first, so the sign-in page returns to the consent page
   await page.goto(`${BASE}/logout`)
@@ -164,7 +172,10 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
 
   // a viewer (made with the admin commands while the server runs) sees no values and no buttons
   const env = { ENVKEEP_DATA_DIR: data }
-  t.equal((await runCli(['admin', 'user', 'create', '--email', 'vic@example.com', '--name', 'Vic Viewer', '--password-stdin'], env, VIEWER_PASSWORD, dir)).code, 0)
+  t.equal(
+    (await runCli(['admin', 'user', 'create', '--email', 'vic@example.com', '--name', 'Vic Viewer', '--password-stdin'], env, VIEWER_PASSWORD, dir)).code,
+    0,
+  )
   t.equal((await runCli(['admin', 'member', 'add', '--vault', 'Acme', '--email', 'vic@example.com', '--role', 'viewer'], env, '', dir)).code, 0)
   const p3 = await push({ API_KEY: VALUES[4]! })
   const viewerContext = await browser.newContext()
@@ -195,7 +206,11 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
 
   // 401 is the refused sign-in above.
   const known = (p: string) => /status of 40[134]/.test(p)
-  t.same(problems.filter((p) => !known(p)), [], 'no CSP violation or script error in the console')
+  t.same(
+    problems.filter((p) => !known(p)),
+    [],
+    'no CSP violation or script error in the console',
+  )
 
   server.child.kill('SIGTERM')
   t.equal((await server.done).code, 0, 'the server stops cleanly')

@@ -7,7 +7,6 @@ import type { ServerConfig } from '../src/config.js'
 import { addAccount, buildTestApp } from './helpers.js'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 
-
 /** A live CLI sign-in made straight in storage, and its access token. */
 async function signIn(storage: Storage, config: ServerConfig, personId: string, now: Date): Promise<string> {
   return (await mintSignIn(storage, { baseUrl: config.baseUrl, personId, now, signInTtlMs: 86_400_000 })).accessToken
@@ -15,17 +14,20 @@ async function signIn(storage: Storage, config: ServerConfig, personId: string, 
 
 async function vaultWithOwner(storage: Storage, ownerId: string, now: Date): Promise<string> {
   const id = randomUUID()
-  await storage.createVault({
-    id,
-    name: 'shop',
-    ownerId,
-    plan: 'self-hosted',
-    environments: [
-      { name: 'development', ownersOnly: false },
-      { name: 'production', ownersOnly: true },
-    ],
-    now,
-  }, testLogEntry({ vaultId: id, action: 'vault_created' }))
+  await storage.createVault(
+    {
+      id,
+      name: 'shop',
+      ownerId,
+      plan: 'self-hosted',
+      environments: [
+        { name: 'development', ownersOnly: false },
+        { name: 'production', ownersOnly: true },
+      ],
+      now,
+    },
+    testLogEntry({ vaultId: id, action: 'vault_created' }),
+  )
   return id
 }
 

@@ -110,7 +110,13 @@ const BAD: readonly [string, Record<string, string>, Record<string, string>, Reg
 
 t.test('ENVKEEP_TRUST_PROXY takes hops or addresses and CIDRs', async (t) => {
   t.equal(loadConfig({}, { ENVKEEP_TRUST_PROXY: '2' }, '/').trustProxy, 2)
-  t.same(loadConfig({}, { ENVKEEP_TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,::1,fd00::/8,loopback' }, '/').trustProxy, ['127.0.0.1', '10.0.0.0/8', '::1', 'fd00::/8', 'loopback'])
+  t.same(loadConfig({}, { ENVKEEP_TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,::1,fd00::/8,loopback' }, '/').trustProxy, [
+    '127.0.0.1',
+    '10.0.0.0/8',
+    '::1',
+    'fd00::/8',
+    'loopback',
+  ])
   t.equal(loadConfig({}, { ENVKEEP_TRUST_PROXY: 'false' }, '/').trustProxy, false)
 })
 
@@ -159,6 +165,17 @@ t.test('--help and the README list every setting', async (t) => {
     t.ok(readme.includes(s.env), `server README: ${s.env}`)
     t.ok(rootReadme.includes(s.env), `root README: ${s.env}`)
   }
-  for (const cmd of ['init', 'start', 'admin user create', 'admin vault create', 'admin member add', 'admin env create', 'admin var set', 'admin var list', 'admin rotate-master-key', 'admin signins revoke'])
+  for (const cmd of [
+    'init',
+    'start',
+    'admin user create',
+    'admin vault create',
+    'admin member add',
+    'admin env create',
+    'admin var set',
+    'admin var list',
+    'admin rotate-master-key',
+    'admin signins revoke',
+  ])
     t.ok(help.stdout.includes(cmd), `help: ${cmd}`)
 })

@@ -72,11 +72,15 @@ t.test('a page on another port plants a CSRF cookie and posts "add member as own
   const res = await answer
   t.equal(res.status(), 403, 'the tossed form is refused')
   const members = await s.storage.listMembers(s.vaultId)
-  t.same(members.map((m) => m.personId), [s.owner.id], 'the attacker did not become a member')
+  t.same(
+    members.map((m) => m.personId),
+    [s.owner.id],
+    'the attacker did not become a member',
+  )
   t.notOk(s.log.text.includes(s.token), 'the token is not logged')
 })
 
-t.test('a page on another port plants a CSRF cookie and posts the attacker\'s login: refused, the browser stays signed out', async (t) => {
+t.test("a page on another port plants a CSRF cookie and posts the attacker's login: refused, the browser stays signed out", async (t) => {
   const s = await setUp(t)
   const evil = await attackerSite(t, `${s.base}/login`, `envkeep_csrf=${s.secret}; path=/login`, {
     _csrf: s.token,
@@ -89,10 +93,13 @@ t.test('a page on another port plants a CSRF cookie and posts the attacker\'s lo
   const res = await answer
   t.equal(res.status(), 403, 'login CSRF is refused')
   const cookies = await s.context.cookies(s.base)
-  t.notOk(cookies.some((c) => c.name.endsWith('envkeep_session')), 'no session was started in the victim\'s browser')
+  t.notOk(
+    cookies.some((c) => c.name.endsWith('envkeep_session')),
+    "no session was started in the victim's browser",
+  )
 })
 
-t.test('a token is bound to the session: one minted for another browser\'s secret does not pass, even same-origin', async (t) => {
+t.test("a token is bound to the session: one minted for another browser's secret does not pass, even same-origin", async (t) => {
   const s = await setUp(t)
   // signed in over inject: a session cookie, and the attacker's (secret, token) pair in its place
   const login = await s.app.inject({ method: 'GET', url: '/login' })
@@ -100,7 +107,12 @@ t.test('a token is bound to the session: one minted for another browser\'s secre
   const signIn = await s.app.inject({
     method: 'POST',
     url: '/login',
-    headers: { cookie: Object.entries(mine).map(([k, v]) => `${k}=${v}`).join('; '), 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      cookie: Object.entries(mine)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('; '),
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     payload: new URLSearchParams({ _csrf: csrfOf(login.body), email: 'owner@example.com', password: OWNER_PASSWORD }).toString(),
   })
   t.equal(signIn.statusCode, 303)
@@ -113,7 +125,10 @@ t.test('a token is bound to the session: one minted for another browser\'s secre
       payload: new URLSearchParams({ _csrf: token, email: 'mallory@example.com', role: 'owner' }).toString(),
     })
   t.equal((await post(s.secret, s.token)).statusCode, 403, "the attacker's pre-session token")
-  t.same((await s.storage.listMembers(s.vaultId)).map((m) => m.personId), [s.owner.id])
+  t.same(
+    (await s.storage.listMembers(s.vaultId)).map((m) => m.personId),
+    [s.owner.id],
+  )
   // the same request with the page's own token works: the refusal above was the binding
   const vaultPage = await s.app.inject({ method: 'GET', url: `/v/${s.vaultId}`, headers: { cookie: `${session[0]}=${session[1]}; envkeep_csrf=${s.secret}` } })
   const ok = await post(s.secret, csrfOf(vaultPage.body))
@@ -129,7 +144,12 @@ t.test('a fresh session id at every sign-in: a session planted before sign-in en
   const signIn = await s.app.inject({
     method: 'POST',
     url: '/login',
-    headers: { cookie: Object.entries(jar).map(([k, v]) => `${k}=${v}`).join('; '), 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      cookie: Object.entries(jar)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('; '),
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     payload: new URLSearchParams({ _csrf: csrfOf(mine.body), email: 'mallory@example.com', password: ATTACKER_PASSWORD }).toString(),
   })
   const planted = Object.entries(setCookies(signIn)).find(([k]) => k.endsWith('envkeep_session'))![1]

@@ -26,7 +26,6 @@ export function tempDir(t: Test): string {
   return dir
 }
 
-
 export interface TestApp {
   readonly app: FastifyInstance
   /** SQLite in memory, or PostgreSQL on a fresh database with ENVKEEP_TEST_STORAGE=postgres */
@@ -38,10 +37,7 @@ export interface TestApp {
   readonly clock: { ms: number }
 }
 
-export async function buildTestApp(
-  t: Test,
-  o: { env?: Env; keyring?: Keyring | null; loginAttemptsPerMinute?: number } = {},
-): Promise<TestApp> {
+export async function buildTestApp(t: Test, o: { env?: Env; keyring?: Keyring | null; loginAttemptsPerMinute?: number } = {}): Promise<TestApp> {
   const dir = tempDir(t)
   const config = loadConfig({}, { ENVKEEP_DATA_DIR: dir, ...o.env }, dir)
   let storage: TestApp['storage']

@@ -46,7 +46,12 @@ export function httpBrowser(base: string) {
 export type HttpBrowser = ReturnType<typeof httpBrowser>
 
 /** Creates the first account through the setup link; the browser is then signed in. Returns the POST's status. */
-export async function setUpFirstAccount(b: HttpBrowser, base: string, setupLink: string, who: { email: string; name: string; password: string }): Promise<number> {
+export async function setUpFirstAccount(
+  b: HttpBrowser,
+  base: string,
+  setupLink: string,
+  who: { email: string; name: string; password: string },
+): Promise<number> {
   const page = await b.get(setupLink)
   const res = await b.post(`${base}/setup`, { ...hiddenFields(page.html), ...who })
   return res.status
@@ -74,7 +79,12 @@ export function spawnUntil(cmd: string, args: readonly string[], o: { env: Recor
  * is opened, Allow is pressed (push ticked), and the redirect goes to the CLI's listener.
  * Resolves with the CLI's exit code and stderr.
  */
-export async function cliLoginByConsent(cli: { cmd: string; args: readonly string[] }, o: { env: Record<string, string>; cwd: string }, b: HttpBrowser, base: string) {
+export async function cliLoginByConsent(
+  cli: { cmd: string; args: readonly string[] },
+  o: { env: Record<string, string>; cwd: string },
+  b: HttpBrowser,
+  base: string,
+) {
   const login = spawnUntil(cli.cmd, [...cli.args, 'login', '--no-browser', '--push', '--base-url', base], o, /(https?:\/\/\S+\/oauth\/authorize\?\S+)/)
   const link = (await login.match)[1]!
   const consent = await b.get(link)

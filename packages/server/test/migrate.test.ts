@@ -29,7 +29,28 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
   const vault = await cli(['admin', 'vault', 'create', '--name', 'shop', '--owner', 'ana@example.com', '--json'])
   const vaultId = (JSON.parse(vault.stdout.trim().split('\n').pop()!) as { vault: { id: string } }).vault.id
   t.equal((await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'production', 'DB'], VALUE)).code, 0)
-  t.equal((await cli(['admin', 'ci', 'add', '--vault', 'shop', '--name', 'deploy', '--issuer', 'github', '--audience', 'https://keep.example', '--subject', 'repo:acme/shop:*', '--role', 'editor'])).code, 0)
+  t.equal(
+    (
+      await cli([
+        'admin',
+        'ci',
+        'add',
+        '--vault',
+        'shop',
+        '--name',
+        'deploy',
+        '--issuer',
+        'github',
+        '--audience',
+        'https://keep.example',
+        '--subject',
+        'repo:acme/shop:*',
+        '--role',
+        'editor',
+      ])
+    ).code,
+    0,
+  )
   const base = `http://127.0.0.1:${await freePort()}`
   const sqlite = await createSqliteStorage({ filename: join(data, 'envkeep.db') })
   const ana = ((await sqlite.database.sqlite.prepare('select id from accounts').get()) as { id: string }).id
@@ -68,7 +89,9 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
   t.equal(read.status, 200, 'the CLI sign-in survived the move')
   t.same(((await read.json()) as { variables: Record<string, string> }).variables, { DB: VALUE }, 'byte for byte')
   const pg = await createPostgresStorage({ connectionString: url, pool: 1 })
-  const hash = ((await sql`select password_hash from accounts where lower(email) = 'ana@example.com'`.execute(pg.database.db)).rows[0] as { password_hash: string }).password_hash
+  const hash = (
+    (await sql`select password_hash from accounts where lower(email) = 'ana@example.com'`.execute(pg.database.db)).rows[0] as { password_hash: string }
+  ).password_hash
   t.ok(await verifyPassword(hash, PASSWORD), 'the password still signs in')
   const log = await pg.listAccessLog(vaultId, { limit: 100 })
   const next = await fetch(`${base}/api/env/${vaultId}/production`, { headers: { authorization: `Bearer ${signIn.accessToken}` } })

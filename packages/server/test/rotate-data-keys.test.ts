@@ -66,7 +66,11 @@ t.test('rotate-data-keys: online, values and pushes kept, an old wrapped key ope
   // every value opens under the new key (a fresh process's view), staged values of pushes too
   const ring = createLocalKeyring(readKeyFile(join(data, 'master.key'))!.key)
   const crypto = createVaultCrypto(storage, ring)
-  t.same(await crypto.openValues(vault, 'development', await storage.getImportValues(pendingId)), { STAGED: 'value-staged' }, 'a push pending across the rotation still opens')
+  t.same(
+    await crypto.openValues(vault, 'development', await storage.getImportValues(pendingId)),
+    { STAGED: 'value-staged' },
+    'a push pending across the rotation still opens',
+  )
   const afterId = ((await after.json()) as { import: string }).import
   t.same(await crypto.openValues(vault, 'development', await storage.getImportValues(afterId)), { AFTER_PUSH: 'value-after-push' })
 

@@ -29,7 +29,12 @@ t.test('master-key rotation racing vault creation never leaves a key the new mas
   const data = join(dir, 'data')
   const env = { ENVKEEP_DATA_DIR: data }
   t.equal((await runCli(['init'], env, '', dir)).code, 0)
-  const user = await runCli(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin', '--json'], env, 'canary-race-password-1234', dir)
+  const user = await runCli(
+    ['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin', '--json'],
+    env,
+    'canary-race-password-1234',
+    dir,
+  )
   t.equal(user.code, 0, user.stderr)
   const ana = (JSON.parse(user.stdout.trim()) as { account: { id: string } }).account.id
   const port = await freePort()
@@ -43,7 +48,10 @@ t.test('master-key rotation racing vault creation never leaves a key the new mas
       const ids: string[] = []
       for (let i = 0; i < n; i++) {
         const id = randomUUID()
-        await storage.createVault({ id, name: `race-${id.slice(0, 8)}`, ownerId: ana, plan: 'self-hosted', environments: KEYLESS, now: new Date() }, testLogEntry({ vaultId: id, action: 'vault_created' }))
+        await storage.createVault(
+          { id, name: `race-${id.slice(0, 8)}`, ownerId: ana, plan: 'self-hosted', environments: KEYLESS, now: new Date() },
+          testLogEntry({ vaultId: id, action: 'vault_created' }),
+        )
         if (ring) await storage.ensureWrappedKey(id, () => ring.wrap(randomBytes(32), id))
         ids.push(id)
       }
@@ -70,7 +78,10 @@ t.test('master-key rotation racing vault creation never leaves a key the new mas
   })
   // the server is up once it answers (its start line is not logged at level warn)
   for (let i = 0; i < 200; i++) {
-    const ok = await fetch(`${base}/api/env/vaults`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.ok, () => false)
+    const ok = await fetch(`${base}/api/env/vaults`, { headers: { authorization: `Bearer ${token}` } }).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     await new Promise((resolve) => setTimeout(resolve, 50))
   }

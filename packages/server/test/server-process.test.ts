@@ -25,7 +25,10 @@ function cookiesOf(res: Response): Record<string, string> {
   }
   return out
 }
-const cookieHeader = (jar: Record<string, string>) => Object.entries(jar).map(([k, v]) => `${k}=${v}`).join('; ')
+const cookieHeader = (jar: Record<string, string>) =>
+  Object.entries(jar)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('; ')
 const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)![1]!
 
 t.test('first run, setup, sign-in, SIGTERM with a request in flight, restart without a key', async (t) => {
@@ -89,7 +92,9 @@ t.test('first run, setup, sign-in, SIGTERM with a request in flight, restart wit
   const socket = connect(port, '127.0.0.1')
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
   const body = `email=a%40example.com&password=${PASSWORD}`
-  socket.write(`POST /logout HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
+  socket.write(
+    `POST /logout HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+  )
   let answer = ''
   socket.on('data', (d: Buffer) => (answer += d.toString('utf8')))
   const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()))

@@ -13,7 +13,10 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
   const env = { ENVKEEP_DATA_DIR: join(dir, 'data') }
   const envFixed = env
   t.equal((await runCli(['init'], envFixed, '', dir)).code, 0)
-  t.equal((await runCli(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin'], envFixed, 'password-ana-1', dir)).code, 0)
+  t.equal(
+    (await runCli(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin'], envFixed, 'password-ana-1', dir)).code,
+    0,
+  )
   t.equal((await runCli(['admin', 'vault', 'create', '--name', 'shop', '--owner', 'ana@example.com'], envFixed, '', dir)).code, 0)
 
   // a pending push that ended an hour ago, written straight to storage
@@ -22,7 +25,8 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
   const vault = (await storage.findVaultsByName('shop', ana.id))[0]!
   const now = new Date()
   const id = randomUUID()
-  const created = await storage.createImport({
+  const created = await storage.createImport(
+    {
       id,
       vaultId: vault.id,
       environment: 'development',
@@ -31,7 +35,21 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
       values: [{ name: 'A', sealed: new Uint8Array(40) }],
       refused: [],
       createdAt: new Date(now.getTime() - 7_200_000),
-      expiresAt: new Date(now.getTime() - 3_600_000), limit: { maxVariables: 100, maxBytes: 1_000_000 } }, testLogEntry({ vaultId: vault.id, at: now, personId: ana.id, signInId: null, clientId: null, action: 'push_created', environment: 'development', names: ['A'], address: null }))
+      expiresAt: new Date(now.getTime() - 3_600_000),
+      limit: { maxVariables: 100, maxBytes: 1_000_000 },
+    },
+    testLogEntry({
+      vaultId: vault.id,
+      at: now,
+      personId: ana.id,
+      signInId: null,
+      clientId: null,
+      action: 'push_created',
+      environment: 'development',
+      names: ['A'],
+      address: null,
+    }),
+  )
   t.equal(created.ok, true)
   await storage.close()
 

@@ -14,7 +14,9 @@ async function wrongLogins(env: Record<string, string>, forwardedFor: (i: number
   const statuses: number[] = []
   for (let i = 0; i < 6; i++) {
     const page = await b.app.inject({ method: 'GET', url: '/login', remoteAddress: '127.0.0.1' })
-    const cookie = Object.entries(setCookies(page)).map(([k, v]) => `${k}=${v}`).join('; ')
+    const cookie = Object.entries(setCookies(page))
+      .map(([k, v]) => `${k}=${v}`)
+      .join('; ')
     const res = await b.app.inject({
       method: 'POST',
       url: '/login',
@@ -38,7 +40,11 @@ for (const setting of ['1', '127.0.0.1', '127.0.0.0/8', 'loopback']) {
 
 t.test('two clients behind the proxy are throttled separately', async (t) => {
   // (each tries other emails: the per-account back-off is not what is tested here)
-  const statuses = await wrongLogins({ ENVKEEP_TRUST_PROXY: '1' }, (i) => (i % 2 === 0 ? '203.0.113.7' : '203.0.113.8'), (i) => `person-${i}@example.com`)
+  const statuses = await wrongLogins(
+    { ENVKEEP_TRUST_PROXY: '1' },
+    (i) => (i % 2 === 0 ? '203.0.113.7' : '203.0.113.8'),
+    (i) => `person-${i}@example.com`,
+  )
   t.same(statuses, [401, 401, 401, 401, 401, 401], 'three each')
 })
 

@@ -61,7 +61,9 @@ export class PostgresCiIdentityStore implements CiIdentityStore {
   }
 
   listCiIdentities(vaultId: string): Promise<CiIdentityRecord[]> {
-    return read(async () => (await rows<Row>(this.#db, sql`select * from ci_identities where vault_id = ${vaultId} order by name collate "C", id collate "C"`)).map(toIdentity))
+    return read(async () =>
+      (await rows<Row>(this.#db, sql`select * from ci_identities where vault_id = ${vaultId} order by name collate "C", id collate "C"`)).map(toIdentity),
+    )
   }
 
   getCiIdentity(id: string): Promise<CiIdentityRecord | null> {
@@ -72,7 +74,9 @@ export class PostgresCiIdentityStore implements CiIdentityStore {
   }
 
   listCiIdentitiesByIssuer(issuer: string): Promise<CiIdentityRecord[]> {
-    return read(async () => (await rows<Row>(this.#db, sql`select * from ci_identities where issuer = ${issuer} order by name collate "C", id collate "C"`)).map(toIdentity))
+    return read(async () =>
+      (await rows<Row>(this.#db, sql`select * from ci_identities where issuer = ${issuer} order by name collate "C", id collate "C"`)).map(toIdentity),
+    )
   }
 
   removeCiIdentity(input: { readonly vaultId: string; readonly id: string; readonly now: Date }, log: AccessLogEntry): Promise<boolean> {
@@ -94,8 +98,12 @@ export class PostgresCiIdentityStore implements CiIdentityStore {
       if (used.length === 0) return 'replayed' as const
       const si = input.signIn
       await sql`insert into sign_ins (id, person_id, client_id, resource, scopes, code_hash, created_at, expires_at, last_used_at, revoked_at, label)
-        values (${si.id}, ${si.personId}, ${si.clientId}, ${si.resource}, ${JSON.stringify(si.scopes)}::jsonb, null, ${si.createdAt.getTime()}, ${si.expiresAt.getTime()}, null, null, ${si.label})`.execute(trx)
-      await sql`insert into access_tokens (token_hash, sign_in_id, expires_at) values (${input.accessTokenHash}, ${si.id}, ${si.expiresAt.getTime()})`.execute(trx)
+        values (${si.id}, ${si.personId}, ${si.clientId}, ${si.resource}, ${JSON.stringify(si.scopes)}::jsonb, null, ${si.createdAt.getTime()}, ${si.expiresAt.getTime()}, null, null, ${si.label})`.execute(
+        trx,
+      )
+      await sql`insert into access_tokens (token_hash, sign_in_id, expires_at) values (${input.accessTokenHash}, ${si.id}, ${si.expiresAt.getTime()})`.execute(
+        trx,
+      )
       return 'issued' as const
     })
   }

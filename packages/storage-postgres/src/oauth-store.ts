@@ -49,7 +49,9 @@ export function toSignIn(r: SignInRow): SignInRecord {
 }
 
 async function addTokens(trx: Q, signInId: string, t: IssuedTokens): Promise<void> {
-  await sql`insert into access_tokens (token_hash, sign_in_id, expires_at) values (${t.accessTokenHash}, ${signInId}, ${t.accessExpiresAt.getTime()})`.execute(trx)
+  await sql`insert into access_tokens (token_hash, sign_in_id, expires_at) values (${t.accessTokenHash}, ${signInId}, ${t.accessExpiresAt.getTime()})`.execute(
+    trx,
+  )
   await sql`insert into refresh_tokens (token_hash, sign_in_id, used_at) values (${t.refreshTokenHash}, ${signInId}, null)`.execute(trx)
 }
 
@@ -64,7 +66,9 @@ export class PostgresOAuthStore implements OAuthStore {
   saveAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     return inTransaction(this.#db, async (trx) => {
       await sql`insert into oauth_codes (code_hash, client_id, redirect_uri, code_challenge, resource, scopes, person_id, created_at, expires_at, consumed_at)
-        values (${c.codeHash}, ${c.clientId}, ${c.redirectUri}, ${c.codeChallenge}, ${c.resource}, ${JSON.stringify(c.scopes)}::jsonb, ${c.personId}, ${c.createdAt.getTime()}, ${c.expiresAt.getTime()}, ${c.consumedAt?.getTime() ?? null})`.execute(trx)
+        values (${c.codeHash}, ${c.clientId}, ${c.redirectUri}, ${c.codeChallenge}, ${c.resource}, ${JSON.stringify(c.scopes)}::jsonb, ${c.personId}, ${c.createdAt.getTime()}, ${c.expiresAt.getTime()}, ${c.consumedAt?.getTime() ?? null})`.execute(
+        trx,
+      )
     })
   }
 
@@ -98,7 +102,12 @@ export class PostgresOAuthStore implements OAuthStore {
     })
   }
 
-  exchangeAuthorizationCode(codeHash: string, signIn: Omit<SignInRecord, 'lastUsedAt' | 'revokedAt'>, tokens: IssuedTokens, now: Date): Promise<ExchangeCodeResult> {
+  exchangeAuthorizationCode(
+    codeHash: string,
+    signIn: Omit<SignInRecord, 'lastUsedAt' | 'revokedAt'>,
+    tokens: IssuedTokens,
+    now: Date,
+  ): Promise<ExchangeCodeResult> {
     return inTransaction(this.#db, async (trx): Promise<ExchangeCodeResult> => {
       const [code] = await rows<{ consumed_at: string | null }>(trx, sql`select consumed_at from oauth_codes where code_hash = ${codeHash} for update`)
       if (!code) return { outcome: 'unknown' }
@@ -151,7 +160,9 @@ export class PostgresOAuthStore implements OAuthStore {
     return inTransaction(this.#db, async (trx) => {
       const r = await sql`update sign_ins set revoked_at = ${now.getTime()}
         where revoked_at is null and client_id = ${clientId}
-          and id = coalesce((select sign_in_id from access_tokens where token_hash = ${tokenHash}), (select sign_in_id from refresh_tokens where token_hash = ${tokenHash}))`.execute(trx)
+          and id = coalesce((select sign_in_id from access_tokens where token_hash = ${tokenHash}), (select sign_in_id from refresh_tokens where token_hash = ${tokenHash}))`.execute(
+        trx,
+      )
       return Number(r.numAffectedRows ?? 0) > 0
     })
   }
@@ -184,7 +195,9 @@ export class PostgresOAuthStore implements OAuthStore {
 
   revokeSignIn(signInId: string, personId: string, now: Date): Promise<boolean> {
     return inTransaction(this.#db, async (trx) => {
-      const r = await sql`update sign_ins set revoked_at = ${now.getTime()} where id = ${signInId} and person_id = ${personId} and revoked_at is null`.execute(trx)
+      const r = await sql`update sign_ins set revoked_at = ${now.getTime()} where id = ${signInId} and person_id = ${personId} and revoked_at is null`.execute(
+        trx,
+      )
       return Number(r.numAffectedRows ?? 0) > 0
     })
   }
@@ -213,4 +226,3 @@ export class PostgresOAuthStore implements OAuthStore {
     })
   }
 }
-

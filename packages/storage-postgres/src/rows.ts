@@ -63,17 +63,20 @@ export function toImport(r: ImportRow): ImportRecord {
 }
 
 export function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
-  if (after.n > limit.maxVariables && after.n > before.n) return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
-  if (after.bytes > limit.maxBytes && after.bytes > before.bytes) return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
+  if (after.n > limit.maxVariables && after.n > before.n)
+    return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
+  if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
+    return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
   return null
 }
 
 /** Appends a log entry in the transaction `db`. */
 export async function insertLog(db: Q, e: Omit<AccessLogRow, 'id'>): Promise<void> {
   await sql`insert into access_log (vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail)
-    values (${e.vaultId}, ${e.at.getTime()}, ${e.personId}, ${e.signInId}, ${e.clientId}, ${e.action}, ${e.environment}, ${json(e.names)}, ${e.address}, ${e.subject ?? null}, ${e.detail ?? null})`.execute(db)
+    values (${e.vaultId}, ${e.at.getTime()}, ${e.personId}, ${e.signInId}, ${e.clientId}, ${e.action}, ${e.environment}, ${json(e.names)}, ${e.address}, ${e.subject ?? null}, ${e.detail ?? null})`.execute(
+    db,
+  )
 }
-
 
 export interface LogRow {
   id: string

@@ -15,7 +15,12 @@ export interface PostgresStorage extends Storage, CiIdentityStore {
 /** Opens the pool (running migrations) and returns the storage adapter over it. */
 export async function createPostgresStorage(options: PostgresOptions): Promise<PostgresStorage> {
   const database = await openPostgres(options)
-  const parts = [new PostgresVaultStore(database.db), new PostgresOAuthStore(database.db), new PostgresCiIdentityStore(database.db), new PostgresRateCounters(database.db)]
+  const parts = [
+    new PostgresVaultStore(database.db),
+    new PostgresOAuthStore(database.db),
+    new PostgresCiIdentityStore(database.db),
+    new PostgresRateCounters(database.db),
+  ]
   const storage: Record<string, unknown> = Object.create(null) as Record<string, unknown>
   for (const part of parts) {
     for (const k of Object.getOwnPropertyNames(Object.getPrototypeOf(part))) {

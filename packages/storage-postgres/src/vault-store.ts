@@ -125,7 +125,9 @@ export class PostgresVaultStore implements VaultStore {
       )
       await sql`insert into members (vault_id, person_id, role) values (${input.id}, ${input.ownerId}, 'owner')`.execute(trx)
       for (const e of input.environments) {
-        await sql`insert into environments (vault_id, name, owners_only, version, created_at) values (${input.id}, ${e.name}, ${e.ownersOnly}, 0, ${input.now.getTime()})`.execute(trx)
+        await sql`insert into environments (vault_id, name, owners_only, version, created_at) values (${input.id}, ${e.name}, ${e.ownersOnly}, 0, ${input.now.getTime()})`.execute(
+          trx,
+        )
       }
       await insertLog(trx, log)
       return record(v!)
@@ -169,7 +171,9 @@ export class PostgresVaultStore implements VaultStore {
     return inTransaction(this.#db, async (trx) => {
       const v = await this.#lockVault(trx, vaultId)
       if (!v?.wrapped_key) return false
-      const variables = (await rows<{ environment: string; name: string; sealed: Buffer }>(trx, sql`select environment, name, sealed from variables where vault_id = ${vaultId}`)).map((r) => ({
+      const variables = (
+        await rows<{ environment: string; name: string; sealed: Buffer }>(trx, sql`select environment, name, sealed from variables where vault_id = ${vaultId}`)
+      ).map((r) => ({
         environment: r.environment,
         name: r.name,
         sealed: copy(r.sealed),
@@ -183,7 +187,10 @@ export class PostgresVaultStore implements VaultStore {
       const next = await reseal({ wrappedKey: copy(v.wrapped_key), variables, staged })
       await sql`update vaults set wrapped_key = ${bytes(next.wrappedKey)} where id = ${vaultId}`.execute(trx)
       for (const n of next.variables) {
-        const r = await sql`update variables set sealed = ${bytes(n.sealed)} where vault_id = ${vaultId} and environment = ${n.environment} and name = ${n.name}`.execute(trx)
+        const r =
+          await sql`update variables set sealed = ${bytes(n.sealed)} where vault_id = ${vaultId} and environment = ${n.environment} and name = ${n.name}`.execute(
+            trx,
+          )
         if (Number(r.numAffectedRows ?? 0) !== 1) throw new StorageError('23503', 'variables')
       }
       for (const n of next.staged) {
@@ -211,7 +218,10 @@ export class PostgresVaultStore implements VaultStore {
     return read(async () => {
       const where = 'id' in filter ? sql`where id = ${filter.id}` : 'name' in filter ? sql`where name = ${filter.name}` : sql``
       const vs = await rows<VaultRow>(this.#db, sql`select id, name, plan, require_second_person, created_at from vaults ${where} order by id collate "C"`)
-      const envs = await this.#environments(this.#db, vs.map((v) => v.id))
+      const envs = await this.#environments(
+        this.#db,
+        vs.map((v) => v.id),
+      )
       return vs.map((v) => ({ ...record(v), environments: envs.get(v.id) ?? [] }))
     })
   }
@@ -223,7 +233,9 @@ export class PostgresVaultStore implements VaultStore {
       if (!(await this.#lockVault(trx, input.vaultId))) throw new StorageError('23503', 'environments')
       const exists = await rows(trx, sql`select 1 from environments where vault_id = ${input.vaultId} and name = ${input.name}`)
       if (exists.length > 0) return { ok: false, reason: 'exists' }
-      await sql`insert into environments (vault_id, name, owners_only, version, created_at) values (${input.vaultId}, ${input.name}, ${input.ownersOnly}, 0, ${input.now.getTime()})`.execute(trx)
+      await sql`insert into environments (vault_id, name, owners_only, version, created_at) values (${input.vaultId}, ${input.name}, ${input.ownersOnly}, 0, ${input.now.getTime()})`.execute(
+        trx,
+      )
       await insertLog(trx, log)
       return { ok: true }
     })
@@ -262,7 +274,12 @@ export class PostgresVaultStore implements VaultStore {
 
   listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]> {
     return read(async () =>
-      (await rows<{ person_id: string; role: Role }>(this.#db, sql`select person_id, role from members where vault_id = ${vaultId} order by person_id collate "C"`)).map((m) => ({
+      (
+        await rows<{ person_id: string; role: Role }>(
+          this.#db,
+          sql`select person_id, role from members where vault_id = ${vaultId} order by person_id collate "C"`,
+        )
+      ).map((m) => ({
         personId: m.person_id,
         role: m.role,
       })),
@@ -271,7 +288,12 @@ export class PostgresVaultStore implements VaultStore {
 
   // ---- variables --------------------------------------------------------------
 
-  readVariables(vaultId: string, environment: string, log: AccessLogEntry, names?: readonly string[]): Promise<{ variables: SealedVariable[]; version: number }> {
+  readVariables(
+    vaultId: string,
+    environment: string,
+    log: AccessLogEntry,
+    names?: readonly string[],
+  ): Promise<{ variables: SealedVariable[]; version: number }> {
     // the API's hot path: one statement (atomic on its own) reads the values, the version and
     // writes the read's log entry with the names actually read: one round trip
     const filter = names === undefined ? sql`` : sql`and name = any(${[...new Set(names)]}::text[])`
@@ -309,7 +331,10 @@ export class PostgresVaultStore implements VaultStore {
 
   getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
     return read(async () => {
-      const [v] = await rows<{ sealed: Buffer }>(this.#db, sql`select sealed from variables where vault_id = ${vaultId} and environment = ${environment} and name = ${name}`)
+      const [v] = await rows<{ sealed: Buffer }>(
+        this.#db,
+        sql`select sealed from variables where vault_id = ${vaultId} and environment = ${environment} and name = ${name}`,
+      )
       return v ? { name, sealed: copy(v.sealed) } : null
     })
   }
@@ -317,7 +342,8 @@ export class PostgresVaultStore implements VaultStore {
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
     return inTransaction(this.#db, async (trx): Promise<SetVariableResult> => {
       const vault = await this.#lockVault(trx, write.vaultId)
-      if (write.sealedUnder && !(vault?.wrapped_key && Buffer.from(vault.wrapped_key).equals(bytes(write.sealedUnder)))) return { ok: false, reason: 'stale_key' }
+      if (write.sealedUnder && !(vault?.wrapped_key && Buffer.from(vault.wrapped_key).equals(bytes(write.sealedUnder))))
+        return { ok: false, reason: 'stale_key' }
       const [old] = await rows<{ size: number }>(
         trx,
         sql`select length(sealed) as size from variables where vault_id = ${write.vaultId} and environment = ${write.environment} and name = ${write.value.name}`,
@@ -331,7 +357,9 @@ export class PostgresVaultStore implements VaultStore {
       if (over) return over
       await sql`insert into variables (vault_id, environment, name, sealed, updated_at, updated_by)
         values (${write.vaultId}, ${write.environment}, ${write.value.name}, ${bytes(write.value.sealed)}, ${write.now.getTime()}, ${write.by})
-        on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by`.execute(trx)
+        on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by`.execute(
+        trx,
+      )
       await this.#bump(trx, write.vaultId, write.environment)
       await insertLog(trx, log)
       return { ok: true, created: !old }
@@ -375,21 +403,27 @@ export class PostgresVaultStore implements VaultStore {
   createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
     return inTransaction(this.#db, async (trx): Promise<CreateImportResult> => {
       const vault = await this.#lockVault(trx, input.vaultId)
-      if (input.sealedUnder && !(vault?.wrapped_key && Buffer.from(vault.wrapped_key).equals(bytes(input.sealedUnder)))) return { ok: false, reason: 'stale_key' }
+      if (input.sealedUnder && !(vault?.wrapped_key && Buffer.from(vault.wrapped_key).equals(bytes(input.sealedUnder))))
+        return { ok: false, reason: 'stale_key' }
       const before = await this.#usage(trx, input.vaultId)
       const add = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
       const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + add }, input.limit)
       if (over) return over
       const names = input.values.map((v) => v.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
       const current = new Set(
-        (await rows<{ name: string }>(trx, sql`select name from variables where vault_id = ${input.vaultId} and environment = ${input.environment} and name = any(${names}::text[])`)).map(
-          (r) => r.name,
-        ),
+        (
+          await rows<{ name: string }>(
+            trx,
+            sql`select name from variables where vault_id = ${input.vaultId} and environment = ${input.environment} and name = any(${names}::text[])`,
+          )
+        ).map((r) => r.name),
       )
       const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
       const overwrites = names.filter((n) => current.has(n))
       await sql`insert into imports (id, vault_id, environment, sender_id, sign_in_id, status, names, overwrites, refused, created_at, expires_at)
-        values (${input.id}, ${input.vaultId}, ${input.environment}, ${input.senderId}, ${input.signInId}, 'pending', ${json(names)}, ${json(overwrites)}, ${json(refused)}, ${input.createdAt.getTime()}, ${input.expiresAt.getTime()})`.execute(trx)
+        values (${input.id}, ${input.vaultId}, ${input.environment}, ${input.senderId}, ${input.signInId}, 'pending', ${json(names)}, ${json(overwrites)}, ${json(refused)}, ${input.createdAt.getTime()}, ${input.expiresAt.getTime()})`.execute(
+        trx,
+      )
       for (const v of input.values) {
         await sql`insert into import_values (import_id, name, sealed) values (${input.id}, ${v.name}, ${bytes(v.sealed)})`.execute(trx)
       }
@@ -431,7 +465,12 @@ export class PostgresVaultStore implements VaultStore {
 
   getImportValues(importId: string): Promise<SealedVariable[]> {
     return read(async () =>
-      (await rows<{ name: string; sealed: Buffer }>(this.#db, sql`select name, sealed from import_values where import_id = ${importId} order by name collate "C"`)).map((v) => ({
+      (
+        await rows<{ name: string; sealed: Buffer }>(
+          this.#db,
+          sql`select name, sealed from import_values where import_id = ${importId} order by name collate "C"`,
+        )
+      ).map((v) => ({
         name: v.name,
         sealed: copy(v.sealed),
       })),

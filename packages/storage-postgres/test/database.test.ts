@@ -13,7 +13,14 @@ t.test('SQLSTATEs from PostgreSQL: 23505 names the constraint, never the row; 57
   if (!url) return
   const storage = await createPostgresStorage({ connectionString: url, statementTimeoutMs: 200 })
   t.teardown(() => storage.close())
-  const vault = { id: 'v-canary-row-id', name: 'canary-row-name', ownerId: 'o', plan: 'p', environments: [{ name: 'development', ownersOnly: false }], now: new Date() }
+  const vault = {
+    id: 'v-canary-row-id',
+    name: 'canary-row-name',
+    ownerId: 'o',
+    plan: 'p',
+    environments: [{ name: 'development', ownersOnly: false }],
+    now: new Date(),
+  }
   await storage.createVault(vault, testLogEntry({ vaultId: vault.id, action: 'vault_created' }))
   const dup = await storage.createVault(vault, testLogEntry({ vaultId: vault.id, action: 'vault_created' })).catch((e: unknown) => e)
   t.ok(dup instanceof StorageError)
@@ -38,7 +45,10 @@ t.test('migrations: a second open (another process starting) changes nothing and
   const url = await withTestDatabase(t)
   if (!url) return
   const [a, b] = await Promise.all([createPostgresStorage({ connectionString: url }), createPostgresStorage({ connectionString: url })])
-  await a.createVault({ id: 'v1', name: 'shop', ownerId: 'o', plan: 'p', environments: [], now: new Date() }, testLogEntry({ vaultId: 'v1', action: 'vault_created' }))
+  await a.createVault(
+    { id: 'v1', name: 'shop', ownerId: 'o', plan: 'p', environments: [], now: new Date() },
+    testLogEntry({ vaultId: 'v1', action: 'vault_created' }),
+  )
   await a.close()
   const c = await createPostgresStorage({ connectionString: url })
   t.equal((await c.findVaults({ id: 'v1' })).length, 1)
@@ -58,7 +68,10 @@ t.test('request counters are shared and atomic: 200 concurrent counts from two p
   })
   const now = new Date(Date.UTC(2026, 10, 22, 12, 0, 30))
   const counts = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).countRequest('sign-in:x', [60_000, 86_400_000], now)))
-  t.same(counts.map((c) => c[0]!.count).sort((x, y) => x - y), Array.from({ length: 200 }, (_, i) => i + 1))
+  t.same(
+    counts.map((c) => c[0]!.count).sort((x, y) => x - y),
+    Array.from({ length: 200 }, (_, i) => i + 1),
+  )
   t.equal(counts[0]![0]!.resetAt.toISOString(), '2026-11-22T12:01:30.000Z', 'the window started with its first request')
   const next = await a.countRequest('sign-in:x', [60_000, 86_400_000], new Date(now.getTime() + 60_000))
   t.equal(next[0]!.count, 1, 'a new minute starts at 1')
@@ -72,16 +85,34 @@ t.test('the expiry sweep on several processes at once: each push expires exactly
   t.teardown(() => Promise.all(stores.map((s) => s.close())))
   const [a] = stores
   const t0 = new Date('2026-11-22T12:00:00Z')
-  await a!.createVault({ id: 'v1', name: 'shop', ownerId: 'o', plan: 'p', environments: [{ name: 'development', ownersOnly: false }], now: t0 }, testLogEntry({ vaultId: 'v1', action: 'vault_created' }))
+  await a!.createVault(
+    { id: 'v1', name: 'shop', ownerId: 'o', plan: 'p', environments: [{ name: 'development', ownersOnly: false }], now: t0 },
+    testLogEntry({ vaultId: 'v1', action: 'vault_created' }),
+  )
   for (let i = 0; i < 20; i++) {
     const r = await a!.createImport(
-      { id: `i${i}`, vaultId: 'v1', environment: 'development', senderId: 'o', signInId: null, values: [{ name: 'A', sealed: new Uint8Array([1, 2, 3]) }], refused: [], createdAt: t0, expiresAt: new Date(t0.getTime() + 1000), limit: { maxVariables: 1e6, maxBytes: 1e9 } },
+      {
+        id: `i${i}`,
+        vaultId: 'v1',
+        environment: 'development',
+        senderId: 'o',
+        signInId: null,
+        values: [{ name: 'A', sealed: new Uint8Array([1, 2, 3]) }],
+        refused: [],
+        createdAt: t0,
+        expiresAt: new Date(t0.getTime() + 1000),
+        limit: { maxVariables: 1e6, maxBytes: 1e9 },
+      },
       testLogEntry({ vaultId: 'v1', action: 'push_created' }),
     )
     t.ok(r.ok)
   }
   const later = new Date(t0.getTime() + 5000)
   const expired = await Promise.all([...stores, ...stores].map((s) => s.expireImports(later)))
-  t.equal(expired.reduce((x, y) => x + y, 0), 20, 'twenty expiries in all, whichever sweep did them')
+  t.equal(
+    expired.reduce((x, y) => x + y, 0),
+    20,
+    'twenty expiries in all, whichever sweep did them',
+  )
   t.equal((await a!.listAccessLog('v1', { action: 'push_expired', limit: 100 })).length, 20, 'one push_expired entry per push')
 })

@@ -1,11 +1,4 @@
-import type {
-  AccessLogEntry,
-  CiIdentityRecord,
-  CiIdentityStore,
-  CreateCiIdentityResult,
-  NewCiIdentity,
-  NewCiSignIn,
-} from '@envkeep/env-api-plugin'
+import type { AccessLogEntry, CiIdentityRecord, CiIdentityStore, CreateCiIdentityResult, NewCiIdentity, NewCiSignIn } from '@envkeep/env-api-plugin'
 import type { Selectable } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import type { CiIdentitiesTable } from './schema.js'
@@ -93,13 +86,7 @@ export function createSqliteCiIdentityStore(d: OpenDatabase): CiIdentityStore {
         () => {
           const gone = run(db.deleteFrom('ci_identities').where('id', '=', input.id).where('vault_id', '=', input.vaultId))
           if (gone === 0) return false
-          run(
-            db
-              .updateTable('sign_ins')
-              .set({ revoked_at: input.now.getTime() })
-              .where('person_id', '=', `ci:${input.id}`)
-              .where('revoked_at', 'is', null),
-          )
+          run(db.updateTable('sign_ins').set({ revoked_at: input.now.getTime() }).where('person_id', '=', `ci:${input.id}`).where('revoked_at', 'is', null))
           log(entry)
           return true
         },

@@ -170,11 +170,20 @@ class SqliteOAuthStore implements OAuthStore {
         .returning('token_hash')
         .executeTakeFirst()
       if (!used) {
-        await trx.updateTable('sign_ins').set({ revoked_at: ms(now) }).where('id', '=', row.id).where('revoked_at', 'is', null).execute()
+        await trx
+          .updateTable('sign_ins')
+          .set({ revoked_at: ms(now) })
+          .where('id', '=', row.id)
+          .where('revoked_at', 'is', null)
+          .execute()
         return { outcome: 'reused' }
       }
       await insertTokens(trx, row.id, tokens, now)
-      await trx.updateTable('sign_ins').set({ last_used_at: ms(now) }).where('id', '=', row.id).execute()
+      await trx
+        .updateTable('sign_ins')
+        .set({ last_used_at: ms(now) })
+        .where('id', '=', row.id)
+        .execute()
       return { outcome: 'rotated', signIn: toSignIn({ ...row, last_used_at: ms(now) }) }
     })
   }
@@ -228,13 +237,7 @@ class SqliteOAuthStore implements OAuthStore {
   }
 
   async listSignIns(personId: string): Promise<SignInRecord[]> {
-    const rows = await this.#db
-      .selectFrom('sign_ins')
-      .selectAll()
-      .where('person_id', '=', personId)
-      .orderBy('created_at', 'desc')
-      .orderBy('id')
-      .execute()
+    const rows = await this.#db.selectFrom('sign_ins').selectAll().where('person_id', '=', personId).orderBy('created_at', 'desc').orderBy('id').execute()
     return rows.map(toSignIn)
   }
 
@@ -300,8 +303,7 @@ export function createSqliteOAuthStore(d: OpenDatabase): OAuthStore {
   return {
     saveAuthorizationCode: (code) => wrapStorage(() => s.saveAuthorizationCode(code), 'oauth_codes'),
     findAuthorizationCode: (h) => wrapStorage(() => s.findAuthorizationCode(h), 'oauth_codes'),
-    exchangeAuthorizationCode: (h, signIn, tokens, now) =>
-      wrapStorage(() => s.exchangeAuthorizationCode(h, signIn, tokens, now), 'oauth_codes'),
+    exchangeAuthorizationCode: (h, signIn, tokens, now) => wrapStorage(() => s.exchangeAuthorizationCode(h, signIn, tokens, now), 'oauth_codes'),
     findRefreshToken: (h) => wrapStorage(() => s.findRefreshToken(h), 'refresh_tokens'),
     rotateRefreshToken: (h, tokens, now) => wrapStorage(() => s.rotateRefreshToken(h, tokens, now), 'refresh_tokens'),
     revokeByToken: (h, clientId, now) => wrapStorage(() => s.revokeByToken(h, clientId, now), 'sign_ins'),

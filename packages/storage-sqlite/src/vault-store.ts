@@ -95,8 +95,7 @@ function toImport(r: ImportRow): ImportRecord {
 }
 
 /** Statements of the hot read path, written by hand and prepared once. */
-const READ_VARIABLES_SQL =
-  'select "name", "sealed" from "variables" where "vault_id" = ? and "environment" = ? order by "name"'
+const READ_VARIABLES_SQL = 'select "name", "sealed" from "variables" where "vault_id" = ? and "environment" = ? order by "name"'
 const READ_ONE_VARIABLE_SQL = 'select "name", "sealed" from "variables" where "vault_id" = ? and "environment" = ? and "name" = ?'
 const ENV_VERSION_SQL = 'select "version" from "environments" where "vault_id" = ? and "name" = ?'
 export const INSERT_LOG_SQL =
@@ -181,13 +180,7 @@ class SqliteVaultStore implements VaultStore {
   }
 
   #bumpVersion(vaultId: string, environment: string): void {
-    this.#run(
-      this.#db
-        .updateTable('environments')
-        .set({ version: sql<number>`"version" + 1` })
-        .where('vault_id', '=', vaultId)
-        .where('name', '=', environment),
-    )
+    this.#run(this.#db.updateTable('environments').set({ version: sql<number>`"version" + 1` }).where('vault_id', '=', vaultId).where('name', '=', environment))
   }
 
   #upsertVariable(vaultId: string, environment: string, v: SealedVariable, by: string | null, at: number): void {
@@ -217,7 +210,10 @@ class SqliteVaultStore implements VaultStore {
     const envs = new Map<string, EnvironmentInfo[]>()
     for (const e of this.#stmt(ACCESS_ENVIRONMENTS_SQL[by]).all(...args) as EnvRow[]) {
       let list = envs.get(e.vault_id)
-      if (!list) envs.set(e.vault_id, (list = []))
+      if (!list) {
+        list = []
+        envs.set(e.vault_id, list)
+      }
       list.push({ name: e.name, ownersOnly: e.owners_only === 1 })
     }
     return vaults.map((v) => ({
@@ -268,16 +264,12 @@ class SqliteVaultStore implements VaultStore {
     const at = input.now.getTime()
     return this.#tx('immediate', 'vaults', () => {
       this.#run(
-        this.#db
-          .insertInto('vaults')
-          .values({ id: input.id, name: input.name, plan: input.plan, require_second_person: 0, wrapped_key: null, created_at: at }),
+        this.#db.insertInto('vaults').values({ id: input.id, name: input.name, plan: input.plan, require_second_person: 0, wrapped_key: null, created_at: at }),
       )
       this.#run(this.#db.insertInto('members').values({ vault_id: input.id, person_id: input.ownerId, role: 'owner' }))
       for (const e of input.environments) {
         this.#run(
-          this.#db
-            .insertInto('environments')
-            .values({ vault_id: input.id, name: e.name, owners_only: e.ownersOnly ? 1 : 0, version: 0, created_at: at }),
+          this.#db.insertInto('environments').values({ vault_id: input.id, name: e.name, owners_only: e.ownersOnly ? 1 : 0, version: 0, created_at: at }),
         )
       }
       this.#log(log)
@@ -314,7 +306,11 @@ class SqliteVaultStore implements VaultStore {
             let key = r.wrapped_key
             if (!key) {
               key = await wrap()
-              await conn.updateTable('vaults').set({ wrapped_key: bytes(key) }).where('id', '=', vaultId).execute()
+              await conn
+                .updateTable('vaults')
+                .set({ wrapped_key: bytes(key) })
+                .where('id', '=', vaultId)
+                .execute()
             }
             await sql`commit`.execute(conn)
             return key
@@ -338,15 +334,14 @@ class SqliteVaultStore implements VaultStore {
         this.#db.connection().execute(async (conn) => {
           await sql`begin immediate`.execute(conn)
           try {
-            const rows = await conn
-              .selectFrom('vaults')
-              .select(['id', 'wrapped_key'])
-              .where('wrapped_key', 'is not', null)
-              .orderBy('id')
-              .execute()
+            const rows = await conn.selectFrom('vaults').select(['id', 'wrapped_key']).where('wrapped_key', 'is not', null).orderBy('id').execute()
             for (const r of rows) {
               const next = await rewrap(r.wrapped_key as Uint8Array, r.id)
-              await conn.updateTable('vaults').set({ wrapped_key: bytes(next) }).where('id', '=', r.id).execute()
+              await conn
+                .updateTable('vaults')
+                .set({ wrapped_key: bytes(next) })
+                .where('id', '=', r.id)
+                .execute()
             }
             await sql`commit`.execute(conn)
             return rows.length
@@ -386,7 +381,11 @@ class SqliteVaultStore implements VaultStore {
               .where('i.status', '=', 'pending')
               .execute()
             const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged })
-            await conn.updateTable('vaults').set({ wrapped_key: bytes(next.wrappedKey) }).where('id', '=', vaultId).execute()
+            await conn
+              .updateTable('vaults')
+              .set({ wrapped_key: bytes(next.wrappedKey) })
+              .where('id', '=', vaultId)
+              .execute()
             for (const n of next.variables) {
               const r = await conn
                 .updateTable('variables')
@@ -448,9 +447,10 @@ class SqliteVaultStore implements VaultStore {
         plan: v.plan,
         requireSecondPerson: v.require_second_person === 1,
         createdAt: new Date(v.created_at),
-        environments: this.#all(
-          this.#db.selectFrom('environments').select(['name', 'owners_only']).where('vault_id', '=', v.id).orderBy('name'),
-        ).map((e) => ({ name: e.name, ownersOnly: e.owners_only === 1 })),
+        environments: this.#all(this.#db.selectFrom('environments').select(['name', 'owners_only']).where('vault_id', '=', v.id).orderBy('name')).map((e) => ({
+          name: e.name,
+          ownersOnly: e.owners_only === 1,
+        })),
       }))
     })
   }
@@ -458,9 +458,7 @@ class SqliteVaultStore implements VaultStore {
   createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult> {
     return this.#tx('immediate', 'environments', (): CreateEnvironmentResult => {
       if (!this.#vaultExists(input.vaultId)) throw new StorageError('23503', 'environments')
-      const exists = this.#first(
-        this.#db.selectFrom('environments').select('name').where('vault_id', '=', input.vaultId).where('name', '=', input.name),
-      )
+      const exists = this.#first(this.#db.selectFrom('environments').select('name').where('vault_id', '=', input.vaultId).where('name', '=', input.name))
       if (exists) return { ok: false, reason: 'exists' }
       this.#run(
         this.#db.insertInto('environments').values({
@@ -483,22 +481,11 @@ class SqliteVaultStore implements VaultStore {
   }
 
   #roleOf(vaultId: string, personId: string): Role | null {
-    return (
-      this.#first(this.#db.selectFrom('members').select('role').where('vault_id', '=', vaultId).where('person_id', '=', personId))
-        ?.role ?? null
-    )
+    return this.#first(this.#db.selectFrom('members').select('role').where('vault_id', '=', vaultId).where('person_id', '=', personId))?.role ?? null
   }
 
   #ownerCount(vaultId: string): number {
-    return (
-      this.#first(
-        this.#db
-          .selectFrom('members')
-          .select(sql<number>`count(*)`.as('n'))
-          .where('vault_id', '=', vaultId)
-          .where('role', '=', 'owner'),
-      )?.n ?? 0
-    )
+    return this.#first(this.#db.selectFrom('members').select(sql<number>`count(*)`.as('n')).where('vault_id', '=', vaultId).where('role', '=', 'owner'))?.n ?? 0
   }
 
   /** Both checks inside the caller's IMMEDIATE transaction: no other writer can change the owners meanwhile. */
@@ -535,9 +522,10 @@ class SqliteVaultStore implements VaultStore {
 
   listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]> {
     return this.#tx('none', 'members', () =>
-      this.#all(
-        this.#db.selectFrom('members').select(['person_id', 'role']).where('vault_id', '=', vaultId).orderBy('person_id'),
-      ).map((r) => ({ personId: r.person_id, role: r.role })),
+      this.#all(this.#db.selectFrom('members').select(['person_id', 'role']).where('vault_id', '=', vaultId).orderBy('person_id')).map((r) => ({
+        personId: r.person_id,
+        role: r.role,
+      })),
     )
   }
 
@@ -598,7 +586,10 @@ class SqliteVaultStore implements VaultStore {
     const alone = (r: PendingRead): void => {
       this.#tx('immediate', 'variables', () => this.#readOne(r)).then(r.resolve, r.reject)
     }
-    if (queue.length === 1) return alone(queue[0] as PendingRead)
+    if (queue.length === 1) {
+      alone(queue[0] as PendingRead)
+      return
+    }
     // reads tried in the shared transaction; the rest go to the next turn
     let tried = 0
     const requeueRest = (): void => {
@@ -621,7 +612,7 @@ class SqliteVaultStore implements VaultStore {
       return results
     }).then(
       (results) => {
-        results.forEach((one, i) => (queue[i] as PendingRead).resolve(one))
+        for (const [i, one] of results.entries()) (queue[i] as PendingRead).resolve(one)
         requeueRest()
       },
       () => {
@@ -687,10 +678,14 @@ class SqliteVaultStore implements VaultStore {
       if (expect === 'new' && old) return { ok: false, reason: 'exists' }
       if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
       const before = this.#usage(vaultId)
-      const over = overLimit(before, {
-        n: before.n + (old ? 0 : 1),
-        bytes: before.bytes - (old?.sealed.byteLength ?? 0) + value.sealed.byteLength,
-      }, write.limit)
+      const over = overLimit(
+        before,
+        {
+          n: before.n + (old ? 0 : 1),
+          bytes: before.bytes - (old?.sealed.byteLength ?? 0) + value.sealed.byteLength,
+        },
+        write.limit,
+      )
       if (over) return over
       this.#upsertVariable(vaultId, environment, value, write.by, write.now.getTime())
       this.#bumpVersion(vaultId, environment)
@@ -702,11 +697,7 @@ class SqliteVaultStore implements VaultStore {
   deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
     return this.#tx('immediate', 'variables', (): DeleteVariableResult => {
       const n = this.#run(
-        this.#db
-          .deleteFrom('variables')
-          .where('vault_id', '=', input.vaultId)
-          .where('environment', '=', input.environment)
-          .where('name', '=', input.name),
+        this.#db.deleteFrom('variables').where('vault_id', '=', input.vaultId).where('environment', '=', input.environment).where('name', '=', input.name),
       )
       if (n === 0) return { ok: false, reason: 'absent' }
       this.#bumpVersion(input.vaultId, input.environment)
@@ -721,10 +712,7 @@ class SqliteVaultStore implements VaultStore {
     return this.#tx('none', 'access_log', () => this.#log(entry))
   }
 
-  listAccessLog(
-    vaultId: string,
-    filter: { environment?: string; action?: AccessAction; limit: number; before?: number },
-  ): Promise<AccessLogRow[]> {
+  listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessAction; limit: number; before?: number }): Promise<AccessLogRow[]> {
     return this.#tx('none', 'access_log', () => {
       let q = this.#db.selectFrom('access_log').selectAll().where('vault_id', '=', vaultId)
       if (filter.environment !== undefined) q = q.where('environment', '=', filter.environment)
@@ -759,13 +747,9 @@ class SqliteVaultStore implements VaultStore {
       if (over) return over
 
       const existing = new Set(
-        this.#all(
-          this.#db
-            .selectFrom('variables')
-            .select('name')
-            .where('vault_id', '=', input.vaultId)
-            .where('environment', '=', input.environment),
-        ).map((r) => r.name),
+        this.#all(this.#db.selectFrom('variables').select('name').where('vault_id', '=', input.vaultId).where('environment', '=', input.environment)).map(
+          (r) => r.name,
+        ),
       )
       const values = [...input.values].sort(byName)
       const names = values.map((v) => v.name)
@@ -807,9 +791,10 @@ class SqliteVaultStore implements VaultStore {
 
   getImportValues(importId: string): Promise<SealedVariable[]> {
     return this.#tx('none', 'import_values', () =>
-      this.#all(
-        this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'),
-      ).map((r) => ({ name: r.name, sealed: r.sealed })),
+      this.#all(this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name')).map((r) => ({
+        name: r.name,
+        sealed: r.sealed,
+      })),
     )
   }
 
@@ -822,19 +807,13 @@ class SqliteVaultStore implements VaultStore {
       if (r.status !== 'pending') return { ok: false, reason: 'not_pending', import: toImport(r) }
       if (at >= r.expires_at) return { ok: false, reason: 'not_pending', import: toImport(this.#expire(r)) }
       if (decision === 'applied') {
-        const staged = this.#all(
-          this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'),
-        )
+        const staged = this.#all(this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'))
         for (const v of staged) this.#upsertVariable(r.vault_id, r.environment, v, by, at)
         if (staged.length > 0) this.#bumpVersion(r.vault_id, r.environment)
       }
       this.#run(this.#db.deleteFrom('import_values').where('import_id', '=', importId))
       this.#run(
-        this.#db
-          .updateTable('imports')
-          .set({ status: decision, decided_at: at, decided_by: by })
-          .where('id', '=', importId)
-          .where('status', '=', 'pending'),
+        this.#db.updateTable('imports').set({ status: decision, decided_at: at, decided_by: by }).where('id', '=', importId).where('status', '=', 'pending'),
       )
       this.#log(log)
       return { ok: true, import: toImport({ ...r, status: decision, decided_at: at, decided_by: by }) }
@@ -844,12 +823,7 @@ class SqliteVaultStore implements VaultStore {
   expireImports(now: Date): Promise<number> {
     return this.#tx('immediate', 'imports', () => {
       const due = this.#all<ImportRow>(
-        this.#db
-          .selectFrom('imports')
-          .selectAll()
-          .where('status', '=', 'pending')
-          .where('expires_at', '<=', now.getTime())
-          .orderBy('expires_at'),
+        this.#db.selectFrom('imports').selectAll().where('status', '=', 'pending').where('expires_at', '<=', now.getTime()).orderBy('expires_at'),
       )
       for (const r of due) this.#expire(r)
       return due.length
@@ -877,7 +851,8 @@ export function logParams(e: AccessLogEntry): unknown[] {
  * its maximum and larger than before (a vault over a limit that shrank may shrink).
  */
 function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
-  if (after.n > limit.maxVariables && after.n > before.n) return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
+  if (after.n > limit.maxVariables && after.n > before.n)
+    return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
   if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
     return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
   return null

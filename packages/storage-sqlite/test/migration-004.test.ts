@@ -31,7 +31,9 @@ t.test('migration 004 keeps an existing access log and its ids', async (t) => {
     [7, 'read'],
     [9, 'member_added'],
   ] as const) {
-    raw.prepare("insert into access_log (id, vault_id, at, person_id, action, environment, names) values (?, 'v1', 5, 'p1', ?, 'development', '[\"A\"]')").run(id, action)
+    raw
+      .prepare("insert into access_log (id, vault_id, at, person_id, action, environment, names) values (?, 'v1', 5, 'p1', ?, 'development', '[\"A\"]')")
+      .run(id, action)
   }
   raw.close()
   await old.destroy()

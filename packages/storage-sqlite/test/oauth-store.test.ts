@@ -19,6 +19,9 @@ t.test('only hashes are stored: no column holds a token-shaped value', async (t)
   for (const table of tables) {
     const cols = d.sqlite.prepare(`select name from pragma_table_info(?)`).all(table) as { name: string }[]
     t.ok(cols.length > 0, `${table} exists`)
-    t.notOk(cols.some((c) => /^(token|code|access_token|refresh_token)$/.test(c.name)), `${table} has no plain token column`)
+    t.notOk(
+      cols.some((c) => /^(token|code|access_token|refresh_token)$/.test(c.name)),
+      `${table} has no plain token column`,
+    )
   }
 })

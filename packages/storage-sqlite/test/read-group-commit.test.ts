@@ -30,16 +30,25 @@ async function setup(t: Tap): Promise<{ storage: SqliteStorage; file: string; va
   const vaults: string[] = []
   for (const [i, names] of [['A', 'B'], ['C'], []].entries()) {
     const id = `00000000-0000-4000-8000-00000000000${i}`
-    await storage.createVault({
-      id,
-      name: `v${i}`,
-      ownerId: OWNER,
-      plan: 'self-hosted',
-      environments: [{ name: 'development', ownersOnly: false }, { name: 'preview', ownersOnly: false }],
-      now: T0,
-    }, testLogEntry({ vaultId: id, action: 'vault_created' }))
+    await storage.createVault(
+      {
+        id,
+        name: `v${i}`,
+        ownerId: OWNER,
+        plan: 'self-hosted',
+        environments: [
+          { name: 'development', ownersOnly: false },
+          { name: 'preview', ownersOnly: false },
+        ],
+        now: T0,
+      },
+      testLogEntry({ vaultId: id, action: 'vault_created' }),
+    )
     for (const name of names) {
-      await storage.setVariable({ vaultId: id, environment: 'development', value: { name, sealed: Buffer.from(`sealed-${name}`) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT }, entry(id, 'development', 'variable_set'))
+      await storage.setVariable(
+        { vaultId: id, environment: 'development', value: { name, sealed: Buffer.from(`sealed-${name}`) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT },
+        entry(id, 'development', 'variable_set'),
+      )
     }
     vaults.push(id)
   }
@@ -77,13 +86,19 @@ t.test('reads asked for together each get their own variables and their own comm
       }),
     ),
   )
-  t.same(results.map((r) => r.variables.map((x) => x.name)), [['A', 'B'], ['C'], [], [], ['A', 'B']])
+  t.same(
+    results.map((r) => r.variables.map((x) => x.name)),
+    [['A', 'B'], ['C'], [], [], ['A', 'B']],
+  )
   t.same(
     results[0]?.variables.map((x) => Buffer.from(x.sealed).toString()),
     ['sealed-A', 'sealed-B'],
     'the sealed bytes of each row',
   )
-  t.ok(seen.every((n) => n === asked.length), 'every entry was committed before any read settled')
+  t.ok(
+    seen.every((n) => n === asked.length),
+    'every entry was committed before any read settled',
+  )
   t.same(
     readLog(file).map((r) => [r.vault_id, r.environment, JSON.parse(r.names)]),
     asked.map(([v, env], i) => [v, env, results[i]?.variables.map((x) => x.name)]),
@@ -118,7 +133,10 @@ t.test('a group commit stops taking reads past 1,000 variables; the rest are ans
   const v0 = vaults[0] as string
   for (let i = 0; i < 600; i++) {
     const name = `V${String(i).padStart(4, '0')}`
-    await storage.setVariable({ vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT }, entry(v0, 'preview', 'variable_set'))
+    await storage.setVariable(
+      { vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT },
+      entry(v0, 'preview', 'variable_set'),
+    )
   }
   const committedWhenSettled: number[] = []
   const reads = [0, 1, 2].map((i) =>
@@ -128,7 +146,11 @@ t.test('a group commit stops taking reads past 1,000 variables; the rest are ans
     }),
   )
   const results = await Promise.all(reads)
-  t.same(results.map((r) => r.variables.length), [600, 600, 600], 'each read has every variable')
+  t.same(
+    results.map((r) => r.variables.length),
+    [600, 600, 600],
+    'each read has every variable',
+  )
   t.same(committedWhenSettled, [2, 2, 3], 'the first two shared a commit (1,200 variables); the third had its own, after them')
 })
 
@@ -137,7 +159,10 @@ t.test('an environment that was large when last read is read alone, at once, and
   const v0 = vaults[0] as string
   for (let i = 0; i < 1000; i++) {
     const name = `V${String(i).padStart(4, '0')}`
-    await storage.setVariable({ vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT }, entry(v0, 'preview', 'variable_set'))
+    await storage.setVariable(
+      { vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT },
+      entry(v0, 'preview', 'variable_set'),
+    )
   }
   t.equal((await storage.readVariables(v0, 'preview', entry(v0, 'preview'))).variables.length, 1000)
   const first = storage.readVariables(v0, 'preview', entry(v0, 'preview'))
@@ -145,5 +170,8 @@ t.test('an environment that was large when last read is read alone, at once, and
   const second = storage.readVariables(v0, 'preview', entry(v0, 'preview'))
   t.equal(readLog(file).length, 3, 'the next one too, in its own transaction')
   const results = await Promise.all([first, second])
-  t.same(results.map((r) => r.variables.length), [1000, 1000])
+  t.same(
+    results.map((r) => r.variables.length),
+    [1000, 1000],
+  )
 })

@@ -28,19 +28,26 @@ function entry(vaultId: string, over: Partial<AccessLogEntry> = {}): AccessLogEn
   }
 }
 
-async function fresh(t: { teardown(fn: () => unknown): void }, filename = ':memory:', busyTimeoutMs?: number): Promise<{ d: OpenDatabase; store: VaultStore; vaultId: string }> {
+async function fresh(
+  t: { teardown(fn: () => unknown): void },
+  filename = ':memory:',
+  busyTimeoutMs?: number,
+): Promise<{ d: OpenDatabase; store: VaultStore; vaultId: string }> {
   const d = await openDatabase(busyTimeoutMs === undefined ? { filename } : { filename, busyTimeoutMs })
   t.teardown(() => d.close())
   const store = createSqliteVaultStore(d)
   const vaultId = randomUUID()
-  await store.createVault({
-    id: vaultId,
-    name: 'errors',
-    ownerId: 'p1',
-    plan: 'self-hosted',
-    environments: [{ name: 'development', ownersOnly: false }],
-    now: T0,
-  }, testLogEntry({ vaultId: vaultId, action: 'vault_created' }))
+  await store.createVault(
+    {
+      id: vaultId,
+      name: 'errors',
+      ownerId: 'p1',
+      plan: 'self-hosted',
+      environments: [{ name: 'development', ownersOnly: false }],
+      now: T0,
+    },
+    testLogEntry({ vaultId: vaultId, action: 'vault_created' }),
+  )
   return { d, store, vaultId }
 }
 
@@ -54,7 +61,7 @@ async function caught(p: Promise<unknown>): Promise<StorageError> {
   throw new Error('expected a rejection')
 }
 
-t.test('SQLite result codes map to the spec\'s SQLSTATE vocabulary', async (t) => {
+t.test("SQLite result codes map to the spec's SQLSTATE vocabulary", async (t) => {
   const table: [string, string][] = [
     ['SQLITE_CONSTRAINT_UNIQUE', '23505'],
     ['SQLITE_CONSTRAINT_PRIMARYKEY', '23505'],
@@ -95,7 +102,7 @@ t.test('an interrupted statement is 57014 (better-sqlite3 cannot interrupt: mapp
   t.equal(e.detail, 'variables')
 })
 
-t.test('errors that are not the database\'s pass through unchanged', async (t) => {
+t.test("errors that are not the database's pass through unchanged", async (t) => {
   const bug = new TypeError('a bug')
   t.equal(toStorageError(bug), bug)
   const se = new StorageError('23505', 'x')
@@ -108,7 +115,14 @@ t.test('a closed database is 08006 (503), on every path', async (t) => {
   const calls: [string, () => Promise<unknown>][] = [
     ['listVaults', () => store.listVaults('p1')],
     ['readVariables', () => store.readVariables(vaultId, 'development', entry(vaultId, { action: 'read' }))],
-    ['setVariable', () => store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId))],
+    [
+      'setVariable',
+      () =>
+        store.setVariable(
+          { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
+          entry(vaultId),
+        ),
+    ],
     ['rewrapKeys (through kysely)', () => store.rewrapKeys(async (w) => w)],
   ]
   for (const [name, call] of calls) {
@@ -122,7 +136,10 @@ t.test('a unique violation is 23505, names the constraint, never the row', async
   const { store, vaultId } = await fresh(t)
   const canary = `CANARY_${randomUUID()}`
   const e = await caught(
-    store.createVault({ id: vaultId, name: canary, ownerId: canary, plan: canary, environments: [], now: T0 }, testLogEntry({ vaultId: vaultId, action: 'vault_created' })),
+    store.createVault(
+      { id: vaultId, name: canary, ownerId: canary, plan: canary, environments: [], now: T0 },
+      testLogEntry({ vaultId: vaultId, action: 'vault_created' }),
+    ),
   )
   t.equal(e.sqlstate, '23505')
   t.equal(e.detail, 'vaults.id')
@@ -134,16 +151,26 @@ t.test('a unique violation is 23505, names the constraint, never the row', async
 t.test('a foreign key violation is 23503; a check violation is 23514 naming the rule', async (t) => {
   const { store, vaultId } = await fresh(t)
   const sealed = randomBytes(30)
-  const fk = await caught(store.setVariable({ vaultId: vaultId, environment: 'nowhere', value: { name: 'A', sealed }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)))
+  const fk = await caught(
+    store.setVariable({ vaultId: vaultId, environment: 'nowhere', value: { name: 'A', sealed }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)),
+  )
   t.equal(fk.sqlstate, '23503')
   t.equal(fk.detail, 'variables')
   t.notMatch(fk.message, sealed.toString('hex'))
-  const check = await caught(store.setMember({ vaultId: vaultId, personId: 'p2', role: 'admin' as never }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: 'p2', detail: 'admin' as never })))
+  const check = await caught(
+    store.setMember(
+      { vaultId: vaultId, personId: 'p2', role: 'admin' as never },
+      testLogEntry({ vaultId: vaultId, action: 'member_added', subject: 'p2', detail: 'admin' as never }),
+    ),
+  )
   t.equal(check.sqlstate, '23514')
   t.equal(check.detail, 'members_role')
   t.notMatch(check.message, 'admin')
   const empty = await caught(
-    store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: new Uint8Array(0) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)),
+    store.setVariable(
+      { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: new Uint8Array(0) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
+      entry(vaultId),
+    ),
   )
   t.equal(empty.sqlstate, '23514')
   t.equal(empty.detail, 'variables_sealed')
@@ -161,12 +188,18 @@ t.test('a lock held by another connection is 55P03 once busy_timeout runs out', 
     if (other.inTransaction) other.exec('rollback')
   })
   const e = await caught(
-    store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)),
+    store.setVariable(
+      { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
+      entry(vaultId),
+    ),
   )
   t.equal(e.sqlstate, '55P03')
   t.equal(e.status, 504)
   other.exec('rollback')
-  await store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId))
+  await store.setVariable(
+    { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
+    entry(vaultId),
+  )
   t.equal((await store.listVariableNames(vaultId, 'development')).length, 1, 'works once the lock is gone')
 })
 
@@ -186,7 +219,10 @@ t.test('work waits for an open kysely transaction instead of joining it', async 
     })
     .catch((err: unknown) => err)
   await inside
-  const write = store.setVariable({ vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId))
+  const write = store.setVariable(
+    { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
+    entry(vaultId),
+  )
   release()
   await write
   t.match(await tx, { message: 'roll back' })
@@ -195,5 +231,5 @@ t.test('work waits for an open kysely transaction instead of joining it', async 
     ['p1'],
     'the kysely transaction rolled back',
   )
-  t.equal((await store.listVariableNames(vaultId, 'development')).length, 1, 'the store\'s write was not rolled back with it')
+  t.equal((await store.listVariableNames(vaultId, 'development')).length, 1, "the store's write was not rolled back with it")
 })

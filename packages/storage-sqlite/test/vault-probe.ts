@@ -11,8 +11,7 @@ export function createSqliteProbe(sqlite: Database.Database): VaultStoreProbe {
   const count = (text: string, ...params: unknown[]): number => (sqlite.prepare(text).get(...params) as { n: number }).n
   return {
     stagedValueCount: async (importId) => count('select count(*) as n from import_values where import_id = ?', importId),
-    variableCount: async (vaultId, environment) =>
-      count('select count(*) as n from variables where vault_id = ? and environment = ?', vaultId, environment),
+    variableCount: async (vaultId, environment) => count('select count(*) as n from variables where vault_id = ? and environment = ?', vaultId, environment),
     importCount: async (vaultId) => count('select count(*) as n from imports where vault_id = ?', vaultId),
     accessLogCount: async (vaultId) => count('select count(*) as n from access_log where vault_id = ?', vaultId),
     async breakWrites(what, name) {
@@ -20,9 +19,7 @@ export function createSqliteProbe(sqlite: Database.Database): VaultStoreProbe {
       const made: string[] = []
       for (const event of what === 'access_log' ? ['insert'] : ['insert', 'update']) {
         const trigger = `test_break_${what}_${event}_${++seq}`
-        sqlite.exec(
-          `create temp trigger ${trigger} before ${event} on main.${what} ${when} begin select raise(abort, 'test: writes broken'); end`,
-        )
+        sqlite.exec(`create temp trigger ${trigger} before ${event} on main.${what} ${when} begin select raise(abort, 'test: writes broken'); end`)
         made.push(trigger)
       }
       return async () => {

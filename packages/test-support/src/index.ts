@@ -10,14 +10,7 @@ import { Writable } from 'node:stream'
  */
 export const CHROMIUM_LAUNCH = Object.freeze({
   executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 })
 
 /** A port that was free on 127.0.0.1 a moment ago. */
@@ -79,11 +72,15 @@ export function spawnNode(script: string, args: readonly string[], o: { env: Rec
       }
     }
   }
-  child.stdout?.on('data', (d: Buffer) => ((out.stdout += d.toString('utf8')), check()))
-  child.stderr?.on('data', (d: Buffer) => ((out.stderr += d.toString('utf8')), check()))
-  const done = new Promise<SpawnedResult>((resolve) =>
-    child.once('close', (code, signal) => resolve({ code, signal, stdout: out.stdout, stderr: out.stderr })),
-  )
+  child.stdout?.on('data', (d: Buffer) => {
+    out.stdout += d.toString('utf8')
+    check()
+  })
+  child.stderr?.on('data', (d: Buffer) => {
+    out.stderr += d.toString('utf8')
+    check()
+  })
+  const done = new Promise<SpawnedResult>((resolve) => child.once('close', (code, signal) => resolve({ code, signal, stdout: out.stdout, stderr: out.stderr })))
   return {
     child,
     stdout: () => out.stdout,

@@ -17,8 +17,7 @@ export function testDatabaseServerUrl(): string | undefined {
   return url ? url : undefined
 }
 
-export const NO_TEST_DATABASE_REASON =
-  'ENVKEEP_TEST_DATABASE_URL is not set: start a server with `.ci/postgres.sh start DIR` and export the URL it prints'
+export const NO_TEST_DATABASE_REASON = 'ENVKEEP_TEST_DATABASE_URL is not set: start a server with `.ci/postgres.sh start DIR` and export the URL it prints'
 
 /**
  * Gives a test a fresh database `envkeep_test_<random>` on the server in

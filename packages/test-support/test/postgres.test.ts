@@ -40,7 +40,12 @@ t.test('outside CI, without ENVKEEP_TEST_DATABASE_URL the test is skipped with t
     if (saved.ci !== undefined) process.env.CI = saved.ci
   })
   let reason = ''
-  const url = await withTestDatabase({ skip: ((m: string) => void (reason = m ?? '')) as never, teardown: () => {} })
+  const url = await withTestDatabase({
+    skip: ((m: string) => {
+      reason = m ?? ''
+    }) as never,
+    teardown: () => {},
+  })
   t.equal(url, undefined)
   t.match(reason, /ENVKEEP_TEST_DATABASE_URL is not set/)
 })
@@ -56,6 +61,9 @@ t.test('with CI=true and no database, withTestDatabase fails instead of skipping
     else process.env.CI = saved.ci
   })
   const skipped: string[] = []
-  await t.rejects(withTestDatabase({ skip: ((m: string) => void skipped.push(m)) as never, teardown: () => {} }), /CI=true and ENVKEEP_TEST_DATABASE_URL is not set/)
+  await t.rejects(
+    withTestDatabase({ skip: ((m: string) => void skipped.push(m)) as never, teardown: () => {} }),
+    /CI=true and ENVKEEP_TEST_DATABASE_URL is not set/,
+  )
   t.same(skipped, [])
 })

@@ -27,7 +27,14 @@ complete -F _envkeep envkeep
 `
   }
   if (shell === 'zsh') {
-    const cases = commands.map((c) => `    ${c.name}) _arguments ${optionsOf(c).map((o) => `'${o}'`).join(' ')} '*:file:_files' ;;`).join('\n')
+    const cases = commands
+      .map(
+        (c) =>
+          `    ${c.name}) _arguments ${optionsOf(c)
+            .map((o) => `'${o}'`)
+            .join(' ')} '*:file:_files' ;;`,
+      )
+      .join('\n')
     return `#compdef envkeep
 # envkeep completion for zsh: source <(envkeep completion zsh)
 _envkeep() {
@@ -67,7 +74,8 @@ Options:
     positionals: [1, 1],
     async run(ctx, { positionals }) {
       const shell = positionals[0]!
-      if (!(SHELLS as readonly string[]).includes(shell)) throw usageError(`no completion for "${shell.slice(0, 20)}"${didYouMean(shell, SHELLS)}`, `shells: ${SHELLS.join(', ')}`)
+      if (!(SHELLS as readonly string[]).includes(shell))
+        throw usageError(`no completion for "${shell.slice(0, 20)}"${didYouMean(shell, SHELLS)}`, `shells: ${SHELLS.join(', ')}`)
       ctx.out(completionScript(shell as (typeof SHELLS)[number], all()))
       return 0
     },

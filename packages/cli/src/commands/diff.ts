@@ -31,12 +31,21 @@ ${BASE_URL_HELP}
     const local = await readDotenvFile(ctx, file)
     const remote = (await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })).variables
     const l = local.variables
-    const added = Object.keys(l).filter((n) => !(n in remote)).sort()
-    const removed = Object.keys(remote).filter((n) => !(n in l)).sort()
-    const changed = Object.keys(l).filter((n) => n in remote && remote[n] !== l[n]).sort()
+    const added = Object.keys(l)
+      .filter((n) => !(n in remote))
+      .sort()
+    const removed = Object.keys(remote)
+      .filter((n) => !(n in l))
+      .sort()
+    const changed = Object.keys(l)
+      .filter((n) => n in remote && remote[n] !== l[n])
+      .sort()
     const equal = added.length + removed.length + changed.length === 0
     const show = values['show-values'] === true
-    if (local.refused.length > 0) ctx.err(`note: ${local.refused.length} line${local.refused.length === 1 ? '' : 's'} of ${file} could not be read and are left out (envkeep push --dry-run lists them)\n`)
+    if (local.refused.length > 0)
+      ctx.err(
+        `note: ${local.refused.length} line${local.refused.length === 1 ? '' : 's'} of ${file} could not be read and are left out (envkeep push --dry-run lists them)\n`,
+      )
     if (values.json === true) {
       const vals = show
         ? Object.fromEntries([...added, ...changed, ...removed].map((n) => [n, { file: l[n] ?? null, environment: remote[n] ?? null }]))
@@ -55,7 +64,9 @@ ${BASE_URL_HELP}
       ...removed.map((n) => ctx.paint.red(`- ${n}${show ? ` = ${q(remote[n])}` : ''}`)),
     ]
     ctx.out(`${lines.join('\n')}\n`)
-    ctx.err(`${added.length} to add, ${changed.length} changed, ${removed.length} only in ${target.environment}${show ? '' : ' (values hidden; --show-values shows them)'}\n`)
+    ctx.err(
+      `${added.length} to add, ${changed.length} changed, ${removed.length} only in ${target.environment}${show ? '' : ' (values hidden; --show-values shows them)'}\n`,
+    )
     return 1
   },
 }

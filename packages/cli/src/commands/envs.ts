@@ -21,7 +21,9 @@ ${BASE_URL_HELP}
     const link = positionals[0] === undefined ? findLink(ctx.deps.cwd) : null
     if (positionals[0] === undefined && !link) throw new CliError('envs of which vault? give it, or link this folder (envkeep link)')
     const baseUrl =
-      values['base-url'] === undefined && !ctx.deps.env.ENVKEEP_BASE_URL && link ? link.link.baseUrl : await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
+      values['base-url'] === undefined && !ctx.deps.env.ENVKEEP_BASE_URL && link
+        ? link.link.baseUrl
+        : await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
     const api = ctx.api(baseUrl)
     const id = link ? link.link.vault.id : (await resolveVault(api, positionals[0]!)).id
     const vault = (await listVaults(api)).find((v) => v.id === id)

@@ -15,7 +15,7 @@ function nameAndPair(positionals: readonly string[], command: string): { name: s
 
 export const get: Command = {
   name: 'get',
-  summary: 'print one variable\'s value, raw (for $(envkeep get DB_URL))',
+  summary: "print one variable's value, raw (for $(envkeep get DB_URL))",
   help: `Usage: envkeep get [<vault> <environment>] NAME [--json]
 
 Prints the value of NAME exactly as stored, with nothing added (a newline only
@@ -33,7 +33,7 @@ ${BASE_URL_HELP}
     const { name, given } = nameAndPair(positionals, 'get')
     const target = await resolveTarget(ctx, values, given, 'usage: envkeep get <vault> <environment> NAME')
     const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
-    const value = Object.prototype.hasOwnProperty.call(set.variables, name) ? set.variables[name] : undefined
+    const value = Object.hasOwn(set.variables, name) ? set.variables[name] : undefined
     if (value === undefined) {
       const names = Object.keys(set.variables)
       throw new CliError(`${set.environment} has no variable ${name.slice(0, 256)}${didYouMean(name, names)}`, {
@@ -54,7 +54,7 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 
 export const set: Command = {
   name: 'set',
-  summary: 'propose one variable\'s value (a one-variable push, for review)',
+  summary: "propose one variable's value (a one-variable push, for review)",
   help: `Usage: envkeep set [<vault> <environment>] NAME [--value V] [--json] < file
 
 Sends NAME as a push of one variable, which a person reviews and applies like any
@@ -71,7 +71,8 @@ ${BASE_URL_HELP}
   positionals: [1, 3],
   async run(ctx, { values, positionals }) {
     const { name, given } = nameAndPair(positionals, 'set')
-    if (!NAME_RE.test(name) || name.length > 256) throw usageError(`"${name.slice(0, 60)}" is not a variable name: use letters, digits and underscores, not starting with a digit`)
+    if (!NAME_RE.test(name) || name.length > 256)
+      throw usageError(`"${name.slice(0, 60)}" is not a variable name: use letters, digits and underscores, not starting with a digit`)
     const target = await resolveTarget(ctx, values, given, 'usage: envkeep set <vault> <environment> NAME')
     let value: string
     if (typeof values.value === 'string') value = values.value

@@ -60,7 +60,9 @@ ${BASE_URL_HELP}
       if (!ctx.deps.isTTY) {
         throw usageError(
           'link: give <vault> <environment> (there is no terminal to ask at)',
-          readable.length ? `your vaults: ${readable.map((v) => `${v.name} (${v.environments.join(', ')})`).join('; ')}` : 'no vault with an environment you may read is shared with you',
+          readable.length
+            ? `your vaults: ${readable.map((v) => `${v.name} (${v.environments.join(', ')})`).join('; ')}`
+            : 'no vault with an environment you may read is shared with you',
         )
       }
       if (readable.length === 0) throw new CliError('no vault with an environment you may read is shared with you')

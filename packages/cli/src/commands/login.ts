@@ -3,17 +3,7 @@ import type { SignIn } from '../config-store.js'
 import { ciTokenSource } from '../ci-sign-in.js'
 import { clean, CliError, signInError } from '../errors.js'
 import { EXIT } from '../exit-codes.js'
-import {
-  buildAuthorizationRequest,
-  discover,
-  exchangeCode,
-  listenForCallback,
-  newState,
-  revokeToken,
-  SCOPE_PUSH,
-  SCOPE_READ,
-  type TokenSet,
-} from '../oauth.js'
+import { buildAuthorizationRequest, discover, exchangeCode, listenForCallback, newState, revokeToken, SCOPE_PUSH, SCOPE_READ, type TokenSet } from '../oauth.js'
 
 export const login: Command = {
   name: 'login',

@@ -26,7 +26,9 @@ ${BASE_URL_HELP}
     const given = positionals[0]
     const link = given === undefined ? findLink(ctx.deps.cwd) : null
     const baseUrl =
-      values['base-url'] === undefined && !ctx.deps.env.ENVKEEP_BASE_URL && link ? link.link.baseUrl : await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
+      values['base-url'] === undefined && !ctx.deps.env.ENVKEEP_BASE_URL && link
+        ? link.link.baseUrl
+        : await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
     let url: string
     const review = given !== undefined && UUID_RE.test(given) ? await reviewLinkOf(ctx.store.dir, given, baseUrl) : null
     if (review) url = review

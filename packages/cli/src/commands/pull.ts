@@ -47,7 +47,9 @@ export async function readEnvironment(ctx: Context, target: Target, o: { fallbac
   // a name becomes a shell word in `--format shell` and an environment variable in `run`
   const odd = Object.keys(variables).filter((n) => !NAME_RE.test(n) || n.length > 256).length
   if (odd > 0) {
-    throw new CliError(`could not read ${environment} of vault ${vault.label}: the answer holds ${odd} name${odd === 1 ? '' : 's'} that no envkeep variable can have; nothing was written`)
+    throw new CliError(
+      `could not read ${environment} of vault ${vault.label}: the answer holds ${odd} name${odd === 1 ? '' : 's'} that no envkeep variable can have; nothing was written`,
+    )
   }
   const set = { vault: vault.id, environment, variables }
   if (fallback) await writeFallback(ctx, target, set)

@@ -48,7 +48,10 @@ ${BASE_URL_HELP}
     const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
     let variables = set.variables
     if (typeof values.only === 'string') {
-      const only = values.only.split(',').map((n) => n.trim()).filter((n) => n !== '')
+      const only = values.only
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n !== '')
       const missing = only.filter((n) => !(n in variables))
       if (missing.length > 0) {
         throw usageError(`--only names ${missing.map((n) => `"${n}"`).join(', ')}, not in ${set.environment}${didYouMean(missing[0]!, Object.keys(variables))}`)

@@ -37,8 +37,7 @@ export function statusExitCode(s: ImportStatus): number {
 
 export function describeStatus(ctx: Context, s: ImportStatus): string {
   const word = clean(s.status, 20)
-  const painted =
-    word === 'applied' ? ctx.paint.green(word) : word === 'pending' ? ctx.paint.yellow(word) : ctx.paint.red(word)
+  const painted = word === 'applied' ? ctx.paint.green(word) : word === 'pending' ? ctx.paint.yellow(word) : ctx.paint.red(word)
   const lines = [`Push ${clean(s.import, 40)}: ${painted}`]
   if (s.environments?.length) lines.push(`  environment: ${s.environments.map((e) => clean(e, 64)).join(', ')}`)
   if (s.names) lines.push(`  names (${s.names.length}): ${s.names.map((n) => clean(n, 256)).join(', ')}`)

@@ -80,7 +80,11 @@ export async function startFakeServer(): Promise<FakeServer> {
       calls.authorize++
       const q = url.searchParams
       const redirect = new URL(q.get('redirect_uri')!)
-      if (q.get('code_challenge_method') !== 'S256' || q.get('resource') !== `${baseUrl}/api/env` || q.get('client_id') !== `${baseUrl}/cli/oauth-client.json`) {
+      if (
+        q.get('code_challenge_method') !== 'S256' ||
+        q.get('resource') !== `${baseUrl}/api/env` ||
+        q.get('client_id') !== `${baseUrl}/cli/oauth-client.json`
+      ) {
         res.writeHead(400).end('bad authorize request')
         return
       }
@@ -137,9 +141,14 @@ export async function startFakeServer(): Promise<FakeServer> {
       const auth = req.headers.authorization ?? ''
       const a = access.get(auth.replace(/^Bearer /i, ''))
       if (!a || revokedGrants.has(a.grant)) {
-        return send(res, 401, { error: 'invalid_token', message: 'invalid token', where: 'env API', ref: 'REF401XXXX' }, {
-          'www-authenticate': `Bearer realm="envkeep", resource_metadata="${baseUrl}/.well-known/oauth-protected-resource/api/env"`,
-        })
+        return send(
+          res,
+          401,
+          { error: 'invalid_token', message: 'invalid token', where: 'env API', ref: 'REF401XXXX' },
+          {
+            'www-authenticate': `Bearer realm="envkeep", resource_metadata="${baseUrl}/.well-known/oauth-protected-resource/api/env"`,
+          },
+        )
       }
       if (limited > 0) {
         limited--
@@ -170,7 +179,8 @@ export async function startFakeServer(): Promise<FakeServer> {
         return send(res, 200, { vault, environment: env, variables: vars })
       }
       if (sub === 'imports' && req.method === 'POST') {
-        if (!a.scope.split(' ').includes('env:push')) return apiError(res, 403, 'push_not_allowed', `pushing to ${env} of vault ${vault.slice(0, 8)}: this sign-in may not push`)
+        if (!a.scope.split(' ').includes('env:push'))
+          return apiError(res, 403, 'push_not_allowed', `pushing to ${env} of vault ${vault.slice(0, 8)}: this sign-in may not push`)
         const b = JSON.parse(await body(req)) as { variables: Record<string, string>; refused?: unknown[] }
         const id = randomUUID()
         const names = Object.keys(b.variables).sort()

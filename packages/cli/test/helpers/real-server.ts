@@ -8,8 +8,6 @@ import { Capture, freePort, spawnNode, type Spawned } from '@envkeep/test-suppor
 
 export const CLI_BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url))
 
-
-
 export interface RealServer {
   readonly baseUrl: string
   readonly dataDir: string
@@ -79,8 +77,13 @@ export function runBin(args: string[], env: Record<string, string>, cwd?: string
   return spawnNode(CLI_BIN, args, { env, ...(cwd ? { cwd } : {}) })
 }
 
-const unescape = (s: string) =>
-  s.replace(/&quot;/g, '"').replace(/&#39;|&#x27;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+const unescapeHtml = (s: string) =>
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;|&#x27;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
 
 export interface Form {
   action: string
@@ -92,8 +95,8 @@ export function formsOf(page: string): Form[] {
   const forms: Form[] = []
   for (const m of page.matchAll(/<form method="post" action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)) {
     const fields: Record<string, string> = {}
-    for (const i of m[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescape(i[1]!)] = unescape(i[2]!)
-    forms.push({ action: unescape(m[1]!), fields })
+    for (const i of m[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescapeHtml(i[1]!)] = unescapeHtml(i[2]!)
+    forms.push({ action: unescapeHtml(m[1]!), fields })
   }
   return forms
 }
@@ -101,7 +104,10 @@ export function formsOf(page: string): Form[] {
 /** A person with a browser: a cookie jar over fetch, no redirects followed. */
 export function createPerson(baseUrl: string, email: string, password: string) {
   const jar: Record<string, string> = {}
-  const cookie = () => Object.entries(jar).map(([k, v]) => `${k}=${v}`).join('; ')
+  const cookie = () =>
+    Object.entries(jar)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('; ')
   const keep = (res: Response) => {
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';')

@@ -191,9 +191,7 @@ export type SetMemberResult =
   /** the change would leave the vault without an owner */
   | { readonly ok: false; readonly reason: 'last_owner' | 'already_member' | 'not_member' }
 
-export type RemoveMemberResult =
-  | { readonly ok: true; readonly previous: Role }
-  | { readonly ok: false; readonly reason: 'last_owner' | 'not_member' }
+export type RemoveMemberResult = { readonly ok: true; readonly previous: Role } | { readonly ok: false; readonly reason: 'last_owner' | 'not_member' }
 
 /**
  * One value written to an environment. (History, issue 12, will add the
@@ -375,12 +373,7 @@ export interface VaultStore {
    * variable of the environment changes. This is the hot path of the API:
    * one round trip where the backend can.
    */
-  readVariables(
-    vaultId: string,
-    environment: string,
-    log: AccessLogEntry,
-    names?: readonly string[],
-  ): Promise<{ variables: SealedVariable[]; version: number }>
+  readVariables(vaultId: string, environment: string, log: AccessLogEntry, names?: readonly string[]): Promise<{ variables: SealedVariable[]; version: number }>
 
   /** Names and metadata of the variables of an environment (no values), in name order. */
   listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]>
@@ -405,10 +398,7 @@ export interface VaultStore {
   appendAccessLog(entry: AccessLogEntry): Promise<void>
 
   /** Newest first (by id); `before` is an id cursor. */
-  listAccessLog(
-    vaultId: string,
-    filter: { environment?: string; action?: AccessAction; limit: number; before?: number },
-  ): Promise<AccessLogRow[]>
+  listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessAction; limit: number; before?: number }): Promise<AccessLogRow[]>
 
   // ---- pushes (imports) ----------------------------------------------------------
 

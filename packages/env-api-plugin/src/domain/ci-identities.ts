@@ -93,7 +93,8 @@ function checked(d: DomainDeps, vault: VaultAccess, input: NewCiIdentityInput): 
   if (patternWhy) throw fail.invalid(patternWhy)
   const requiredClaims: Record<string, string> = {}
   for (const [k, v] of Object.entries(input.requiredClaims ?? {})) {
-    if (!CLAIM_NAME_RE.test(k) || RESERVED_CLAIMS.has(k)) throw fail.invalid('a required claim must be named like ref or environment (not iss, aud, sub or a time)')
+    if (!CLAIM_NAME_RE.test(k) || RESERVED_CLAIMS.has(k))
+      throw fail.invalid('a required claim must be named like ref or environment (not iss, aud, sub or a time)')
     if (typeof v !== 'string' || v.length < 1 || v.length > 512) throw fail.invalid('a required claim needs a value of 1 to 512 characters')
     requiredClaims[k] = v
   }

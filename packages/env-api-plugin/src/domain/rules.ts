@@ -51,9 +51,7 @@ export function isWellFormed(s: string): boolean {
 
 /** Why an environment name is refused, or null. */
 export function environmentNameProblem(name: string): string | null {
-  return ENVIRONMENT_NAME_RE.test(name)
-    ? null
-    : 'an environment name must be 1 to 63 lower-case letters, digits or dashes, starting with a letter or digit'
+  return ENVIRONMENT_NAME_RE.test(name) ? null : 'an environment name must be 1 to 63 lower-case letters, digits or dashes, starting with a letter or digit'
 }
 
 /** Why a vault name is refused, or null. */

@@ -27,12 +27,7 @@ export interface ReadResult {
  * logged, with exactly the names read, before any value is opened.
  * Two storage calls: the vault as the actor sees it, then read-and-log.
  */
-export async function readEnvironment(
-  d: DomainDeps,
-  actor: Actor,
-  input: { vaultId: string; environment: string },
-  located?: Located,
-): Promise<ReadResult> {
+export async function readEnvironment(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }, located?: Located): Promise<ReadResult> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   located?.(vault, env)
   await requireRead(d, actor, vault, env, roleRefusal(vault.role, env, 'read'))
@@ -40,11 +35,7 @@ export async function readEnvironment(
 }
 
 /** Values shown on the vault page after Reveal: all of the environment's (no `name`), or one. */
-export async function revealValues(
-  d: DomainDeps,
-  actor: Actor,
-  input: { vaultId: string; environment: string; name?: string },
-): Promise<ReadResult> {
+export async function revealValues(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string; name?: string }): Promise<ReadResult> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   await requireRead(d, actor, vault, env, revealRefusal(vault.role, env))
   if (input.name === undefined || input.name === '') return read(d, actor, vault, env)

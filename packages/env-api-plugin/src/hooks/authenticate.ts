@@ -46,11 +46,7 @@ export function createAuthenticate(opts: ResolvedOptions) {
     const m = BEARER_RE.exec(header)
     if (!m) return null
     const now = opts.now()
-    const grant = await opts.storage.findAccessToken(
-      tokenHash(m[1] as string),
-      now,
-      new Date(now.getTime() - opts.signInIdleMs),
-    )
+    const grant = await opts.storage.findAccessToken(tokenHash(m[1] as string), now, new Date(now.getTime() - opts.signInIdleMs))
     if (!grant) return null
     const s = grant.signIn
     if (s.clientId !== opts.cliClientId || s.resource !== opts.resource || !s.scopes.includes(SCOPE_READ)) return null

@@ -23,7 +23,11 @@ export async function createRateLimitHook(app: FastifyInstance, opts: ResolvedOp
     return async function rateLimit(request: FastifyRequest): Promise<void> {
       const key = request.signIn ? `sign-in:${request.signIn.id}` : `address:${request.ip}`
       const now = opts.now()
-      const counts = await shared(key, windows.map(([ms]) => ms), now)
+      const counts = await shared(
+        key,
+        windows.map(([ms]) => ms),
+        now,
+      )
       for (const [i, [, max, phrase]] of windows.entries()) {
         const c = counts[i]
         if (c && c.count > max) {
@@ -35,8 +39,7 @@ export async function createRateLimitHook(app: FastifyInstance, opts: ResolvedOp
     }
   }
   await app.register(fastifyRateLimit, { global: false })
-  const keyGenerator = (request: FastifyRequest): string =>
-    request.signIn ? `sign-in:${request.signIn.id}` : `address:${request.ip}`
+  const keyGenerator = (request: FastifyRequest): string => (request.signIn ? `sign-in:${request.signIn.id}` : `address:${request.ip}`)
   const perMinute = app.createRateLimit({ max: opts.rateLimit.perMinute, timeWindow: MINUTE, keyGenerator })
   const perDay = app.createRateLimit({ max: opts.rateLimit.perDay, timeWindow: DAY, keyGenerator })
 

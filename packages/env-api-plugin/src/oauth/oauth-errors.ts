@@ -53,19 +53,16 @@ export class OAuthError extends Error {
 /** One constructor per code; descriptions never contain what the client sent. */
 export const oauthErrors = {
   invalidRequest: (d: string): OAuthError => new OAuthError(400, 'invalid_request', d),
-  invalidClient: (d: string, headers?: Record<string, string>): OAuthError =>
-    new OAuthError(401, 'invalid_client', d, headers ? { headers } : undefined),
+  invalidClient: (d: string, headers?: Record<string, string>): OAuthError => new OAuthError(401, 'invalid_client', d, headers ? { headers } : undefined),
   invalidGrant: (d: string): OAuthError => new OAuthError(400, 'invalid_grant', d),
   unsupportedGrantType: (): OAuthError =>
     new OAuthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code, refresh_token or urn:ietf:params:oauth:grant-type:token-exchange'),
   invalidScope: (d: string): OAuthError => new OAuthError(400, 'invalid_scope', d),
   invalidTarget: (d: string): OAuthError => new OAuthError(400, 'invalid_target', d),
-  methodNotAllowed: (allow: string): OAuthError =>
-    new OAuthError(405, 'method_not_allowed', `this endpoint accepts only ${allow}`, { headers: { allow } }),
+  methodNotAllowed: (allow: string): OAuthError => new OAuthError(405, 'method_not_allowed', `this endpoint accepts only ${allow}`, { headers: { allow } }),
   rateLimited: (retryAfterSeconds: number, description: string): OAuthError =>
     new OAuthError(429, 'rate_limited', description, { headers: { 'retry-after': String(retryAfterSeconds) }, where: 'rate limit' }),
-  serverError: (cause: unknown): OAuthError =>
-    new OAuthError(500, 'server_error', 'an internal error occurred; quote the reference in a report', { cause }),
+  serverError: (cause: unknown): OAuthError => new OAuthError(500, 'server_error', 'an internal error occurred; quote the reference in a report', { cause }),
 } as const
 
 /** Anything thrown on an OAuth route, as an OAuthError: Fastify's own errors never reach the wire in their shape. */

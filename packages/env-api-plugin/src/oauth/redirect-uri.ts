@@ -22,7 +22,4 @@ export function parseLoopbackRedirect(uri: string): LoopbackRedirect | null {
 }
 
 /** The registered forms, without a port, as published in the client metadata document. */
-export const REGISTERED_REDIRECT_URIS: readonly string[] = Object.freeze([
-  'http://127.0.0.1/callback',
-  'http://[::1]/callback',
-])
+export const REGISTERED_REDIRECT_URIS: readonly string[] = Object.freeze(['http://127.0.0.1/callback', 'http://[::1]/callback'])

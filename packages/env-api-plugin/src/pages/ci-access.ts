@@ -48,15 +48,19 @@ function render(
 <td><form method="post" action="${base}/remove" class="inline">${csrf}<input type="hidden" name="identity" value="${i.id}"><button type="submit" class="secondary">Remove</button></form></td>
 </tr>`,
   )
-  const envOptions = v.vault.environments.map((e) => html`<label class="check"><input type="checkbox" name="environments" value="${e.name}"> ${e.name}${e.ownersOnly ? ' (owners only)' : ''}</label>`)
+  const envOptions = v.vault.environments.map(
+    (e) => html`<label class="check"><input type="checkbox" name="environments" value="${e.name}"> ${e.name}${e.ownersOnly ? ' (owners only)' : ''}</label>`,
+  )
   const body = html`<p><a href="${vaultUrl(deps, v.vault.id)}">← ${v.vault.name}</a></p>
 <h1>CI access</h1>
 ${v.problem ? refusalBox(v.problem) : ''}
 ${v.notice ? html`<p class="notice" role="status">${v.notice}</p>` : ''}
 <p>A CI identity lets CI runs (GitHub Actions, GitLab CI, any OIDC issuer) read this vault's variables with their own short-lived identity token: nothing secret is stored in the CI. It reads only; it never pushes, decides a push or uses these pages.</p>
-${rows.length > 0
-  ? html`<table><thead><tr><th>Name</th><th>Issuer</th><th>Audience</th><th>Subject and claims</th><th>Role</th><th>Environments</th><th>Added</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
-  : html`<p class="muted">No CI identity yet.</p>`}
+${
+  rows.length > 0
+    ? html`<table><thead><tr><th>Name</th><th>Issuer</th><th>Audience</th><th>Subject and claims</th><th>Role</th><th>Environments</th><th>Added</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<p class="muted">No CI identity yet.</p>`
+}
 <h2>Add a CI identity</h2>
 <form method="post" action="${base}/add">${csrf}
 <p><label>Name <input name="name" required maxlength="100" placeholder="deploy"></label></p>

@@ -50,12 +50,12 @@ export function renderConsentPage(v: ConsentPageInput): string {
 <form method="post" action="${v.action}">
 <input type="hidden" name="_csrf" value="${v.csrfToken}">
 ${hidden}${
-    v.pushRequested
-      ? html`<p><label class="check"><input type="checkbox" name="allow_push" value="yes" checked> Allow this sign-in to send .env files</label></p>
+  v.pushRequested
+    ? html`<p><label class="check"><input type="checkbox" name="allow_push" value="yes" checked> Allow this sign-in to send .env files</label></p>
 <p class="hint">Files it sends wait for a person with write access to review and apply them.</p>
 `
-      : ''
-  }<p class="actions buttons"><button type="submit" name="decision" value="allow" class="primary">Allow</button>
+    : ''
+}<p class="actions buttons"><button type="submit" name="decision" value="allow" class="primary">Allow</button>
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
 </form>
 </section>`

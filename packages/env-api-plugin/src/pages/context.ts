@@ -21,12 +21,7 @@ export function pagePath(deps: PageDeps, path: string): string {
  * The signed-in person, or null after answering with a redirect to the
  * people adapter's sign-in page (returning to `returnTo`, a GET-able path).
  */
-export async function personOrSignIn(
-  deps: PageDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  returnTo?: string,
-): Promise<Person | null> {
+export async function personOrSignIn(deps: PageDeps, request: FastifyRequest, reply: FastifyReply, returnTo?: string): Promise<Person | null> {
   const person = await deps.opts.people.currentPerson(request)
   if (person) return person
   const back = safeRedirectPath(returnTo ?? (request.method === 'GET' ? request.url : pagePath(deps, '/')), deps.opts.basePath)
@@ -35,11 +30,7 @@ export async function personOrSignIn(
 }
 
 /** Sends a page with PAGE_HEADERS. */
-export function sendPage(
-  deps: PageDeps,
-  reply: FastifyReply,
-  input: { status?: number; title: string; body: SafeHtml; person: Person | null },
-): FastifyReply {
+export function sendPage(deps: PageDeps, reply: FastifyReply, input: { status?: number; title: string; body: SafeHtml; person: Person | null }): FastifyReply {
   return reply
     .code(input.status ?? 200)
     .headers(PAGE_HEADERS)
@@ -71,7 +62,7 @@ export function csrfField(token: string): SafeHtml {
  */
 export function field(body: unknown, name: string): string {
   if (!body || typeof body !== 'object') return ''
-  if (!Object.prototype.hasOwnProperty.call(body, name)) return ''
+  if (!Object.hasOwn(body, name)) return ''
   const v = (body as Record<string, unknown>)[name]
   return typeof v === 'string' ? v : ''
 }

@@ -59,7 +59,9 @@ async function envkeepCsrf(app: FastifyInstance, o: CsrfOptions): Promise<void> 
   const binding = o.binding ?? (() => null)
 
   function tokenFor(secret: string, request: FastifyRequest): string {
-    return createHmac('sha256', secret).update(`envkeep csrf v1\n${binding(request) ?? ''}`).digest('base64url')
+    return createHmac('sha256', secret)
+      .update(`envkeep csrf v1\n${binding(request) ?? ''}`)
+      .digest('base64url')
   }
 
   function secretOf(request: FastifyRequest): string | null {
@@ -83,20 +85,26 @@ async function envkeepCsrf(app: FastifyInstance, o: CsrfOptions): Promise<void> 
     // a browser's form POST carries `Origin: null`, even from our own page.
     const fetchSite = request.headers['sec-fetch-site']
     if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') {
-      return done(csrfError('FST_CSRF_INVALID_TOKEN', 'the form came from another site'))
+      done(csrfError('FST_CSRF_INVALID_TOKEN', 'the form came from another site'))
+      return
     }
     const sentOrigin = request.headers.origin
     if (sentOrigin !== undefined && sentOrigin !== 'null' && sentOrigin !== origin) {
-      return done(csrfError('FST_CSRF_INVALID_TOKEN', 'the form came from another origin'))
+      done(csrfError('FST_CSRF_INVALID_TOKEN', 'the form came from another origin'))
+      return
     }
     const secret = secretOf(request)
-    if (!secret) return done(csrfError('FST_CSRF_MISSING_SECRET', 'no CSRF secret cookie'))
+    if (!secret) {
+      done(csrfError('FST_CSRF_MISSING_SECRET', 'no CSRF secret cookie'))
+      return
+    }
     const body = request.body as Record<string, unknown> | null | undefined
     const sent = body && typeof body === 'object' && typeof body._csrf === 'string' ? body._csrf : ''
     const expected = Buffer.from(tokenFor(secret, request))
     const got = Buffer.from(sent)
     if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
-      return done(csrfError('FST_CSRF_INVALID_TOKEN', 'invalid CSRF token'))
+      done(csrfError('FST_CSRF_INVALID_TOKEN', 'invalid CSRF token'))
+      return
     }
     done()
   })

@@ -140,11 +140,7 @@ ${failureDetails({ ...input, status })}
 
 /** Sends a rendered error page with PAGE_HEADERS and its status. */
 export function sendErrorPage(reply: FastifyReply, input: ErrorPageInput): FastifyReply {
-  return reply
-    .code(pageStatus(input.status))
-    .headers(PAGE_HEADERS)
-    .type('text/html; charset=utf-8')
-    .send(renderErrorPage(input))
+  return reply.code(pageStatus(input.status)).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(renderErrorPage(input))
 }
 
 function capitalize(s: string): string {

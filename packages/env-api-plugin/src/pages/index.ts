@@ -72,7 +72,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
       })
 
       app.get<{ Params: { file: string } }>('/assets/:file', async function pageAsset(request, reply) {
-        const asset = Object.prototype.hasOwnProperty.call(ASSETS, request.params.file) ? ASSETS[request.params.file] : undefined
+        const asset = Object.hasOwn(ASSETS, request.params.file) ? ASSETS[request.params.file] : undefined
         if (!asset) return reply.callNotFound() // the host's one not-found answer
         reply.header('etag', asset.etag).header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff')
         if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send()

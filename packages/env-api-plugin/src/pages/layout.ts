@@ -30,9 +30,11 @@ export function layout(input: LayoutInput): string {
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
-<header class="top"><a href="${base}/" class="brand"><img src="${base}/assets/favicon.svg" alt="">envkeep</a>${input.personName
-    ? html`<nav aria-label="Main"><a href="${base}/">Vaults</a><a href="${base}/sign-ins">Sign-ins</a></nav><span class="who">${input.personName}</span>${input.signOutHref ? html`<a class="sign-out" href="${input.signOutHref}">Sign out</a>` : ''}`
-    : ''}</header>
+<header class="top"><a href="${base}/" class="brand"><img src="${base}/assets/favicon.svg" alt="">envkeep</a>${
+    input.personName
+      ? html`<nav aria-label="Main"><a href="${base}/">Vaults</a><a href="${base}/sign-ins">Sign-ins</a></nav><span class="who">${input.personName}</span>${input.signOutHref ? html`<a class="sign-out" href="${input.signOutHref}">Sign out</a>` : ''}`
+      : ''
+  }</header>
 <main id="main" tabindex="-1">
 ${input.body}
 </main>

@@ -66,17 +66,23 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
 
     const nameRows = push.names.map((name) => {
       const kind = overwrites.has(name) ? 'overwrite' : 'new'
-      const value = revealed && Object.prototype.hasOwnProperty.call(revealed, name) ? revealed[name] : undefined
+      const value = revealed && Object.hasOwn(revealed, name) ? revealed[name] : undefined
       return html`<tr>
 <td data-label="Name"><code class="name">${name}</code></td>
 <td data-label="Change"><span class="mark mark-${kind}">${kind}</span></td>
-${pending
-  ? html`<td data-label="Value">${value !== undefined
-      ? html`<code class="value" data-name="${name}">${value}</code>${Object.prototype.hasOwnProperty.call(current, name)
-          ? html`<span class="small muted">now:</span> <code class="value current" data-current="${name}">${current[name]}</code>`
-          : ''}`
-      : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`}</td>`
-  : ''}
+${
+  pending
+    ? html`<td data-label="Value">${
+        value !== undefined
+          ? html`<code class="value" data-name="${name}">${value}</code>${
+              Object.hasOwn(current, name)
+                ? html`<span class="small muted">now:</span> <code class="value current" data-current="${name}">${current[name]}</code>`
+                : ''
+            }`
+          : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`
+      }</td>`
+    : ''
+}
 </tr>`
     })
     const refusedRows = push.refused.map(
@@ -89,10 +95,7 @@ ${pending
 
     let outcome = html``
     if (!pending) {
-      const who =
-        push.status === 'expired'
-          ? html`nobody decided before it expired`
-          : html`by ${personLabel(decider, push.decidedBy)}`
+      const who = push.status === 'expired' ? html`nobody decided before it expired` : html`by ${personLabel(decider, push.decidedBy)}`
       outcome = html`<section class="outcome outcome-${push.status}" role="status">
 <h2>${OUTCOME[push.status]}</h2>
 <p>${OUTCOME[push.status]} ${when(push.decidedAt)}, ${who}.</p>
@@ -115,28 +118,35 @@ ${outcome}
 
 <section>
 <h2>Variables (${push.names.length})</h2>
-${push.names.length === 0
-  ? html`<p class="muted">This push holds no variables.</p>`
-  : html`<table class="stack names"><thead><tr><th>Name</th><th>Change</th>${pending ? html`<th>Value</th>` : ''}</tr></thead><tbody>${nameRows}</tbody></table>`}
-${pending && readable && push.names.length > 0 && !revealed
-  ? html`<form method="post" action="${action}/reveal" class="inline">
+${
+  push.names.length === 0
+    ? html`<p class="muted">This push holds no variables.</p>`
+    : html`<table class="stack names"><thead><tr><th>Name</th><th>Change</th>${pending ? html`<th>Value</th>` : ''}</tr></thead><tbody>${nameRows}</tbody></table>`
+}
+${
+  pending && readable && push.names.length > 0 && !revealed
+    ? html`<form method="post" action="${action}/reveal" class="inline">
 ${csrfField(token)}
 <button type="submit" class="secondary">Reveal</button>
 </form>`
-  : ''}
+    : ''
+}
 ${pending && !readable ? html`<p class="hint">Your role (${vault.role}) cannot read the values of this environment.</p>` : ''}
 </section>
 
 <section>
 <h2>Refused lines (${push.refused.length})</h2>
-${push.refused.length === 0
-  ? html`<p class="muted">The sender's client refused no lines.</p>`
-  : html`<p class="hint">These lines of the sender's file were not sent.</p>
-<table class="stack refused"><thead><tr><th>Line</th><th>Name</th><th>Reason</th></tr></thead><tbody>${refusedRows}</tbody></table>`}
+${
+  push.refused.length === 0
+    ? html`<p class="muted">The sender's client refused no lines.</p>`
+    : html`<p class="hint">These lines of the sender's file were not sent.</p>
+<table class="stack refused"><thead><tr><th>Line</th><th>Name</th><th>Reason</th></tr></thead><tbody>${refusedRows}</tbody></table>`
+}
 </section>
 
-${canDecide
-  ? html`<section class="decide card">
+${
+  canDecide
+    ? html`<section class="decide card">
 <h2>Decision</h2>
 <p>Apply writes every variable above to ${push.environment} at once${push.overwrites.length ? `, replacing ${push.overwrites.length} existing value${push.overwrites.length === 1 ? '' : 's'}` : ''}. Reject discards the push.</p>
 <div class="buttons">
@@ -144,9 +154,10 @@ ${canDecide
 <form method="post" action="${action}/reject" class="inline">${csrfField(token)}<button type="submit" class="danger">Reject</button></form>
 </div>
 </section>`
-  : pending
-    ? html`<p class="hint">${vault.requireSecondPerson && push.senderId === person.id ? 'This vault requires a second person to decide your own push.' : `Your role (${vault.role}) cannot decide this push.`}</p>`
-    : ''}`
+    : pending
+      ? html`<p class="hint">${vault.requireSecondPerson && push.senderId === person.id ? 'This vault requires a second person to decide your own push.' : `Your role (${vault.role}) cannot decide this push.`}</p>`
+      : ''
+}`
     return sendPage(deps, reply, { status: extra.problem?.status ?? 200, title: 'Review a push', body, person })
   }
 
@@ -162,35 +173,46 @@ ${canDecide
     operation: (tag: string) => string,
     work: (request: FastifyRequest<{ Params: Params }>, reply: FastifyReply, ctx: ReviewContext) => Promise<FastifyReply>,
   ): void {
-    app.post<{ Params: Params }>(`/v/:vault/variables/imports/:import${path}`, { preHandler: app.csrfProtection }, async function reviewFormHandler(request, reply) {
-      const back = pagePath(deps, reviewPath(request.params.vault, request.params.import))
-      const person = await personOrSignIn(deps, request, reply, back)
-      if (!person) return reply
-      request.envkeepOperation = operation(vaultTag(request.params.vault))
-      let ctx: ReviewContext | null = null
-      try {
-        ctx = await load(person, request)
-        return await work(request, reply, ctx)
-      } catch (err) {
-        const f = toPageFailure(err, request)
-        if (!ctx || f.status >= 500) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
-        // show the push as it is now (another person may have decided it)
-        return render(reply, await load(person, request), { problem: f })
-      }
-    })
+    app.post<{ Params: Params }>(
+      `/v/:vault/variables/imports/:import${path}`,
+      { preHandler: app.csrfProtection },
+      async function reviewFormHandler(request, reply) {
+        const back = pagePath(deps, reviewPath(request.params.vault, request.params.import))
+        const person = await personOrSignIn(deps, request, reply, back)
+        if (!person) return reply
+        request.envkeepOperation = operation(vaultTag(request.params.vault))
+        let ctx: ReviewContext | null = null
+        try {
+          ctx = await load(person, request)
+          return await work(request, reply, ctx)
+        } catch (err) {
+          const f = toPageFailure(err, request)
+          if (!ctx || f.status >= 500) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+          // show the push as it is now (another person may have decided it)
+          return render(reply, await load(person, request), { problem: f })
+        }
+      },
+    )
   }
 
-  reviewForm('/reveal', (tag) => `revealing the values of a push to vault ${tag}`, async (_request, reply, ctx) => {
-    const r = await domain.revealPush(ctx.actor, { vaultId: ctx.vault.id, importId: ctx.push.id })
-    return render(reply, { ...ctx, ...r }, { revealed: r.values, current: r.current })
-  })
+  reviewForm(
+    '/reveal',
+    (tag) => `revealing the values of a push to vault ${tag}`,
+    async (_request, reply, ctx) => {
+      const r = await domain.revealPush(ctx.actor, { vaultId: ctx.vault.id, importId: ctx.push.id })
+      return render(reply, { ...ctx, ...r }, { revealed: r.values, current: r.current })
+    },
+  )
 
   for (const decision of ['applied', 'rejected'] as const) {
     const verb = decision === 'applied' ? 'apply' : 'reject'
-    reviewForm(`/${verb}`, (tag) => `${decision === 'applied' ? 'applying' : 'rejecting'} a push to vault ${tag}`, async (_request, reply, ctx) => {
-      await domain.decidePush(ctx.actor, { vaultId: ctx.vault.id, importId: ctx.push.id, decision })
-      return seeOther(deps, reply, reviewPath(ctx.vault.id, ctx.push.id))
-    })
+    reviewForm(
+      `/${verb}`,
+      (tag) => `${decision === 'applied' ? 'applying' : 'rejecting'} a push to vault ${tag}`,
+      async (_request, reply, ctx) => {
+        await domain.decidePush(ctx.actor, { vaultId: ctx.vault.id, importId: ctx.push.id, decision })
+        return seeOther(deps, reply, reviewPath(ctx.vault.id, ctx.push.id))
+      },
+    )
   }
-
 }

@@ -26,12 +26,14 @@ export function signInRoutes(app: FastifyInstance, deps: PageDeps): void {
 <td data-label="Last used">${when(s.lastUsedAt)}</td>
 <td data-label="Can push">${s.scopes.includes(PUSH_SCOPE) ? 'yes' : 'no'}</td>
 <td data-label="Status"><span class="status status-${state}">${state}</span>${state === 'revoked' ? html` ${when(s.revokedAt)}` : state === 'active' ? html` <span class="muted small">until ${when(s.expiresAt)}</span>` : ''}</td>
-<td>${state === 'active'
-  ? html`<form method="post" action="${pagePath(deps, '/sign-ins/revoke')}" class="inline" data-confirm="Revoke this sign-in? The command line using it will have to sign in again.">
+<td>${
+        state === 'active'
+          ? html`<form method="post" action="${pagePath(deps, '/sign-ins/revoke')}" class="inline" data-confirm="Revoke this sign-in? The command line using it will have to sign in again.">
 ${csrfField(token)}<input type="hidden" name="sign_in" value="${s.id}">
 <button type="submit" class="danger">Revoke</button>
 </form>`
-  : ''}</td>
+          : ''
+      }</td>
 </tr>`
     })
     const body = html`${problem ? refusalBox(problem) : ''}
@@ -39,9 +41,11 @@ ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a></p>
 <h1>Sign-ins</h1>
 <p class="hint">Each time you run <code>envkeep login</code> and allow it, a sign-in is made. Revoke the ones you no longer use.</p>
-${signIns.length === 0
-  ? html`<p class="muted">You have no command-line sign-ins.</p>`
-  : html`<table class="stack"><thead><tr><th>Client</th><th>Created</th><th>Last used</th><th>Can push</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}`
+${
+  signIns.length === 0
+    ? html`<p class="muted">You have no command-line sign-ins.</p>`
+    : html`<table class="stack"><thead><tr><th>Client</th><th>Created</th><th>Last used</th><th>Can push</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+}`
     return sendPage(deps, reply, { status: problem?.status ?? 200, title: 'Sign-ins', body, person })
   }
 

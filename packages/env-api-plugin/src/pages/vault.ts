@@ -5,18 +5,7 @@ import { ADMINISTRATOR_CLIENT, type PersonActor } from '../domain/actor.js'
 import { canManageVault, canReadEnvironment, canWriteEnvironment } from '../domain/permissions.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
-import {
-  csrfField,
-  field,
-  pagePath,
-  personCache,
-  personLabel,
-  personOrSignIn,
-  seeOther,
-  sendPage,
-  when,
-  type PageDeps,
-} from './context.js'
+import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
@@ -120,8 +109,9 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
     return html`<tr>
 <td data-label="Member">${personLabel(p, m.personId)}${m.personId === person.id ? html` <span class="muted">(you)</span>` : ''}</td>
 <td data-label="Role"><span class="role role-${m.role}">${m.role}</span></td>
-${owner
-  ? html`<td class="actions">
+${
+  owner
+    ? html`<td class="actions">
 <form method="post" action="${base}/members/change" class="inline">
 ${csrf}<input type="hidden" name="person" value="${m.personId}">
 <label class="vh" for="role-${m.personId}">Role</label>
@@ -133,25 +123,30 @@ ${csrf}<input type="hidden" name="person" value="${m.personId}">
 <button type="submit" class="danger"${lastOwner ? html` disabled title="A vault keeps at least one owner"` : ''}>Remove</button>
 </form>
 </td>`
-  : ''}
+    : ''
+}
 </tr>`
   })
 
   const logRows = log.map(
     (l, i) => html`<tr>
 <td data-label="When">${when(l.at)}</td>
-<td data-label="Who">${l.personId
-  ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
-  : l.clientId === ADMINISTRATOR_CLIENT
-    ? html`<span class="muted">server administrator</span>`
-    : html`<span class="muted">—</span>`}</td>
+<td data-label="Who">${
+      l.personId
+        ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
+        : l.clientId === ADMINISTRATOR_CLIENT
+          ? html`<span class="muted">server administrator</span>`
+          : html`<span class="muted">—</span>`
+    }</td>
 <td data-label="Action"><span class="action">${l.action.replace(/_/g, ' ')}</span></td>
 <td data-label="Environment">${l.environment ?? ''}</td>
-<td data-label="Names">${l.subject
-  ? html`${personLabel(logSubjects[i] ?? null, l.subject)}${l.detail ? html` as <span class="role role-${l.detail}">${l.detail}</span>` : ''}`
-  : l.names.length
-    ? html`<code>${l.names.join(', ')}</code>`
-    : ''}</td>
+<td data-label="Names">${
+      l.subject
+        ? html`${personLabel(logSubjects[i] ?? null, l.subject)}${l.detail ? html` as <span class="role role-${l.detail}">${l.detail}</span>` : ''}`
+        : l.names.length
+          ? html`<code>${l.names.join(', ')}</code>`
+          : ''
+    }</td>
 </tr>`,
   )
   const oldest = log.length === LOG_PAGE ? log[log.length - 1] : undefined
@@ -175,8 +170,9 @@ ${vault.role === 'viewer' ? html`<p class="hint">As a viewer you see the names o
 <section id="environments">
 <h2>Environments</h2>
 ${envSections}
-${owner
-  ? html`<section class="card">
+${
+  owner
+    ? html`<section class="card">
 <h3>Add an environment</h3>
 <form method="post" action="${base}/environments">
 ${csrf}
@@ -187,21 +183,25 @@ ${csrf}
 <button type="submit">Add environment</button>
 </form>
 </section>`
-  : ''}
+    : ''
+}
 </section>
 
 <section id="pushes">
 <h2>Pending pushes</h2>
-${pushes.length === 0
-  ? html`<p class="muted">No pushes are waiting for review.</p>`
-  : html`<table class="stack"><thead><tr><th>Environment</th><th>Sent by</th><th>Sent</th><th>Expires</th><th>Names</th><th></th></tr></thead><tbody>${pushRows}</tbody></table>`}
+${
+  pushes.length === 0
+    ? html`<p class="muted">No pushes are waiting for review.</p>`
+    : html`<table class="stack"><thead><tr><th>Environment</th><th>Sent by</th><th>Sent</th><th>Expires</th><th>Names</th><th></th></tr></thead><tbody>${pushRows}</tbody></table>`
+}
 </section>
 
 <section id="members">
 <h2>Members</h2>
 <table class="stack"><thead><tr><th>Member</th><th>Role</th>${owner ? html`<th></th>` : ''}</tr></thead><tbody>${memberRows}</tbody></table>
-${owner
-  ? html`<section class="card">
+${
+  owner
+    ? html`<section class="card">
 <h3>Add a member</h3>
 <form method="post" action="${base}/members/add">
 ${csrf}
@@ -214,7 +214,8 @@ ${csrf}
 </form>
 </section>
 <p><a href="${base}/ci">CI access</a>: let CI runs read this vault with their own identity token, no stored secret.</p>`
-  : ''}
+    : ''
+}
 </section>
 
 <section id="access-log">
@@ -226,9 +227,11 @@ ${csrf}
 <select id="log-action" name="action"><option value="">all</option>${ACCESS_ACTIONS.map((a) => html`<option value="${a}"${filter.action === a ? html` selected` : ''}>${a.replace(/_/g, ' ')}</option>`)}</select>
 <button type="submit" class="secondary">Filter</button>
 </form>
-${log.length === 0
-  ? html`<p class="muted">No entries.</p>`
-  : html`<table class="stack log"><thead><tr><th>When</th><th>Who</th><th>Action</th><th>Environment</th><th>Names</th></tr></thead><tbody>${logRows}</tbody></table>`}
+${
+  log.length === 0
+    ? html`<p class="muted">No entries.</p>`
+    : html`<table class="stack log"><thead><tr><th>When</th><th>Who</th><th>Action</th><th>Environment</th><th>Names</th></tr></thead><tbody>${logRows}</tbody></table>`
+}
 ${oldest ? html`<p><a href="${`${base}?${olderQuery}#access-log`}">Older entries</a></p>` : ''}
 </section>`
 
@@ -248,20 +251,25 @@ function environmentSection(
   const writable = readable && canWriteEnvironment(vault.role, env)
   const anchor = `env-${env.name}`
   const items = vars.map((v) => {
-    const value = revealed && Object.prototype.hasOwnProperty.call(revealed, v.name) ? revealed[v.name] : undefined
+    const value = revealed && Object.hasOwn(revealed, v.name) ? revealed[v.name] : undefined
     return html`<li class="var">
 <div class="var-head"><code class="name">${v.name}</code> <span class="muted small">updated ${when(v.updatedAt)}</span></div>
-${readable
-  ? html`<div class="var-value">${value !== undefined
-      ? html`<code class="value" data-name="${v.name}">${value}</code>`
-      : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>
+${
+  readable
+    ? html`<div class="var-value">${
+        value !== undefined
+          ? html`<code class="value" data-name="${v.name}">${value}</code>`
+          : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>
 <form method="post" action="${`${base}/reveal#${anchor}`}" class="inline">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
 <button type="submit" class="secondary">Reveal</button>
-</form>`}</div>`
-  : ''}
-${writable
-  ? html`<div class="var-actions">
+</form>`
+      }</div>`
+    : ''
+}
+${
+  writable
+    ? html`<div class="var-actions">
 <details><summary>Change</summary>
 <form method="post" action="${`${base}/variables/change#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
@@ -275,23 +283,29 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="
 <button type="submit" class="danger">Delete</button>
 </form>
 </div>`
-  : ''}
+    : ''
+}
 </li>`
   })
   return html`<section class="env card" id="${anchor}">
 <h3>${env.name}${env.ownersOnly ? html` <span class="badge">owners only</span>` : ''}</h3>
-${!readable
-  ? html`<p class="hint">Your role (${vault.role}) cannot read the values of ${env.ownersOnly && vault.role === 'editor' ? 'owners-only environments' : 'this environment'}.</p>`
-  : ''}
+${
+  !readable
+    ? html`<p class="hint">Your role (${vault.role}) cannot read the values of ${env.ownersOnly && vault.role === 'editor' ? 'owners-only environments' : 'this environment'}.</p>`
+    : ''
+}
 ${vars.length === 0 ? html`<p class="muted">No variables yet.</p>` : html`<ul class="vars">${items}</ul>`}
-${readable && vars.length > 0
-  ? html`<form method="post" action="${`${base}/reveal#${anchor}`}" class="inline">
+${
+  readable && vars.length > 0
+    ? html`<form method="post" action="${`${base}/reveal#${anchor}`}" class="inline">
 ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <button type="submit" class="secondary">Reveal all</button>
 </form>`
-  : ''}
-${writable
-  ? html`<details class="add"><summary>Add a variable</summary>
+    : ''
+}
+${
+  writable
+    ? html`<details class="add"><summary>Add a variable</summary>
 <form method="post" action="${`${base}/variables/add#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <label for="${`add-name-${env.name}`}">Name</label>
@@ -301,7 +315,8 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <button type="submit">Add variable</button>
 </form>
 </details>`
-  : ''}
+    : ''
+}
 </section>`
 }
 
@@ -364,17 +379,21 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
   })
 
   for (const mode of ['add', 'change'] as const) {
-    vaultForm(`/variables/${mode}`, envPhrase(mode === 'add' ? 'adding a variable to' : 'changing a variable in'), async ({ request, reply, actor, vaultId }) => {
-      const r = await domain.writeVariable(actor, {
-        vaultId,
-        environment: field(request.body, 'environment'),
-        name: field(request.body, 'name'),
-        // a textarea's newlines arrive as CRLF (HTML forms); store what the person typed, \n
-        value: field(request.body, 'value').replace(/\r\n?/g, '\n'),
-        mode,
-      })
-      return seeOther(deps, reply, back(r.vault.id, `done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${r.env.name}`))
-    })
+    vaultForm(
+      `/variables/${mode}`,
+      envPhrase(mode === 'add' ? 'adding a variable to' : 'changing a variable in'),
+      async ({ request, reply, actor, vaultId }) => {
+        const r = await domain.writeVariable(actor, {
+          vaultId,
+          environment: field(request.body, 'environment'),
+          name: field(request.body, 'name'),
+          // a textarea's newlines arrive as CRLF (HTML forms); store what the person typed, \n
+          value: field(request.body, 'value').replace(/\r\n?/g, '\n'),
+          mode,
+        })
+        return seeOther(deps, reply, back(r.vault.id, `done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${r.env.name}`))
+      },
+    )
   }
 
   vaultForm('/variables/delete', envPhrase('deleting a variable from'), async ({ request, reply, actor, vaultId }) => {
@@ -382,30 +401,46 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     return seeOther(deps, reply, back(r.vault.id, `done=variable_deleted#env-${r.env.name}`))
   })
 
-  vaultForm('/members/add', (tag) => `adding a member to vault ${tag}`, async ({ request, reply, actor, vaultId }) => {
-    const r = await domain.addMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), mode: 'new' })
-    return seeOther(deps, reply, back(r.vault.id, 'done=member_added#members'))
-  })
+  vaultForm(
+    '/members/add',
+    (tag) => `adding a member to vault ${tag}`,
+    async ({ request, reply, actor, vaultId }) => {
+      const r = await domain.addMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), mode: 'new' })
+      return seeOther(deps, reply, back(r.vault.id, 'done=member_added#members'))
+    },
+  )
 
-  vaultForm('/members/change', (tag) => `changing a member's role in vault ${tag}`, async ({ request, reply, person, actor, vaultId }) => {
-    const r = await domain.changeRole(actor, { vaultId, personId: field(request.body, 'person'), role: field(request.body, 'role') })
-    // someone who stepped down from owner no longer sees the members' forms
-    const self = r.personId === person.id && r.role !== 'owner'
-    return seeOther(deps, reply, back(r.vault.id, self ? 'done=member_changed' : 'done=member_changed#members'))
-  })
+  vaultForm(
+    '/members/change',
+    (tag) => `changing a member's role in vault ${tag}`,
+    async ({ request, reply, person, actor, vaultId }) => {
+      const r = await domain.changeRole(actor, { vaultId, personId: field(request.body, 'person'), role: field(request.body, 'role') })
+      // someone who stepped down from owner no longer sees the members' forms
+      const self = r.personId === person.id && r.role !== 'owner'
+      return seeOther(deps, reply, back(r.vault.id, self ? 'done=member_changed' : 'done=member_changed#members'))
+    },
+  )
 
-  vaultForm('/members/remove', (tag) => `removing a member from vault ${tag}`, async ({ request, reply, person, actor, vaultId }) => {
-    const r = await domain.removeMember(actor, { vaultId, personId: field(request.body, 'person') })
-    if (r.personId === person.id) return seeOther(deps, reply, '/')
-    return seeOther(deps, reply, back(r.vault.id, 'done=member_removed#members'))
-  })
+  vaultForm(
+    '/members/remove',
+    (tag) => `removing a member from vault ${tag}`,
+    async ({ request, reply, person, actor, vaultId }) => {
+      const r = await domain.removeMember(actor, { vaultId, personId: field(request.body, 'person') })
+      if (r.personId === person.id) return seeOther(deps, reply, '/')
+      return seeOther(deps, reply, back(r.vault.id, 'done=member_removed#members'))
+    },
+  )
 
-  vaultForm('/environments', (tag) => `adding an environment to vault ${tag}`, async ({ request, reply, actor, vaultId }) => {
-    const r = await domain.createEnvironment(actor, {
-      vaultId,
-      name: field(request.body, 'name'),
-      ownersOnly: field(request.body, 'owners_only') === 'on',
-    })
-    return seeOther(deps, reply, back(r.vault.id, `done=environment_created#env-${r.environment.name}`))
-  })
+  vaultForm(
+    '/environments',
+    (tag) => `adding an environment to vault ${tag}`,
+    async ({ request, reply, actor, vaultId }) => {
+      const r = await domain.createEnvironment(actor, {
+        vaultId,
+        name: field(request.body, 'name'),
+        ownersOnly: field(request.body, 'owners_only') === 'on',
+      })
+      return seeOther(deps, reply, back(r.vault.id, `done=environment_created#env-${r.environment.name}`))
+    },
+  )
 }

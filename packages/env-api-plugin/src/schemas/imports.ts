@@ -21,12 +21,7 @@ export const PushBody = Type.Object({
   refused: Type.Optional(Type.Array(RefusedEntry)),
 })
 
-export const ImportStatus = Type.Union([
-  Type.Literal('pending'),
-  Type.Literal('applied'),
-  Type.Literal('rejected'),
-  Type.Literal('expired'),
-])
+export const ImportStatus = Type.Union([Type.Literal('pending'), Type.Literal('applied'), Type.Literal('rejected'), Type.Literal('expired')])
 
 export const createImportSchema = {
   params: EnvParams,

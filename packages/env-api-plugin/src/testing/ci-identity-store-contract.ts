@@ -84,8 +84,7 @@ function ciSignIn(identityId: string, over: Partial<NewCiSignIn> = {}): NewCiSig
   }
 }
 
-const added = (vaultId: string, id: string) =>
-  testLogEntry({ vaultId, action: 'member_added', at: T0, subject: `ci:${id}`, detail: 'editor' })
+const added = (vaultId: string, id: string) => testLogEntry({ vaultId, action: 'member_added', at: T0, subject: `ci:${id}`, detail: 'editor' })
 
 export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = Object.freeze([
   {
@@ -109,8 +108,14 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
         }
         assert.deepEqual({ ...(r.ok ? r.identity : {}) }, want)
         assert.deepEqual({ ...(await s.getCiIdentity(input.id)) }, want)
-        assert.deepEqual((await s.listCiIdentities(vaultId)).map((i) => i.id), [input.id])
-        assert.deepEqual((await s.listCiIdentitiesByIssuer(ISSUER)).map((i) => i.id), [input.id])
+        assert.deepEqual(
+          (await s.listCiIdentities(vaultId)).map((i) => i.id),
+          [input.id],
+        )
+        assert.deepEqual(
+          (await s.listCiIdentitiesByIssuer(ISSUER)).map((i) => i.id),
+          [input.id],
+        )
         assert.deepEqual(await s.listCiIdentitiesByIssuer(`${ISSUER}/`), [], 'the issuer is matched exactly')
         assert.equal(await s.getCiIdentity(randomUUID()), null)
         const log = await s.listAccessLog(vaultId, { limit: 10 })
@@ -120,7 +125,11 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
         const r2 = await s.createCiIdentity(unrestricted, added(vaultId, unrestricted.id))
         assert.equal(r2.ok && r2.identity.environments, null)
         assert.deepEqual(r2.ok && { ...r2.identity.requiredClaims }, {})
-        assert.deepEqual((await s.listCiIdentities(vaultId)).map((i) => i.name), ['all-envs', 'deploy'], 'in name order')
+        assert.deepEqual(
+          (await s.listCiIdentities(vaultId)).map((i) => i.name),
+          ['all-envs', 'deploy'],
+          'in name order',
+        )
       }),
   },
   {

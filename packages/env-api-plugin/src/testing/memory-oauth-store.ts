@@ -176,9 +176,7 @@ export class MemoryOAuthStore implements OAuthStore {
       for (const [h, c] of s.codes) if (c.expiresAt.getTime() < codesBefore.getTime() && s.codes.delete(h)) n++
       for (const [h, t] of s.accessTokens) if (t.expiresAt < now.getTime() && s.accessTokens.delete(h)) n++
       const cutoff = signInsBefore.getTime()
-      const ended = new Set(
-        [...s.signIns.values()].filter((r) => (r.revokedAt !== null && r.revokedAt < cutoff) || r.expiresAt < cutoff).map((r) => r.id),
-      )
+      const ended = new Set([...s.signIns.values()].filter((r) => (r.revokedAt !== null && r.revokedAt < cutoff) || r.expiresAt < cutoff).map((r) => r.id))
       for (const [h, t] of s.refreshTokens) if (ended.has(t.signInId) && s.refreshTokens.delete(h)) n++
       for (const [h, t] of s.accessTokens) if (ended.has(t.signInId) && s.accessTokens.delete(h)) n++
       for (const id of ended) if (s.signIns.delete(id)) n++

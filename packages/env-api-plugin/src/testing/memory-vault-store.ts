@@ -38,9 +38,7 @@ function record(v: VaultRow): VaultRecord {
 }
 
 function environmentsOf(s: State, vaultId: string): EnvironmentInfo[] {
-  return [...(s.environments.get(vaultId) ?? new Map()).entries()]
-    .sort(([a], [b]) => byKey(a, b))
-    .map(([name, e]) => ({ name, ownersOnly: e.ownersOnly }))
+  return [...(s.environments.get(vaultId) ?? new Map()).entries()].sort(([a], [b]) => byKey(a, b)).map(([name, e]) => ({ name, ownersOnly: e.ownersOnly }))
 }
 
 function info(s: State, v: VaultRow): VaultInfo {
@@ -118,7 +116,10 @@ export class MemoryVaultStore implements VaultStore {
     if (!s.environments.get(vaultId)?.has(environment)) throw new StorageError('23503', 'variables_environment')
     const key = varKey(vaultId, environment)
     let vars = s.variables.get(key)
-    if (!vars) s.variables.set(key, (vars = new Map()))
+    if (!vars) {
+      vars = new Map()
+      s.variables.set(key, vars)
+    }
     vars.set(v.name, Object.freeze({ sealed: copyBytes(v.sealed), updatedAt: at, updatedBy: by }))
   }
 
@@ -211,7 +212,8 @@ export class MemoryVaultStore implements VaultStore {
       const staged: { importId: string; environment: string; name: string; sealed: Uint8Array }[] = []
       for (const imp of s.imports.values()) {
         if (imp.vaultId !== vaultId || imp.status !== 'pending') continue
-        for (const [name, sealed] of s.importValues.get(imp.id) ?? []) staged.push({ importId: imp.id, environment: imp.environment, name, sealed: copyBytes(sealed) })
+        for (const [name, sealed] of s.importValues.get(imp.id) ?? [])
+          staged.push({ importId: imp.id, environment: imp.environment, name, sealed: copyBytes(sealed) })
       }
       const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged })
       s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(next.wrappedKey) }))
@@ -304,9 +306,7 @@ export class MemoryVaultStore implements VaultStore {
 
   listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]> {
     return this.#db.read('members', (s) =>
-      [...(s.members.get(vaultId) ?? new Map<string, Role>()).entries()]
-        .sort(([a], [b]) => byKey(a, b))
-        .map(([personId, role]) => ({ personId, role })),
+      [...(s.members.get(vaultId) ?? new Map<string, Role>()).entries()].sort(([a], [b]) => byKey(a, b)).map(([personId, role]) => ({ personId, role })),
     )
   }
 
@@ -385,10 +385,7 @@ export class MemoryVaultStore implements VaultStore {
     return this.#db.write('access_log', (s) => this.#db.appendLog(s, entry))
   }
 
-  listAccessLog(
-    vaultId: string,
-    filter: { environment?: string; action?: AccessLogEntry['action']; limit: number; before?: number },
-  ): Promise<AccessLogRow[]> {
+  listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessLogEntry['action']; limit: number; before?: number }): Promise<AccessLogRow[]> {
     return this.#db.read('access_log', (s) => {
       const limit = Math.max(0, Math.trunc(filter.limit))
       const out: AccessLogRow[] = []

@@ -120,14 +120,7 @@ function entry(vaultId: string, action: AccessAction, over: Partial<AccessLogEnt
 }
 
 /** A VariableWrite with the default limit (`over` sets expect or limit). */
-function put(
-  vaultId: string,
-  environment: string,
-  value: SealedVariable,
-  by: string | null,
-  now: Date,
-  over: Partial<VariableWrite> = {},
-): VariableWrite {
+function put(vaultId: string, environment: string, value: SealedVariable, by: string | null, now: Date, over: Partial<VariableWrite> = {}): VariableWrite {
   return { vaultId, environment, value, by, now, limit: LIMIT, ...over }
 }
 
@@ -142,14 +135,17 @@ async function withStore(make: MakeVaultStore, fn: (f: VaultStoreFixture) => Pro
 
 async function newVault(store: VaultStore, over: { name?: string; environments?: readonly EnvironmentInfo[] } = {}): Promise<string> {
   const id = randomUUID()
-  await store.createVault({
-    id,
-    name: over.name ?? `vault-${id.slice(0, 8)}`,
-    ownerId: OWNER,
-    plan: 'self-hosted',
-    environments: over.environments ?? ENVS,
-    now: T0,
-  }, entry(id, 'vault_created', { environment: null }))
+  await store.createVault(
+    {
+      id,
+      name: over.name ?? `vault-${id.slice(0, 8)}`,
+      ownerId: OWNER,
+      plan: 'self-hosted',
+      environments: over.environments ?? ENVS,
+      now: T0,
+    },
+    entry(id, 'vault_created', { environment: null }),
+  )
   return id
 }
 
@@ -200,7 +196,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = randomUUID()
-        const rec = await store.createVault({ id, name: 'acme', ownerId: OWNER, plan: 'self-hosted', environments: ENVS, now: T0 }, entry(id, 'vault_created', { environment: null }))
+        const rec = await store.createVault(
+          { id, name: 'acme', ownerId: OWNER, plan: 'self-hosted', environments: ENVS, now: T0 },
+          entry(id, 'vault_created', { environment: null }),
+        )
         assert.deepEqual(rec, { id, name: 'acme', plan: 'self-hosted', requireSecondPerson: false, createdAt: T0 })
         const v = await store.getVault(id, OWNER)
         assert.ok(v)
@@ -229,13 +228,22 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
           { name: 'development', ownersOnly: false },
           { name: 'development', ownersOnly: true },
         ]
-        await rejectsWith(store.createVault({ id, name: 'half', ownerId: OWNER, plan: 'self-hosted', environments: dup, now: T0 }, entry(id, 'vault_created', { environment: null })), '23505')
+        await rejectsWith(
+          store.createVault(
+            { id, name: 'half', ownerId: OWNER, plan: 'self-hosted', environments: dup, now: T0 },
+            entry(id, 'vault_created', { environment: null }),
+          ),
+          '23505',
+        )
         assert.equal(await store.getVault(id, OWNER), null)
         assert.deepEqual(await store.listVaults(OWNER), [])
         assert.deepEqual(await store.listMembers(id), [])
         assert.equal(await store.getWrappedKey(id), null)
         // the id is free again
-        await store.createVault({ id, name: 'whole', ownerId: OWNER, plan: 'self-hosted', environments: ENVS, now: T0 }, entry(id, 'vault_created', { environment: null }))
+        await store.createVault(
+          { id, name: 'whole', ownerId: OWNER, plan: 'self-hosted', environments: ENVS, now: T0 },
+          entry(id, 'vault_created', { environment: null }),
+        )
         assert.equal((await store.getVault(id, OWNER))?.name, 'whole')
       }),
   },
@@ -246,7 +254,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         const id = await newVault(store, { name: 'first' })
         const canary = `CANARY-${randomUUID()}`
         const e = await rejectsWith(
-          store.createVault({ id, name: canary, ownerId: STRANGER, plan: canary, environments: [], now: T0 }, entry(id, 'vault_created', { environment: null })),
+          store.createVault(
+            { id, name: canary, ownerId: STRANGER, plan: canary, environments: [], now: T0 },
+            entry(id, 'vault_created', { environment: null }),
+          ),
           '23505',
         )
         assert.ok(!e.message.includes(canary), 'the error does not repeat the row')
@@ -257,15 +268,21 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'listVaults and findVaultsByName: the person\'s vaults only, in name order, with their role',
+    name: "listVaults and findVaultsByName: the person's vaults only, in name order, with their role",
     run: (make) =>
       withStore(make, async ({ store }) => {
         const b = await newVault(store, { name: 'bravo' })
         const a = await newVault(store, { name: 'alpha' })
         const c = await newVault(store, { name: 'charlie' })
         const a2 = await newVault(store, { name: 'alpha' })
-        await store.setMember({ vaultId: b, personId: EDITOR, role: 'editor' }, entry(b, 'member_added', { environment: null, subject: EDITOR, detail: 'editor' }))
-        await store.setMember({ vaultId: a, personId: EDITOR, role: 'viewer' }, entry(a, 'member_added', { environment: null, subject: EDITOR, detail: 'viewer' }))
+        await store.setMember(
+          { vaultId: b, personId: EDITOR, role: 'editor' },
+          entry(b, 'member_added', { environment: null, subject: EDITOR, detail: 'editor' }),
+        )
+        await store.setMember(
+          { vaultId: a, personId: EDITOR, role: 'viewer' },
+          entry(a, 'member_added', { environment: null, subject: EDITOR, detail: 'viewer' }),
+        )
         const mine = await store.listVaults(OWNER)
         assert.deepEqual(
           mine.map((v) => v.name),
@@ -281,7 +298,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
           ],
         )
         assert.deepEqual((await store.findVaultsByName('alpha', OWNER)).map((v) => v.id).sort(), [a, a2].sort())
-        assert.deepEqual((await store.findVaultsByName('alpha', EDITOR)).map((v) => v.id), [a])
+        assert.deepEqual(
+          (await store.findVaultsByName('alpha', EDITOR)).map((v) => v.id),
+          [a],
+        )
         assert.deepEqual(await store.findVaultsByName('ALPHA', OWNER), [], 'exact name')
         assert.deepEqual(await store.findVaultsByName('charlie', EDITOR), [])
         assert.ok(c)
@@ -292,9 +312,15 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        await store.setMember({ vaultId: id, personId: EDITOR, role: 'viewer' }, entry(id, 'member_added', { environment: null, subject: EDITOR, detail: 'viewer' }))
+        await store.setMember(
+          { vaultId: id, personId: EDITOR, role: 'viewer' },
+          entry(id, 'member_added', { environment: null, subject: EDITOR, detail: 'viewer' }),
+        )
         assert.equal((await store.getVault(id, EDITOR))?.role, 'viewer')
-        await store.setMember({ vaultId: id, personId: EDITOR, role: 'editor' }, entry(id, 'member_added', { environment: null, subject: EDITOR, detail: 'editor' }))
+        await store.setMember(
+          { vaultId: id, personId: EDITOR, role: 'editor' },
+          entry(id, 'member_added', { environment: null, subject: EDITOR, detail: 'editor' }),
+        )
         assert.equal((await store.getVault(id, EDITOR))?.role, 'editor')
         const members = await store.listMembers(id)
         assert.equal(members.length, 2)
@@ -305,8 +331,14 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
             { personId: OWNER, role: 'owner' },
           ],
         )
-        assert.deepEqual(await store.removeMember({ vaultId: id, personId: EDITOR }, entry(id, 'member_removed', { environment: null, subject: EDITOR })), { ok: true, previous: 'editor' })
-        assert.deepEqual(await store.removeMember({ vaultId: id, personId: EDITOR }, entry(id, 'member_removed', { environment: null, subject: EDITOR })), { ok: false, reason: 'not_member' })
+        assert.deepEqual(await store.removeMember({ vaultId: id, personId: EDITOR }, entry(id, 'member_removed', { environment: null, subject: EDITOR })), {
+          ok: true,
+          previous: 'editor',
+        })
+        assert.deepEqual(await store.removeMember({ vaultId: id, personId: EDITOR }, entry(id, 'member_removed', { environment: null, subject: EDITOR })), {
+          ok: false,
+          reason: 'not_member',
+        })
         assert.equal(await store.getVault(id, EDITOR), null)
         assert.deepEqual(await store.listMembers(id), [{ personId: OWNER, role: 'owner' }])
       }),
@@ -340,7 +372,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
             { name: 'production', ownersOnly: true },
           ],
         })
-        assert.deepEqual((await store.findVaults({ name: 'acme' })).map((v) => v.id), [id, twin].sort())
+        assert.deepEqual(
+          (await store.findVaults({ name: 'acme' })).map((v) => v.id),
+          [id, twin].sort(),
+        )
         assert.deepEqual(await store.findVaults({ name: 'ACME' }), [], 'exact name')
         assert.deepEqual(await store.findVaults({ id: randomUUID() }), [])
       }),
@@ -417,7 +452,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
                   store.setMember({ vaultId: id, personId: OWNER, role: 'viewer' }, log(OWNER)),
                   store.setMember({ vaultId: id, personId: EDITOR, role: 'editor' }, log(EDITOR)),
                 ])
-              : await Promise.all([store.removeMember({ vaultId: id, personId: OWNER }, log(OWNER)), store.removeMember({ vaultId: id, personId: EDITOR }, log(EDITOR))])
+              : await Promise.all([
+                  store.removeMember({ vaultId: id, personId: OWNER }, log(OWNER)),
+                  store.removeMember({ vaultId: id, personId: EDITOR }, log(EDITOR)),
+                ])
           assert.equal(results.filter((r) => r.ok).length, 1, `round ${round}: exactly one wins`)
           assert.deepEqual(
             results.filter((r) => !r.ok),
@@ -445,10 +483,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
             ['qa', true],
           ],
         )
-        assert.deepEqual(
-          await store.createEnvironment({ vaultId: id, name: 'qa', ownersOnly: false, now: T0 }, entry(id, 'environment_created')),
-          { ok: false, reason: 'exists' },
-        )
+        assert.deepEqual(await store.createEnvironment({ vaultId: id, name: 'qa', ownersOnly: false, now: T0 }, entry(id, 'environment_created')), {
+          ok: false,
+          reason: 'exists',
+        })
         assert.equal((await store.getVault(id, OWNER))?.environments.length, 4)
         assert.equal((await store.listAccessLog(id, { limit: 10, action: 'environment_created' })).length, 1, 'logged once')
         await rejectsWith(store.createEnvironment({ vaultId: randomUUID(), name: 'qa', ownersOnly: false, now: T0 }, entry(id, 'environment_created')), '23503')
@@ -583,7 +621,11 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         assert.ok(got)
         same(got.wrappedKey, key)
         assert.deepEqual(got.variables.map((v) => `${v.environment}/${v.name}`).sort(), ['development/A', 'production/B'])
-        assert.deepEqual(got.staged.map((v) => `${v.importId}/${v.environment}/${v.name}`), [`${pending.id}/development/P`], 'pending pushes only')
+        assert.deepEqual(
+          got.staged.map((v) => `${v.importId}/${v.environment}/${v.name}`),
+          [`${pending.id}/development/P`],
+          'pending pushes only',
+        )
         same(await store.getWrappedKey(id), bump(key))
         for (const v of got.variables) same((await store.getVariable(id, v.environment, v.name))?.sealed, bump(v.sealed), v.name)
         same((await store.getImportValues(pending.id))[0]?.sealed, bump(got.staged[0]!.sealed))
@@ -631,7 +673,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         }
         const names = ['ALPHA', 'Beta', 'ZED', '_mid']
         const meta = await store.listVariableNames(id, 'development')
-        assert.deepEqual(meta.map((m) => m.name), names)
+        assert.deepEqual(
+          meta.map((m) => m.name),
+          names,
+        )
         const alpha = meta[0]
         assert.ok(alpha)
         assert.equal(alpha.updatedAt.getTime(), at(MINUTE).getTime())
@@ -644,7 +689,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         assert.equal(await store.getVariable(id, 'development', 'NOPE'), null)
         assert.equal(await store.getVariable(id, 'preview', 'ALPHA'), null, 'environments are separate')
         const { variables } = await store.readVariables(id, 'development', entry(id, 'read'))
-        assert.deepEqual(variables.map((v) => v.name), names)
+        assert.deepEqual(
+          variables.map((v) => v.name),
+          names,
+        )
         for (const v of values) same(variables.find((x) => x.name === v.name)?.sealed, v.sealed, v.name)
         // overwrite
         const next = sealed()
@@ -652,10 +700,25 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         same((await store.getVariable(id, 'development', 'ZED'))?.sealed, next)
         assert.equal((await store.listVariableNames(id, 'development')).find((m) => m.name === 'ZED')?.updatedAt.getTime(), at(DAY).getTime())
         // delete
-        assert.deepEqual(await store.deleteVariable({ vaultId: id, environment: 'development', name: 'ZED', by: OWNER, now: T0 }, entry(id, 'variable_deleted', { names: ['ZED'] })), { ok: true })
-        assert.deepEqual(await store.deleteVariable({ vaultId: id, environment: 'development', name: 'ZED', by: OWNER, now: T0 }, entry(id, 'variable_deleted', { names: ['ZED'] })), { ok: false, reason: 'absent' })
+        assert.deepEqual(
+          await store.deleteVariable(
+            { vaultId: id, environment: 'development', name: 'ZED', by: OWNER, now: T0 },
+            entry(id, 'variable_deleted', { names: ['ZED'] }),
+          ),
+          { ok: true },
+        )
+        assert.deepEqual(
+          await store.deleteVariable(
+            { vaultId: id, environment: 'development', name: 'ZED', by: OWNER, now: T0 },
+            entry(id, 'variable_deleted', { names: ['ZED'] }),
+          ),
+          { ok: false, reason: 'absent' },
+        )
         assert.equal(await store.getVariable(id, 'development', 'ZED'), null)
-        assert.deepEqual((await store.listVariableNames(id, 'development')).map((m) => m.name), ['ALPHA', 'Beta', '_mid'])
+        assert.deepEqual(
+          (await store.listVariableNames(id, 'development')).map((m) => m.name),
+          ['ALPHA', 'Beta', '_mid'],
+        )
         assert.deepEqual(await store.listVariableNames(id, 'preview'), [])
       }),
   },
@@ -675,10 +738,13 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         assert.notEqual(v2, v1, 'an overwrite changes it')
         const pv = await read('preview')
         await store.setVariable(put(id, 'preview', sv('P'), OWNER, T0), entry(id, 'variable_set'))
-        assert.equal(await read(), v2, 'another environment\'s change does not')
+        assert.equal(await read(), v2, "another environment's change does not")
         assert.notEqual(await read('preview'), pv)
         const logged = (await store.listAccessLog(id, { limit: 1000, action: 'variable_deleted' })).length
-        assert.deepEqual(await store.deleteVariable({ vaultId: id, environment: 'development', name: 'NOPE', by: OWNER, now: T0 }, entry(id, 'variable_deleted')), { ok: false, reason: 'absent' })
+        assert.deepEqual(
+          await store.deleteVariable({ vaultId: id, environment: 'development', name: 'NOPE', by: OWNER, now: T0 }, entry(id, 'variable_deleted')),
+          { ok: false, reason: 'absent' },
+        )
         assert.equal(await read(), v2, 'deleting nothing changes nothing')
         assert.equal((await store.listAccessLog(id, { limit: 1000, action: 'variable_deleted' })).length, logged, 'and logs nothing')
         await store.deleteVariable({ vaultId: id, environment: 'development', name: 'A', by: OWNER, now: T0 }, entry(id, 'variable_deleted'))
@@ -696,7 +762,7 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'readVariables appends its log entry with the names read (the caller\'s names are replaced)',
+    name: "readVariables appends its log entry with the names read (the caller's names are replaced)",
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
@@ -854,7 +920,10 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         const names = Array.from({ length: 20 }, (_, i) => `V${String(i).padStart(2, '0')}`)
         await Promise.all(names.map((n) => store.setVariable(put(id, 'development', sv(n), OWNER, T0), entry(id, 'variable_set'))))
         const r = await store.readVariables(id, 'development', entry(id, 'read'))
-        assert.deepEqual(r.variables.map((v) => v.name), names)
+        assert.deepEqual(
+          r.variables.map((v) => v.name),
+          names,
+        )
         assert.notEqual(r.version, v0)
       }),
   },
@@ -866,27 +935,54 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         const other = await newVault(store)
         await store.appendAccessLog(entry(id, 'read', { names: ['A', 'B'], at: at(1) }))
         await store.appendAccessLog(entry(id, 'refused', { environment: 'production', at: at(2) }))
-        await store.appendAccessLog(
-          entry(id, 'member_added', { environment: null, personId: null, signInId: null, clientId: null, address: null, at: at(3) }),
-        )
+        await store.appendAccessLog(entry(id, 'member_added', { environment: null, personId: null, signInId: null, clientId: null, address: null, at: at(3) }))
         await store.appendAccessLog(entry(id, 'read', { environment: 'preview', names: ['C'], at: at(4) }))
         await store.appendAccessLog(entry(other, 'read', { at: at(5) }))
         const all = await store.listAccessLog(id, { limit: 10 })
-        assert.deepEqual(all.map((r) => r.action), ['read', 'member_added', 'refused', 'read', 'vault_created'])
+        assert.deepEqual(
+          all.map((r) => r.action),
+          ['read', 'member_added', 'refused', 'read', 'vault_created'],
+        )
         assert.ok(all.every((r) => r.vaultId === id))
         const ids = all.map((r) => r.id)
-        assert.deepEqual([...ids].sort((a, b) => b - a), ids, 'ids descend')
+        assert.deepEqual(
+          [...ids].sort((a, b) => b - a),
+          ids,
+          'ids descend',
+        )
         const nulls = all[1]
         assert.deepEqual(
           { ...nulls, id: 0 },
-          { id: 0, vaultId: id, at: at(3), personId: null, signInId: null, clientId: null, action: 'member_added', environment: null, names: [], address: null, subject: null, detail: null },
+          {
+            id: 0,
+            vaultId: id,
+            at: at(3),
+            personId: null,
+            signInId: null,
+            clientId: null,
+            action: 'member_added',
+            environment: null,
+            names: [],
+            address: null,
+            subject: null,
+            detail: null,
+          },
         )
         assert.deepEqual(all[3]?.names, ['A', 'B'])
-        assert.deepEqual((await store.listAccessLog(id, { limit: 10, environment: 'production' })).map((r) => r.action), ['refused'])
-        assert.deepEqual((await store.listAccessLog(id, { limit: 10, action: 'read' })).map((r) => r.environment), ['preview', 'development'])
+        assert.deepEqual(
+          (await store.listAccessLog(id, { limit: 10, environment: 'production' })).map((r) => r.action),
+          ['refused'],
+        )
+        assert.deepEqual(
+          (await store.listAccessLog(id, { limit: 10, action: 'read' })).map((r) => r.environment),
+          ['preview', 'development'],
+        )
         assert.equal((await store.listAccessLog(id, { limit: 2 })).length, 2)
         const page2 = await store.listAccessLog(id, { limit: 10, before: ids[1] as number })
-        assert.deepEqual(page2.map((r) => r.id), ids.slice(2))
+        assert.deepEqual(
+          page2.map((r) => r.id),
+          ids.slice(2),
+        )
         assert.deepEqual(await store.listAccessLog(randomUUID(), { limit: 10 }), [])
       }),
   },
@@ -922,9 +1018,16 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         })
         assert.deepEqual(await store.getImport(input.id, T0), r.import, 'read back the same')
         const staged = await store.getImportValues(input.id)
-        assert.deepEqual(staged.map((v) => v.name), ['ELSEWHERE', 'EXISTS', 'NEW_A', 'NEW_B'])
+        assert.deepEqual(
+          staged.map((v) => v.name),
+          ['ELSEWHERE', 'EXISTS', 'NEW_A', 'NEW_B'],
+        )
         for (const v of values) same(staged.find((s) => s.name === v.name)?.sealed, v.sealed, v.name)
-        assert.deepEqual((await store.listVariableNames(id, 'development')).map((m) => m.name), ['EXISTS'], 'staged values are not variables')
+        assert.deepEqual(
+          (await store.listVariableNames(id, 'development')).map((m) => m.name),
+          ['EXISTS'],
+          'staged values are not variables',
+        )
         const [last] = await store.listAccessLog(id, { limit: 1 })
         assert.equal(last?.action, 'push_created')
         assert.equal(last?.personId, EDITOR)
@@ -942,12 +1045,12 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         assert.ok((await store.createImport(first, entry(id, 'push_created'))).ok)
         const logs = (await store.listAccessLog(id, { limit: 100 })).length
         const canary = sealed(32)
-        const e = await rejectsWith(
-          store.createImport({ ...first, values: [{ name: 'B', sealed: canary }] }, entry(id, 'push_created')),
-          '23505',
-        )
+        const e = await rejectsWith(store.createImport({ ...first, values: [{ name: 'B', sealed: canary }] }, entry(id, 'push_created')), '23505')
         assert.ok(!e.message.includes(Buffer.from(canary).toString('hex')) && !e.message.includes(Buffer.from(canary).toString('base64')))
-        assert.deepEqual((await store.getImportValues(first.id)).map((v) => v.name), ['A'])
+        assert.deepEqual(
+          (await store.getImportValues(first.id)).map((v) => v.name),
+          ['A'],
+        )
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs)
         if (probe) assert.equal(await probe.importCount(id), 1)
       }),
@@ -1037,7 +1140,7 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         const again = await store.getImport(input.id, at(2 * DAY))
         assert.equal(again?.decidedAt?.getTime(), at(DAY).getTime(), 'terminal: never changes')
         assert.equal(await expiredLogs(), 1)
-        assert.deepEqual((await store.listVariableNames(id, 'development')), [], 'nothing applied')
+        assert.deepEqual(await store.listVariableNames(id, 'development'), [], 'nothing applied')
       }),
   },
   {
@@ -1073,14 +1176,20 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         const values = [sv('A'), sv('B'), sv('C')]
         const input = newImport(id, values)
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
-        const r = await store.decideImport({ importId: input.id, decision: 'applied', by: OWNER, now: at(MINUTE) }, entry(id, 'push_applied', { names: ['A', 'B', 'C'] }))
+        const r = await store.decideImport(
+          { importId: input.id, decision: 'applied', by: OWNER, now: at(MINUTE) },
+          entry(id, 'push_applied', { names: ['A', 'B', 'C'] }),
+        )
         assert.ok(r.ok)
         assert.equal(r.import.status, 'applied')
         assert.equal(r.import.decidedAt?.getTime(), at(MINUTE).getTime())
         assert.equal(r.import.decidedBy, OWNER)
         assert.deepEqual(await store.getImport(input.id, at(MINUTE)), r.import)
         const read = await store.readVariables(id, 'development', entry(id, 'read'))
-        assert.deepEqual(read.variables.map((v) => v.name), ['A', 'B', 'C'])
+        assert.deepEqual(
+          read.variables.map((v) => v.name),
+          ['A', 'B', 'C'],
+        )
         for (const v of values) same(read.variables.find((x) => x.name === v.name)?.sealed, v.sealed, v.name)
         const meta = await store.listVariableNames(id, 'development')
         assert.ok(meta.every((m) => m.updatedBy === OWNER && m.updatedAt.getTime() === at(MINUTE).getTime()))
@@ -1228,10 +1337,22 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         }
         assert.ok((await store.createImport(newImport(other, [sv('X')]), entry(other, 'push_created'))).ok)
         await store.decideImport({ importId: made[1] as string, decision: 'rejected', by: OWNER, now: at(DAY) }, entry(id, 'push_rejected'))
-        assert.deepEqual((await store.listImports(id, { limit: 10 })).map((i) => i.id), [...made].reverse())
-        assert.deepEqual((await store.listImports(id, { limit: 10, status: 'pending' })).map((i) => i.id), [made[3], made[2], made[0]])
-        assert.deepEqual((await store.listImports(id, { limit: 10, status: 'rejected' })).map((i) => i.id), [made[1]])
-        assert.deepEqual((await store.listImports(id, { limit: 2 })).map((i) => i.id), [made[3], made[2]])
+        assert.deepEqual(
+          (await store.listImports(id, { limit: 10 })).map((i) => i.id),
+          [...made].reverse(),
+        )
+        assert.deepEqual(
+          (await store.listImports(id, { limit: 10, status: 'pending' })).map((i) => i.id),
+          [made[3], made[2], made[0]],
+        )
+        assert.deepEqual(
+          (await store.listImports(id, { limit: 10, status: 'rejected' })).map((i) => i.id),
+          [made[1]],
+        )
+        assert.deepEqual(
+          (await store.listImports(id, { limit: 2 })).map((i) => i.id),
+          [made[3], made[2]],
+        )
         assert.deepEqual(await store.listImports(randomUUID(), { limit: 10 }), [])
       }),
   },

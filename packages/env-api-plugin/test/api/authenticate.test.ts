@@ -89,7 +89,10 @@ t.test('no token reaches the log', async (t) => {
   await b.get('/api/env/vaults', token)
   await b.app.inject({ method: 'GET', url: '/api/env/vaults', headers: { authorization: `Basic ${token}` } })
   t.ok(b.logs.length > 0)
-  t.notOk(b.logs.some((l) => l.includes(token)), 'token not in any log line')
+  t.notOk(
+    b.logs.some((l) => l.includes(token)),
+    'token not in any log line',
+  )
 })
 
 function sha(s: string): string {

@@ -25,7 +25,10 @@ t.test('fuzz: random paths, methods, headers and bodies never give an undesigned
     fc.array(segment, { maxLength: 5 }).map((segs) => `/api/env/${segs.join('/')}`),
     fc.constantFrom(`/api/env/${v}/development`, `/api/env/${v}/development/imports`, '/api/env/vaults', `/api/env/imports/${v}`),
   )
-  const query = fc.option(marked.map((m) => `?q=${m}&access_token=${m}`), { nil: '' })
+  const query = fc.option(
+    marked.map((m) => `?q=${m}&access_token=${m}`),
+    { nil: '' },
+  )
   const authorization = fc.option(
     fc.oneof(
       fc.constantFrom(`Bearer ${alice}`, `bearer ${alice}`, `Bearer ${bob}`, `Bearer ${readOnly}`),
@@ -42,16 +45,24 @@ t.test('fuzz: random paths, methods, headers and bodies never give an undesigned
     ),
     { nil: undefined },
   )
-  const value = fc.oneof(marked, fc.constant(''), fc.integer(), fc.constant(null), marked.map((m) => m.repeat(7000)))
+  const value = fc.oneof(
+    marked,
+    fc.constant(''),
+    fc.integer(),
+    fc.constant(null),
+    marked.map((m) => m.repeat(7000)),
+  )
   const body = fc.option(
     fc.oneof(
-      fc.record({
-        variables: fc.dictionary(fc.oneof(fc.constantFrom(...NAMES), marked), value, { maxKeys: 4 }),
-        refused: fc.option(
-          fc.array(fc.record({ line: fc.oneof(fc.integer(), fc.double()), name: marked, reason: fc.oneof(marked, fc.constant('')) }), { maxLength: 3 }),
-          { nil: undefined },
-        ),
-      }).map((o) => JSON.stringify(o)),
+      fc
+        .record({
+          variables: fc.dictionary(fc.oneof(fc.constantFrom(...NAMES), marked), value, { maxKeys: 4 }),
+          refused: fc.option(
+            fc.array(fc.record({ line: fc.oneof(fc.integer(), fc.double()), name: marked, reason: fc.oneof(marked, fc.constant('')) }), { maxLength: 3 }),
+            { nil: undefined },
+          ),
+        })
+        .map((o) => JSON.stringify(o)),
       fc.record({ variables: fc.dictionary(fc.constantFrom(...NAMES), marked, { minKeys: 1, maxKeys: 3 }) }).map((o) => JSON.stringify(o)),
       fc.json().map((j) => j.replace(/"/, `"${MARK}`)),
       marked.map((m) => `{"variables": {"A": "${m}"`), // malformed
@@ -61,11 +72,9 @@ t.test('fuzz: random paths, methods, headers and bodies never give an undesigned
     ),
     { nil: undefined },
   )
-  const extraHeaders = fc.dictionary(
-    fc.constantFrom('x-forwarded-for', 'origin', 'cookie', 'x-custom', 'accept', 'access-control-request-method'),
-    marked,
-    { maxKeys: 3 },
-  )
+  const extraHeaders = fc.dictionary(fc.constantFrom('x-forwarded-for', 'origin', 'cookie', 'x-custom', 'accept', 'access-control-request-method'), marked, {
+    maxKeys: 3,
+  })
 
   const validAuth = fc.constantFrom(`Bearer ${alice}`, `bearer ${alice}`, `Bearer ${bob}`, `Bearer ${readOnly}`)
   const pushBody = fc.oneof(
@@ -74,8 +83,27 @@ t.test('fuzz: random paths, methods, headers and bodies never give an undesigned
   )
   /** Requests aimed at the real routes with mostly valid credentials, so the handlers are reached. */
   const targeted = fc.oneof(
-    fc.tuple(fc.constant('POST'), fc.constantFrom(`/api/env/${v}/development/imports`, `/api/env/${v}/production/imports`), fc.constant(''), validAuth, fc.oneof(fc.constant('application/json'), contentType.map((c) => c ?? 'text/plain')), pushBody, extraHeaders),
-    fc.tuple(fc.constantFrom('GET', 'HEAD'), fc.constantFrom(`/api/env/${v}/development`, `/api/env/${v}/production`, '/api/env/vaults', `/api/env/imports/${v}`), query, validAuth, contentType, fc.constant(undefined), extraHeaders),
+    fc.tuple(
+      fc.constant('POST'),
+      fc.constantFrom(`/api/env/${v}/development/imports`, `/api/env/${v}/production/imports`),
+      fc.constant(''),
+      validAuth,
+      fc.oneof(
+        fc.constant('application/json'),
+        contentType.map((c) => c ?? 'text/plain'),
+      ),
+      pushBody,
+      extraHeaders,
+    ),
+    fc.tuple(
+      fc.constantFrom('GET', 'HEAD'),
+      fc.constantFrom(`/api/env/${v}/development`, `/api/env/${v}/production`, '/api/env/vaults', `/api/env/imports/${v}`),
+      query,
+      validAuth,
+      contentType,
+      fc.constant(undefined),
+      extraHeaders,
+    ),
   )
   const anything = fc.tuple(fc.constantFrom(...METHODS), path, query, authorization, contentType, body, extraHeaders)
 
@@ -87,7 +115,12 @@ t.test('fuzz: random paths, methods, headers and bodies never give an undesigned
       const headers: Record<string, string> = { ...extra }
       if (auth !== undefined) headers.authorization = auth
       if (type !== undefined) headers['content-type'] = type
-      const res = await b.app.inject({ method: method as 'GET', url: p + q, headers, ...(payload !== undefined && method !== 'GET' && method !== 'HEAD' ? { payload } : {}) })
+      const res = await b.app.inject({
+        method: method as 'GET',
+        url: p + q,
+        headers,
+        ...(payload !== undefined && method !== 'GET' && method !== 'HEAD' ? { payload } : {}),
+      })
       statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
       const where = `${method} ${p}${q} → ${res.statusCode}`
       if (res.statusCode >= 500) throw new Error(`undesigned 5xx: ${where}: ${res.body.slice(0, 200)}`)
@@ -105,6 +138,12 @@ t.test('fuzz: random paths, methods, headers and bodies never give an undesigned
   )
   t.equal(runs, 400)
   t.ok(statuses.get(201), 'some pushes went through')
-  t.ok([200, 201, 400, 401, 403, 404, 405, 415].every((c) => statuses.get(c)), `a spread of answers: ${JSON.stringify([...statuses])}`)
-  t.notOk(b.logs.some((l) => l.includes(MARK) && !l.includes('"url"')), 'the log holds nothing sent except the URL in request lines')
+  t.ok(
+    [200, 201, 400, 401, 403, 404, 405, 415].every((c) => statuses.get(c)),
+    `a spread of answers: ${JSON.stringify([...statuses])}`,
+  )
+  t.notOk(
+    b.logs.some((l) => l.includes(MARK) && !l.includes('"url"')),
+    'the log holds nothing sent except the URL in request lines',
+  )
 })

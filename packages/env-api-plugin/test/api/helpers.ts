@@ -89,35 +89,45 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
     },
     async createVault(ownerId, vo = {}) {
       const id = randomUUID()
-      await storage.createVault({
-        id,
-        name: vo.name ?? `vault-${id.slice(0, 4)}`,
-        ownerId,
-        plan: vo.plan ?? 'self-hosted',
-        environments: [
-          { name: 'development', ownersOnly: false },
-          { name: 'preview', ownersOnly: false },
-          { name: 'production', ownersOnly: true },
-        ],
-        now: clock.now,
-      }, testLogEntry({ vaultId: id, action: 'vault_created' }))
-      for (const [person, role] of Object.entries(vo.members ?? {})) await storage.setMember({ vaultId: id, personId: person, role: role }, testLogEntry({ vaultId: id, action: 'member_added', subject: person, detail: role }))
+      await storage.createVault(
+        {
+          id,
+          name: vo.name ?? `vault-${id.slice(0, 4)}`,
+          ownerId,
+          plan: vo.plan ?? 'self-hosted',
+          environments: [
+            { name: 'development', ownersOnly: false },
+            { name: 'preview', ownersOnly: false },
+            { name: 'production', ownersOnly: true },
+          ],
+          now: clock.now,
+        },
+        testLogEntry({ vaultId: id, action: 'vault_created' }),
+      )
+      for (const [person, role] of Object.entries(vo.members ?? {}))
+        await storage.setMember(
+          { vaultId: id, personId: person, role: role },
+          testLogEntry({ vaultId: id, action: 'member_added', subject: person, detail: role }),
+        )
       return id
     },
     async setValues(vaultId, environment, values, by = 'seed') {
       if (!seal) throw new Error('no keyring to seal with')
       for (const v of await seal.sealValues(vaultId, environment, values)) {
-        await storage.setVariable({ vaultId: vaultId, environment: environment, value: v, by: by, now: clock.now, limit: TEST_NO_LIMIT }, testLogEntry({
-          vaultId,
-          at: clock.now,
-          personId: by,
-          signInId: null,
-          clientId: null,
-          action: 'variable_set',
-          environment,
-          names: [v.name],
-          address: null,
-        }))
+        await storage.setVariable(
+          { vaultId: vaultId, environment: environment, value: v, by: by, now: clock.now, limit: TEST_NO_LIMIT },
+          testLogEntry({
+            vaultId,
+            at: clock.now,
+            personId: by,
+            signInId: null,
+            clientId: null,
+            action: 'variable_set',
+            environment,
+            names: [v.name],
+            address: null,
+          }),
+        )
       }
     },
     get(url, token, headers = {}) {
@@ -144,7 +154,10 @@ export function failing(method: keyof Storage, fail: () => unknown): (s: Storage
   return (s) =>
     new Proxy(s, {
       get(target, p, r) {
-        if (p === method) return async () => { throw fail() }
+        if (p === method)
+          return async () => {
+            throw fail()
+          }
         return Reflect.get(target, p, r)
       },
     })
@@ -158,7 +171,10 @@ export function failing(method: keyof Storage, fail: () => unknown): (s: Storage
 export function expectApi(t: Test, res: LightMyRequestResponse, secrets: readonly string[] = []): void {
   t.equal(res.headers['cache-control'], 'no-store, private', 'cache-control')
   t.match(String(res.headers['content-type']), /^application\/json/, 'content-type JSON')
-  t.notOk(Object.keys(res.headers).some((h) => h.toLowerCase().startsWith('access-control-')), 'no CORS headers')
+  t.notOk(
+    Object.keys(res.headers).some((h) => h.toLowerCase().startsWith('access-control-')),
+    'no CORS headers',
+  )
   const all = JSON.stringify(res.headers) + res.body
   for (const s of secrets) t.notOk(all.includes(s), 'nothing sent is echoed')
 }
@@ -263,7 +279,13 @@ async function editVariable(storage: Storage, vaultId: string, name: string, cha
   const q = postgresQuery(storage)
   if (q) {
     const rows = (await q('select environment, sealed from variables where vault_id = $1 and name = $2', [vaultId, name])).rows
-    for (const r of rows) await q('update variables set sealed = $4 where vault_id = $1 and environment = $2 and name = $3', [vaultId, r.environment, name, Buffer.from(change(new Uint8Array(r.sealed as Buffer)))])
+    for (const r of rows)
+      await q('update variables set sealed = $4 where vault_id = $1 and environment = $2 and name = $3', [
+        vaultId,
+        r.environment,
+        name,
+        Buffer.from(change(new Uint8Array(r.sealed as Buffer))),
+      ])
     return
   }
   if (!isMemory(storage)) throw new Error('tamper: unknown store')

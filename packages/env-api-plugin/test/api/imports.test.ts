@@ -36,8 +36,14 @@ t.test('201: a pending push with its review url; values sealed before storage', 
   t.equal(staged.length, 3)
   for (const s of staged) t.notOk(Buffer.from(s.sealed).includes(CANARY), `${s.name} is sealed`)
   const created = await b.storage.listAccessLog(v, { action: 'push_created', limit: 5 })
-  t.same(created.map((e) => [e.personId, e.environment, e.names]), [['bob', 'development', ['A', 'EXISTING', 'NEW_ONE']]])
-  t.notOk(b.logs.some((l) => l.includes(CANARY)), 'no value in the server log')
+  t.same(
+    created.map((e) => [e.personId, e.environment, e.names]),
+    [['bob', 'development', ['A', 'EXISTING', 'NEW_ONE']]],
+  )
+  t.notOk(
+    b.logs.some((l) => l.includes(CANARY)),
+    'no value in the server log',
+  )
   // the variables themselves are untouched until a person applies the push
   const read = await b.get(`/api/env/${v}/development`, await b.signIn('alice'))
   t.same(read.json().variables, { EXISTING: 'old' })
@@ -64,16 +70,28 @@ t.test('400 invalid_request, never echoing the offending content', async (t) => 
     ['a name with a dash', { variables: { [`BAD-${CANARY}`]: 'x' } }, /variable 1 of the push has a bad name/],
     ['a name with a leading digit', { variables: { OK: 'x', [`1${CANARY}`]: 'x' } }, /variable 2 of the push has a bad name/],
     ['a name with a space', { variables: { 'A B': CANARY } }, /bad name/],
-    ['a unicode name', { variables: { 'ÉTÉ': CANARY } }, /bad name/],
+    ['a unicode name', { variables: { ÉTÉ: CANARY } }, /bad name/],
     ['a name over 256 characters', { variables: { [`A${'x'.repeat(256)}`]: CANARY } }, /1 to 256 characters/],
     ['an ENVKEEP_ name', { variables: { [`ENVKEEP_${CANARY.replace(/-/g, '_')}`]: CANARY } }, /ENVKEEP_ are the client's own settings/],
     ['an empty value', { variables: { A: '' } }, /must not be empty/],
     ['a value over 65,536 bytes of UTF-8', { variables: { A: big } }, /at most 65536 bytes/],
     // JSON may escape a lone UTF-16 surrogate; UTF-8 cannot hold it (it was stored as U+FFFD)
     ['a value with a lone high surrogate', `{"variables": {"A": "${CANARY}\\ud800"}}`, /variable 1 of the push has a bad value: a value must be valid Unicode/],
-    ['a value with a lone low surrogate', `{"variables": {"OK": "x", "A": "\\udc00${CANARY}"}}`, /variable 2 of the push has a bad value: .*lone UTF-16 surrogate/],
-    ['a refused name with a lone surrogate', `{"variables": {"A": "x"}, "refused": [{"line": 3, "name": "\\ud800", "reason": "r"}]}`, /refused entry 1: name must be valid Unicode/],
-    ['a refused reason with a lone surrogate', `{"variables": {"A": "x"}, "refused": [{"line": 3, "name": "A", "reason": "\\udfff"}]}`, /refused entry 1: reason must be valid Unicode/],
+    [
+      'a value with a lone low surrogate',
+      `{"variables": {"OK": "x", "A": "\\udc00${CANARY}"}}`,
+      /variable 2 of the push has a bad value: .*lone UTF-16 surrogate/,
+    ],
+    [
+      'a refused name with a lone surrogate',
+      `{"variables": {"A": "x"}, "refused": [{"line": 3, "name": "\\ud800", "reason": "r"}]}`,
+      /refused entry 1: name must be valid Unicode/,
+    ],
+    [
+      'a refused reason with a lone surrogate',
+      `{"variables": {"A": "x"}, "refused": [{"line": 3, "name": "A", "reason": "\\udfff"}]}`,
+      /refused entry 1: reason must be valid Unicode/,
+    ],
     ['refused not an array', { variables: { A: 'x' }, refused: CANARY }],
     ['refused line 0', { variables: { A: 'x' }, refused: [{ line: 0, name: CANARY, reason: 'r' }] }, /refused entry 1: line/],
     ['refused line not an integer', { variables: { A: 'x' }, refused: [{ line: 1.5, name: 'A', reason: 'r' }] }],
@@ -222,7 +240,10 @@ t.test('507 storage_limit names the vault, the limit, the plan and the usage', a
 
   const small = await b.createVault('alice', { plan: 'tiny' })
   const bytes = await b.push(small, 'development', token, { variables: { A: 'x'.repeat(500) } })
-  expectError(t, bytes, 507, 'storage_limit', 'env API', { vault: small, message: /of 200 bytes of stored values on plan tiny; with this push it would use \d+/ })
+  expectError(t, bytes, 507, 'storage_limit', 'env API', {
+    vault: small,
+    message: /of 200 bytes of stored values on plan tiny; with this push it would use \d+/,
+  })
 })
 
 t.test('GET /api/env/imports/:import answers only the sender', async (t) => {
@@ -278,11 +299,19 @@ t.test('the status route reports decisions and expiry', async (t) => {
 t.test('a database failure while storing a push: server_error with the SQLSTATE, no value anywhere', async (t) => {
   const { StorageError } = await import('../../src/index.js')
   const { failing } = await import('./helpers.js')
-  for (const [code, status] of [['55P03', 504], ['23505', 500], ['57P01', 503]] as const) {
+  for (const [code, status] of [
+    ['55P03', 504],
+    ['23505', 500],
+    ['57P01', 503],
+  ] as const) {
     const b = await build(t, { wrapStorage: failing('createImport', () => new StorageError(code, 'imports')) })
     const v = await b.createVault('alice')
     const res = await b.push(v, 'development', await b.signIn('alice'), { variables: { A: CANARY } })
-    expectError(t, res, status, 'server_error', 'env API: database', { vault: v, secrets: [CANARY], message: new RegExp(`^sending a push to development of vault [0-9a-f]{8}: ${code} `) })
+    expectError(t, res, status, 'server_error', 'env API: database', {
+      vault: v,
+      secrets: [CANARY],
+      message: new RegExp(`^sending a push to development of vault [0-9a-f]{8}: ${code} `),
+    })
     t.notOk(b.logs.some((l) => l.includes(CANARY)))
   }
 })

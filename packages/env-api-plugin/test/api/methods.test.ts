@@ -82,7 +82,10 @@ t.test("a host's CORS headers never reach an API answer", async (t) => {
     ['GET', '/api/env/nowhere/x/y/z', null],
   ] as const) {
     const res = await b.app.inject({ method, url, headers: auth ? { authorization: `Bearer ${auth}` } : {} })
-    t.notOk(Object.keys(res.headers).some((h) => h.startsWith('access-control-')), `${method} ${url} ${res.statusCode}`)
+    t.notOk(
+      Object.keys(res.headers).some((h) => h.startsWith('access-control-')),
+      `${method} ${url} ${res.statusCode}`,
+    )
     t.equal(res.headers['cache-control'], 'no-store, private')
   }
   const outside = await b.app.inject({ method: 'GET', url: '/elsewhere' })

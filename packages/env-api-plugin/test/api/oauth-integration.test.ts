@@ -8,14 +8,17 @@ t.test('tokens from the real OAuth flow: env:push only when the consent box was 
   const b = await build(t, { extra: { keyring: createTestKeyring() } })
   const ada = PEOPLE.ada as { id: string }
   const vault = randomUUID()
-  await b.storage.createVault({
-    id: vault,
-    name: 'flow',
-    ownerId: ada.id,
-    plan: 'self-hosted',
-    environments: [{ name: 'development', ownersOnly: false }],
-    now: b.clock.now,
-  }, testLogEntry({ vaultId: vault, action: 'vault_created' }))
+  await b.storage.createVault(
+    {
+      id: vault,
+      name: 'flow',
+      ownerId: ada.id,
+      plan: 'self-hosted',
+      environments: [{ name: 'development', ownersOnly: false }],
+      now: b.clock.now,
+    },
+    testLogEntry({ vaultId: vault, action: 'vault_created' }),
+  )
   const push = (token: string) =>
     b.app.inject({
       method: 'POST',
@@ -38,5 +41,9 @@ t.test('tokens from the real OAuth flow: env:push only when the consent box was 
   const status = await b.app.inject({ url: `/api/env/imports/${ok.json().import}`, headers: { authorization: `Bearer ${pusher.access_token}` } })
   t.equal(status.json().status, 'pending')
 
-  t.equal((await b.app.inject({ url: '/api/env/vaults', headers: { authorization: `Bearer ${pusher.refresh_token}` } })).statusCode, 401, 'a refresh token is not an access token')
+  t.equal(
+    (await b.app.inject({ url: '/api/env/vaults', headers: { authorization: `Bearer ${pusher.refresh_token}` } })).statusCode,
+    401,
+    'a refresh token is not an access token',
+  )
 })

@@ -4,7 +4,11 @@ import t from 'tap'
 import { build, WWW_AUTHENTICATE } from './helpers.js'
 
 /** A raw request on the wire, so header lines are sent exactly as given. */
-function send(port: number, path: string, headers: Record<string, string | string[]>): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+function send(
+  port: number,
+  path: string,
+  headers: Record<string, string | string[]>,
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, method: 'GET' })
     for (const [k, v] of Object.entries(headers)) req.setHeader(k, v)

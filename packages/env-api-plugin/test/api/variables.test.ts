@@ -22,11 +22,17 @@ t.test('GET /api/env/:vault/:environment returns every value, decrypted, in name
   }
   const reads = (await b.storage.listAccessLog(v, { action: 'read', limit: 10 })).reverse()
   t.equal(reads.length, 2)
-  t.same(reads.map((r) => r.personId), ['alice', 'bob'])
+  t.same(
+    reads.map((r) => r.personId),
+    ['alice', 'bob'],
+  )
   t.same(reads[0]?.names, ['API_KEY', 'ZED', '_under', 'b_lower'], 'the log names what was read')
   t.equal(reads[0]?.environment, 'development')
   t.ok(reads[0]?.signInId)
-  t.notOk(b.logs.some((l) => l.includes(CANARY)), 'no value in the server log')
+  t.notOk(
+    b.logs.some((l) => l.includes(CANARY)),
+    'no value in the server log',
+  )
 })
 
 t.test('an environment with no variables reads as an empty object', async (t) => {
@@ -52,7 +58,14 @@ t.test('403 forbidden for a role that cannot read, logged as refused, no value d
     expectError(t, res, 403, 'forbidden', 'database (your role)', { vault: v, message, secrets: [CANARY] })
   }
   const refused = (await b.storage.listAccessLog(v, { action: 'refused', limit: 10 })).reverse()
-  t.same(refused.map((r) => [r.personId, r.environment]), [['bob', 'production'], ['carol', 'production'], ['carol', 'development']])
+  t.same(
+    refused.map((r) => [r.personId, r.environment]),
+    [
+      ['bob', 'production'],
+      ['carol', 'production'],
+      ['carol', 'development'],
+    ],
+  )
   t.same(await b.storage.listAccessLog(v, { action: 'read', limit: 10 }), [], 'no read logged')
 })
 
@@ -109,8 +122,14 @@ t.test('500 decrypt_failed delivers nothing', async (t) => {
       const res = await b.get(`/api/env/${v}/${env}`, await b.signIn('alice'))
       expectError(t, res, 500, 'decrypt_failed', 'encryption', { vault: v, secrets: [CANARY] })
       const ref = res.json().ref as string
-      t.ok(b.logs.some((l) => l.includes(ref)), 'the ref finds the record in the log')
-      t.notOk(b.logs.some((l) => l.includes(CANARY)), 'no value in the log')
+      t.ok(
+        b.logs.some((l) => l.includes(ref)),
+        'the ref finds the record in the log',
+      )
+      t.notOk(
+        b.logs.some((l) => l.includes(CANARY)),
+        'no value in the log',
+      )
     })
   }
 })
@@ -160,5 +179,8 @@ t.test('an unknown failure is a generic 500 server_error; the stack is in the lo
   const line = b.logs.find((l) => l.includes(ref))
   t.ok(line)
   t.match(JSON.parse(line as string), { ref, kind: 'TypeError', stack: /TypeError/ })
-  t.notOk(b.logs.some((l) => l.includes(token)), 'no token in any log line')
+  t.notOk(
+    b.logs.some((l) => l.includes(token)),
+    'no token in any log line',
+  )
 })

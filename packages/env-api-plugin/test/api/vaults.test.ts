@@ -33,7 +33,10 @@ t.test('the vault list is not written to the access log', async (t) => {
   const token = await b.signIn('alice')
   t.equal((await b.get('/api/env/vaults', token)).statusCode, 200)
   const log = await b.storage.listAccessLog(v, { limit: 100 })
-  t.same(log.filter((e) => e.action === 'read' || e.action === 'refused'), [])
+  t.same(
+    log.filter((e) => e.action === 'read' || e.action === 'refused'),
+    [],
+  )
 })
 
 t.test('HEAD answers like GET without a body', async (t) => {

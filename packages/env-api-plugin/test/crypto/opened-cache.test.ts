@@ -42,10 +42,17 @@ t.test('a repeated read opens nothing again; changed or tampered bytes are opene
 
   t.same(await crypto.openValues(VAULT, 'development', sealed), { A: 'canary-a', B: 'canary-b' })
   t.equal(calls.open, 2, 'first read opens each value')
-  t.same(await crypto.openValues(VAULT, 'development', sealed.map((v) => ({ name: v.name, sealed: Buffer.from(v.sealed) }))), {
-    A: 'canary-a',
-    B: 'canary-b',
-  })
+  t.same(
+    await crypto.openValues(
+      VAULT,
+      'development',
+      sealed.map((v) => ({ name: v.name, sealed: Buffer.from(v.sealed) })),
+    ),
+    {
+      A: 'canary-a',
+      B: 'canary-b',
+    },
+  )
   t.equal(calls.open, 2, 'same bytes again (a fresh copy, as read from the database): nothing opened')
 
   const [a2] = await crypto.sealValues(VAULT, 'development', { A: 'canary-a2' })

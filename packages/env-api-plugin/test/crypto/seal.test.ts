@@ -12,7 +12,12 @@ t.test('seal: a random nonce each time, opens only in its place', async (t) => {
   t.notSame(a, b, 'two seals of one value differ')
   t.equal(a.length, 12 + 5 + 16, 'nonce ‖ ciphertext ‖ tag')
   t.equal(open(key, a, place).toString(), 'value')
-  for (const other of [placeOf('v2', 'development', 'A'), placeOf('v1', 'preview', 'A'), placeOf('v1', 'development', 'B'), placeOf('v1d', 'evelopment', 'A')]) {
+  for (const other of [
+    placeOf('v2', 'development', 'A'),
+    placeOf('v1', 'preview', 'A'),
+    placeOf('v1', 'development', 'B'),
+    placeOf('v1d', 'evelopment', 'A'),
+  ]) {
     t.throws(() => open(key, a, other), 'another place does not open')
   }
   t.throws(() => open(Buffer.alloc(32, 2), a, place), 'another key does not open')

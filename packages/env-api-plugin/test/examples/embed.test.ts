@@ -25,17 +25,20 @@ t.test('the Acme example boots with envkeep embedded under /envkeep', async (t) 
 
   // A vault of Ada's, and a CLI sign-in for her (as the token endpoint would make it).
   const vault = randomUUID()
-  await storage.createVault({
-    id: vault,
-    name: 'acme-web',
-    ownerId: ada.id,
-    plan: 'self-hosted',
-    environments: [
-      { name: 'development', ownersOnly: false },
-      { name: 'production', ownersOnly: true },
-    ],
-    now: new Date(),
-  }, testLogEntry({ vaultId: vault, action: 'vault_created' }))
+  await storage.createVault(
+    {
+      id: vault,
+      name: 'acme-web',
+      ownerId: ada.id,
+      plan: 'self-hosted',
+      environments: [
+        { name: 'development', ownersOnly: false },
+        { name: 'production', ownersOnly: true },
+      ],
+      now: new Date(),
+    },
+    testLogEntry({ vaultId: vault, action: 'vault_created' }),
+  )
   const { accessToken: token } = await mintSignIn(storage, { baseUrl: BASE, personId: ada.id })
   const auth = { authorization: `Bearer ${token}` }
 
@@ -43,13 +46,21 @@ t.test('the Acme example boots with envkeep embedded under /envkeep', async (t) 
   t.equal(list.statusCode, 200)
   t.same(list.json(), { vaults: [{ id: vault, name: 'acme-web', role: 'owner', environments: ['development', 'production'] }] })
 
-  const push = await app.inject({ method: 'POST', url: `/envkeep/api/env/${vault}/development/imports`, headers: auth, payload: { variables: { DATABASE_URL: 'postgres://acme' } } })
+  const push = await app.inject({
+    method: 'POST',
+    url: `/envkeep/api/env/${vault}/development/imports`,
+    headers: auth,
+    payload: { variables: { DATABASE_URL: 'postgres://acme' } },
+  })
   t.equal(push.statusCode, 201)
   t.equal(push.json().url, `${BASE}/v/${vault}/variables/imports/${push.json().import}`)
 
   const unauth = await app.inject({ url: '/envkeep/api/env/vaults' })
   t.equal(unauth.statusCode, 401)
-  t.equal(unauth.headers['www-authenticate'], 'Bearer realm="envkeep", resource_metadata="http://127.0.0.1:3000/.well-known/oauth-protected-resource/envkeep/api/env"')
+  t.equal(
+    unauth.headers['www-authenticate'],
+    'Bearer realm="envkeep", resource_metadata="http://127.0.0.1:3000/.well-known/oauth-protected-resource/envkeep/api/env"',
+  )
 
   const prm = await app.inject({ url: '/.well-known/oauth-protected-resource/envkeep/api/env' })
   t.equal(prm.statusCode, 200, 'discovery is served at the path-inserted address')

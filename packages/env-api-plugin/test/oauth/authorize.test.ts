@@ -225,7 +225,11 @@ t.test('the consent page: who asks, for what, where the answer goes; strict head
   t.notMatch((await get(b, noScope.query, { cookie: ADA })).body, 'send .env files')
 })
 
-async function postConsent(b: Built, query: URLSearchParams, o: { getAs?: string; postAs?: string | null; edit?: (f: Record<string, string>) => void; csrf?: 'none' | 'wrong-cookie' } = {}) {
+async function postConsent(
+  b: Built,
+  query: URLSearchParams,
+  o: { getAs?: string; postAs?: string | null; edit?: (f: Record<string, string>) => void; csrf?: 'none' | 'wrong-cookie' } = {},
+) {
   const page = await get(b, query, { cookie: `test_person=${o.getAs ?? PEOPLE.ada!.id}` })
   const form = parseConsentForm(page.body)
   const fields: Record<string, string> = { ...form.fields, decision: 'allow' }
@@ -264,9 +268,21 @@ t.test('consent answers: deny, CSRF, another person, tampered fields, signed out
   const tamperedClient = await authorizeQuery(b)
   expectPage(t, await postConsent(b, tamperedClient.query, { edit: (f) => (f['client_id'] = `${BASE}/mcp/oauth-client.json`) }), 400)
   const tamperedResource = await authorizeQuery(b)
-  expectRedirect(t, await postConsent(b, tamperedResource.query, { edit: (f) => (f['resource'] = `${BASE}/mcp`) }), REDIRECT, 'invalid_target', tamperedResource.state)
+  expectRedirect(
+    t,
+    await postConsent(b, tamperedResource.query, { edit: (f) => (f['resource'] = `${BASE}/mcp`) }),
+    REDIRECT,
+    'invalid_target',
+    tamperedResource.state,
+  )
   const tamperedMethod = await authorizeQuery(b)
-  expectRedirect(t, await postConsent(b, tamperedMethod.query, { edit: (f) => (f['code_challenge_method'] = 'plain') }), REDIRECT, 'invalid_request', tamperedMethod.state)
+  expectRedirect(
+    t,
+    await postConsent(b, tamperedMethod.query, { edit: (f) => (f['code_challenge_method'] = 'plain') }),
+    REDIRECT,
+    'invalid_request',
+    tamperedMethod.state,
+  )
 
   const signedOut = await authorizeQuery(b)
   const out = await postConsent(b, signedOut.query, { postAs: null })
@@ -316,7 +332,11 @@ t.test('env:push only when asked for and ticked', async (t) => {
   ]
   for (const c of cases) {
     const q = await authorizeQuery(b, c.scope === undefined ? {} : { scope: c.scope })
-    const res = await postConsent(b, q.query, { edit: (f) => (c.tick ? (f['allow_push'] = 'yes') : undefined) })
+    const res = await postConsent(b, q.query, {
+      edit: (f) => {
+        if (c.tick) f['allow_push'] = 'yes'
+      },
+    })
     const code = new URL(String(res.headers.location)).searchParams.get('code')!
     const tok = await tokenRequest(b, {
       grant_type: 'authorization_code',

@@ -7,8 +7,6 @@ import { authorizeQuery, build, PEOPLE } from './helpers.js'
 // Runs in the page (the tests' tsconfig has no DOM library).
 declare const getComputedStyle: (el: unknown) => { backgroundColor: string; display: string }
 
-
-
 // Chrome applies the consent page's CSP form-action to the redirect after Allow:
 // the redirect to the CLI's loopback listener must go through, on IPv4 and IPv6.
 for (const host of ['127.0.0.1', '::1'] as const) {

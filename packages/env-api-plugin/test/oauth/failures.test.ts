@@ -22,7 +22,10 @@ t.test('a database failure at consent: a 500 page with a ref, no redirect, no de
   t.notMatch(res.body, 'canary-low-level-detail')
   const ref = /<code>([0-9A-Z]{10})<\/code>/.exec(res.body)?.[1]
   t.ok(ref)
-  t.ok(b.logs.some((l) => l.includes(ref!) && l.includes('"level":50')), 'the ref finds an error record in the log')
+  t.ok(
+    b.logs.some((l) => l.includes(ref!) && l.includes('"level":50')),
+    'the ref finds an error record in the log',
+  )
 })
 
 t.test('a database failure at the token endpoint: server_error in OAuth shape, status from the SQLSTATE', async (t) => {

@@ -16,14 +16,10 @@ t.test('oauth4webapi completes sign-in, refresh and revocation with no special c
 
   // RFC 9728, then RFC 8414
   const rsUrl = new URL(`${BASE}/api/env`)
-  const rs = await oauth
-    .resourceDiscoveryRequest(rsUrl, insecure)
-    .then((r) => oauth.processResourceDiscoveryResponse(rsUrl, r))
+  const rs = await oauth.resourceDiscoveryRequest(rsUrl, insecure).then((r) => oauth.processResourceDiscoveryResponse(rsUrl, r))
   t.equal(rs.resource, `${BASE}/api/env`)
   const issuer = new URL(rs.authorization_servers![0]!)
-  const as = await oauth
-    .discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure })
-    .then((r) => oauth.processDiscoveryResponse(issuer, r))
+  const as = await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }).then((r) => oauth.processDiscoveryResponse(issuer, r))
   t.equal(as.issuer, BASE, 'issuer is the base URL exactly')
   t.equal(rs.authorization_servers![0], as.issuer, 'PRM names the same issuer string')
 
@@ -109,14 +105,12 @@ t.test('oauth4webapi completes sign-in, refresh and revocation with no special c
   await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, clientAuth, tokens2.refresh_token!, insecure))
   const api2 = await fetch(`${BASE}/api/env/vaults`, { headers: { authorization: `Bearer ${tokens2.access_token}` } })
   t.equal(api2.status, 401, 'the API refuses the revoked sign-in')
-  t.equal(
-    api2.headers.get('www-authenticate'),
-    `Bearer realm="envkeep", resource_metadata="${BASE}/.well-known/oauth-protected-resource/api/env"`,
-  )
+  t.equal(api2.headers.get('www-authenticate'), `Bearer realm="envkeep", resource_metadata="${BASE}/.well-known/oauth-protected-resource/api/env"`)
   t.match(await api2.json(), { error: 'invalid_token' })
-  const challenge = await oauth
-    .protectedResourceRequest(tokens2.access_token, 'GET', new URL(`${BASE}/api/env/vaults`), undefined, undefined, insecure)
-    .then(() => null, (e: unknown) => e)
+  const challenge = await oauth.protectedResourceRequest(tokens2.access_token, 'GET', new URL(`${BASE}/api/env/vaults`), undefined, undefined, insecure).then(
+    () => null,
+    (e: unknown) => e,
+  )
   t.ok(challenge instanceof oauth.WWWAuthenticateChallengeError, 'oauth4webapi sees the challenge')
   if (challenge instanceof oauth.WWWAuthenticateChallengeError) {
     t.equal(challenge.cause[0]?.parameters.resource_metadata, `${BASE}/.well-known/oauth-protected-resource/api/env`)
@@ -125,7 +119,10 @@ t.test('oauth4webapi completes sign-in, refresh and revocation with no special c
     additionalParameters: { resource: `${BASE}/api/env` },
     ...insecure,
   })
-  const refused = await oauth.processRefreshTokenResponse(as, client, r3).then(() => null, (e: unknown) => e)
+  const refused = await oauth.processRefreshTokenResponse(as, client, r3).then(
+    () => null,
+    (e: unknown) => e,
+  )
   t.ok(refused instanceof oauth.ResponseBodyError && refused.error === 'invalid_grant', 'refresh after revocation: invalid_grant')
 
   // no token reached the log
@@ -137,9 +134,7 @@ t.test('oauth4webapi completes sign-in, refresh and revocation with no special c
 
 t.test('oauth4webapi rejects a callback with a wrong state or iss (the server sends both)', async (t) => {
   const b = await build(t, { listen: true })
-  const as = await oauth
-    .discoveryRequest(new URL(b.base), { algorithm: 'oauth2', ...insecure })
-    .then((r) => oauth.processDiscoveryResponse(new URL(b.base), r))
+  const as = await oauth.discoveryRequest(new URL(b.base), { algorithm: 'oauth2', ...insecure }).then((r) => oauth.processDiscoveryResponse(new URL(b.base), r))
   const client: oauth.Client = { client_id: b.cli }
   const good = new URL(`http://127.0.0.1:5/callback?code=x&state=s1&iss=${encodeURIComponent(b.base)}`)
   t.ok(oauth.validateAuthResponse(as, client, good, 's1'))

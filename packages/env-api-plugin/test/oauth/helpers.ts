@@ -28,7 +28,6 @@ export function createTestPeople(): PeopleAdapter {
   }
 }
 
-
 export interface Built {
   readonly app: FastifyInstance
   readonly storage: StorageUnderTest
@@ -102,7 +101,10 @@ export interface AuthorizeInput {
 }
 
 /** Query of a valid authorization request (PKCE from `verifier`). */
-export async function authorizeQuery(b: Built, i: AuthorizeInput = {}): Promise<{ query: URLSearchParams; verifier: string; state: string; redirectUri: string }> {
+export async function authorizeQuery(
+  b: Built,
+  i: AuthorizeInput = {},
+): Promise<{ query: URLSearchParams; verifier: string; state: string; redirectUri: string }> {
   const verifier = i.verifier ?? oauth.generateRandomCodeVerifier()
   const state = i.state ?? oauth.generateRandomState()
   const redirectUri = i.redirectUri ?? 'http://127.0.0.1:53682/callback'
@@ -130,7 +132,11 @@ export async function consentViaInject(
   o: { person?: string; decision?: 'allow' | 'deny'; allowPush?: boolean } = {},
 ): Promise<URL> {
   const person = o.person ?? PEOPLE.ada!.id
-  const page = await b.app.inject({ method: 'GET', url: `${new URL(b.base).pathname.replace(/\/$/, '')}/oauth/authorize?${query}`, headers: { cookie: `test_person=${person}` } })
+  const page = await b.app.inject({
+    method: 'GET',
+    url: `${new URL(b.base).pathname.replace(/\/$/, '')}/oauth/authorize?${query}`,
+    headers: { cookie: `test_person=${person}` },
+  })
   if (page.statusCode !== 200) throw new Error(`consent page: ${page.statusCode}`)
   const form = parseConsentForm(page.body)
   const body = new URLSearchParams({ ...form.fields, decision: o.decision ?? 'allow', ...(o.allowPush ? { allow_push: 'yes' } : {}) })

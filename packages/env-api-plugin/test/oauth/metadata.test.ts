@@ -5,7 +5,11 @@ const BASE = 'https://envkeep.example'
 
 t.test('authorization server metadata: exact whitelist, issuer from config even with a forged Host', async (t) => {
   const b = await build(t, { baseUrl: BASE })
-  for (const headers of [{}, { host: 'evil.example' }, { 'x-forwarded-host': 'evil.example', 'mcp-protocol-version': '2025-11-25', accept: 'application/json' }]) {
+  for (const headers of [
+    {},
+    { host: 'evil.example' },
+    { 'x-forwarded-host': 'evil.example', 'mcp-protocol-version': '2025-11-25', accept: 'application/json' },
+  ]) {
     const res = await b.app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server', headers })
     t.equal(res.statusCode, 200)
     t.match(res.headers['content-type'], /^application\/json/)
@@ -83,7 +87,11 @@ t.test('with a path in baseUrl, the well-known strings are inserted before it', 
   t.same(prm.json().authorization_servers, [base])
   const cimd = await b.app.inject({ method: 'GET', url: '/envkeep/cli/oauth-client.json' })
   t.equal(cimd.json().client_id, `${base}/cli/oauth-client.json`)
-  for (const url of ['/.well-known/oauth-authorization-server', '/envkeep/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/env']) {
+  for (const url of [
+    '/.well-known/oauth-authorization-server',
+    '/envkeep/.well-known/oauth-authorization-server',
+    '/.well-known/oauth-protected-resource/api/env',
+  ]) {
     t.equal((await b.app.inject({ method: 'GET', url })).statusCode, 404, `${url} is not served`)
   }
 })
@@ -92,6 +100,9 @@ t.test('no CORS headers on the OAuth endpoints', async (t) => {
   const b = await build(t, { baseUrl: BASE })
   for (const url of ['/.well-known/oauth-authorization-server', '/oauth/authorize', '/cli/oauth-client.json']) {
     const res = await b.app.inject({ method: 'GET', url, headers: { origin: 'https://evil.example' } })
-    t.notOk(Object.keys(res.headers).some((h) => h.startsWith('access-control-')), url)
+    t.notOk(
+      Object.keys(res.headers).some((h) => h.startsWith('access-control-')),
+      url,
+    )
   }
 })

@@ -6,7 +6,13 @@ t.test('the OAuth endpoints are limited per client address, with answers in thei
   const { query } = await authorizeQuery(b)
   const requests = [
     () => b.app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server' }),
-    () => b.app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'grant_type=refresh_token' }),
+    () =>
+      b.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'grant_type=refresh_token',
+      }),
     () => b.app.inject({ method: 'GET', url: `/oauth/authorize?${query}` }),
   ]
   for (const r of requests) t.not((await r()).statusCode, 429, 'within the limit')

@@ -94,7 +94,14 @@ t.test('always 200, and nothing changes, for tokens that are not the client’s 
 t.test('a client cannot revoke another client’s token', async (t) => {
   const b = await build(t, { baseUrl: BASE })
   // a sign-in of another client (the MCP endpoint's), minted through the store
-  const { accessToken: access } = await mintSignIn(b.storage, { baseUrl: BASE, personId: 'p-ada', clientId: MCP, resource: `${BASE}/mcp`, scopes: ['env:read'], now: b.clock.now })
+  const { accessToken: access } = await mintSignIn(b.storage, {
+    baseUrl: BASE,
+    personId: 'p-ada',
+    clientId: MCP,
+    resource: `${BASE}/mcp`,
+    scopes: ['env:read'],
+    now: b.clock.now,
+  })
   const now = b.clock.now
   expect200(t, await revoke(b, { token: access, client_id: CLI }))
   const grant = await b.storage.findAccessToken(sha256(access), now, new Date(0))

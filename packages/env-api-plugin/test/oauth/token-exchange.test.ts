@@ -181,7 +181,10 @@ t.test('removing the identity ends its live token at once', async (t) => {
   const { b, idp, vaultId, identityId, exchange } = await setup(t)
   const token = (await exchange(await idp.sign(claims))).json().access_token as string
   t.equal((await b.get(`/api/env/${vaultId}/development`, token)).statusCode, 200)
-  await b.storage.removeCiIdentity({ vaultId, id: identityId, now: b.clock.now }, testLogEntry({ vaultId, action: 'member_removed', subject: `ci:${identityId}` }))
+  await b.storage.removeCiIdentity(
+    { vaultId, id: identityId, now: b.clock.now },
+    testLogEntry({ vaultId, action: 'member_removed', subject: `ci:${identityId}` }),
+  )
   const after = await b.get(`/api/env/${vaultId}/development`, token)
   t.equal(after.statusCode, 401, 'refused on the very next request')
 })

@@ -36,10 +36,20 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 t.test('transport: form-encoded POST only, never a Fastify-shaped error', async (t) => {
   const b = await build(t, { baseUrl: BASE })
   const c = await obtainCode(b)
-  const json = await b.app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(codeParams(c)) })
+  const json = await b.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(codeParams(c)),
+  })
   t.test('JSON body', async (t) => expectOAuthError(t, json, 400, 'invalid_request'))
   for (const type of ['text/plain', 'multipart/form-data; boundary=x', 'application/xml', 'application/x-www-form-urlencodedx']) {
-    const res = await b.app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': type }, payload: new URLSearchParams(codeParams(c)).toString() })
+    const res = await b.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': type },
+      payload: new URLSearchParams(codeParams(c)).toString(),
+    })
     t.test(`content type ${type}`, async (t) => expectOAuthError(t, res, 400, 'invalid_request'))
   }
   const none = await b.app.inject({ method: 'POST', url: '/oauth/token', payload: new URLSearchParams(codeParams(c)).toString() })
@@ -59,7 +69,12 @@ t.test('transport: form-encoded POST only, never a Fastify-shaped error', async 
     t.test(`${name} given twice`, async (t) => expectOAuthError(t, res, 400, 'invalid_request'))
   }
   // none of that consumed the code; plain form without charset works
-  const ok = await b.app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams(codeParams(c)).toString() })
+  const ok = await b.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams(codeParams(c)).toString(),
+  })
   t.equal(ok.statusCode, 200, 'the code still redeems')
   t.equal(ok.headers['cache-control'], 'no-store')
   t.equal(ok.headers['pragma'], 'no-cache')
@@ -72,10 +87,23 @@ t.test('transport: form-encoded POST only, never a Fastify-shaped error', async 
 
 t.test('grant_type=authorization_code refusals (checklist item 30)', async (t) => {
   const b = await build(t, { baseUrl: BASE })
-  const rows: { name: string; edit: (p: Record<string, string>, c: { verifier: string }) => void; status?: number; error: string; headers?: Record<string, string> }[] = [
+  const rows: {
+    name: string
+    edit: (p: Record<string, string>, c: { verifier: string }) => void
+    status?: number
+    error: string
+    headers?: Record<string, string>
+  }[] = [
     { name: 'grant_type missing', edit: (p) => delete p['grant_type'], error: 'invalid_request' },
     { name: 'grant_type empty', edit: (p) => (p['grant_type'] = ''), error: 'invalid_request' },
-    ...['password', 'client_credentials', 'implicit', 'urn:ietf:params:oauth:grant-type:device_code', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'junk'].map((g) => ({
+    ...[
+      'password',
+      'client_credentials',
+      'implicit',
+      'urn:ietf:params:oauth:grant-type:device_code',
+      'urn:ietf:params:oauth:grant-type:jwt-bearer',
+      'junk',
+    ].map((g) => ({
       name: `grant_type ${g}`,
       edit: (p: Record<string, string>) => (p['grant_type'] = g),
       error: 'unsupported_grant_type',
@@ -92,14 +120,28 @@ t.test('grant_type=authorization_code refusals (checklist item 30)', async (t) =
     { name: 'code_verifier too long', edit: (p) => (p['code_verifier'] = 'a'.repeat(129)), error: 'invalid_request' },
     { name: 'code_verifier with a bad character', edit: (p) => (p['code_verifier'] = `${'a'.repeat(50)}+`), error: 'invalid_request' },
     { name: 'code_verifier that does not match', edit: (p) => (p['code_verifier'] = oauth.generateRandomCodeVerifier()), error: 'invalid_grant' },
-    { name: 'code_verifier equal to the challenge (plain PKCE)', edit: (p, c) => (p['code_verifier'] = createHash('sha256').update(c.verifier).digest('base64url')), error: 'invalid_grant' },
-    { name: 'code_verifier one character off', edit: (p, c) => (p['code_verifier'] = c.verifier.slice(0, 42) + (c.verifier.endsWith('A') ? 'B' : 'A')), error: 'invalid_grant' },
+    {
+      name: 'code_verifier equal to the challenge (plain PKCE)',
+      edit: (p, c) => (p['code_verifier'] = createHash('sha256').update(c.verifier).digest('base64url')),
+      error: 'invalid_grant',
+    },
+    {
+      name: 'code_verifier one character off',
+      edit: (p, c) => (p['code_verifier'] = c.verifier.slice(0, 42) + (c.verifier.endsWith('A') ? 'B' : 'A')),
+      error: 'invalid_grant',
+    },
     { name: 'redirect_uri with another port', edit: (p) => (p['redirect_uri'] = 'http://127.0.0.1:53683/callback'), error: 'invalid_grant' },
     { name: 'redirect_uri on [::1] instead of 127.0.0.1', edit: (p) => (p['redirect_uri'] = 'http://[::1]:53682/callback'), error: 'invalid_grant' },
     { name: 'resource missing', edit: (p) => delete p['resource'], error: 'invalid_target' },
     { name: 'resource with a trailing slash', edit: (p) => (p['resource'] = `${RESOURCE}/`), error: 'invalid_target' },
     { name: 'resource of the MCP endpoint', edit: (p) => (p['resource'] = `${BASE}/mcp`), error: 'invalid_target' },
-    { name: 'Authorization: Basic', edit: () => undefined, status: 401, error: 'invalid_client', headers: { authorization: `Basic ${Buffer.from(`${CLI}:x`).toString('base64')}` } },
+    {
+      name: 'Authorization: Basic',
+      edit: () => undefined,
+      status: 401,
+      error: 'invalid_client',
+      headers: { authorization: `Basic ${Buffer.from(`${CLI}:x`).toString('base64')}` },
+    },
   ]
   for (const row of rows) {
     const c = await obtainCode(b)
@@ -219,22 +261,36 @@ t.test('two parallel refreshes with one token: one wins, the other is reuse (ite
 t.test('grant_type=refresh_token refusals consume nothing (items 31, 37, 38)', async (t) => {
   const b = await build(t, { baseUrl: BASE })
   const rows: { name: string; send: (b: Built, rt: string) => Promise<LightMyRequestResponse>; status?: number; error: string }[] = [
-    { name: 'refresh_token missing', send: (b) => tokenRequest(b, { grant_type: 'refresh_token', client_id: CLI, resource: RESOURCE }), error: 'invalid_request' },
+    {
+      name: 'refresh_token missing',
+      send: (b) => tokenRequest(b, { grant_type: 'refresh_token', client_id: CLI, resource: RESOURCE }),
+      error: 'invalid_request',
+    },
     { name: 'resource missing', send: (b, rt) => tokenRequest(b, { grant_type: 'refresh_token', refresh_token: rt, client_id: CLI }), error: 'invalid_target' },
     { name: 'resource different', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), resource: `${BASE}/mcp` }), error: 'invalid_target' },
     { name: 'resource with trailing slash', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), resource: `${RESOURCE}/` }), error: 'invalid_target' },
     { name: 'scope wider than granted', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), scope: 'env:read env:push' }), error: 'invalid_scope' },
     { name: 'scope unknown', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), scope: 'admin' }), error: 'invalid_scope' },
-    { name: 'client_id missing', send: (b, rt) => tokenRequest(b, { grant_type: 'refresh_token', refresh_token: rt, resource: RESOURCE }), error: 'invalid_request' },
+    {
+      name: 'client_id missing',
+      send: (b, rt) => tokenRequest(b, { grant_type: 'refresh_token', refresh_token: rt, resource: RESOURCE }),
+      error: 'invalid_request',
+    },
     { name: 'another client_id', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), client_id: MCP }), status: 401, error: 'invalid_client' },
     { name: 'a client_secret', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), client_secret: 'x' }), status: 401, error: 'invalid_client' },
     { name: 'refresh_token twice', send: (b, rt) => tokenRequest(b, { ...refreshParams(rt), refresh_token: [rt, rt] }), error: 'invalid_request' },
     {
       name: 'JSON body',
-      send: (b, rt) => b.app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(refreshParams(rt)) }),
+      send: (b, rt) =>
+        b.app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(refreshParams(rt)) }),
       error: 'invalid_request',
     },
-    { name: 'Authorization header', send: (b, rt) => tokenRequest(b, refreshParams(rt), { authorization: 'Basic eDp5' }), status: 401, error: 'invalid_client' },
+    {
+      name: 'Authorization header',
+      send: (b, rt) => tokenRequest(b, refreshParams(rt), { authorization: 'Basic eDp5' }),
+      status: 401,
+      error: 'invalid_client',
+    },
   ]
   for (const row of rows) {
     const { tokens } = await signIn(b, { scope: 'env:read' })
@@ -255,7 +311,10 @@ t.test('grant_type=refresh_token refusals consume nothing (items 31, 37, 38)', a
   const { tokens } = await signIn(b)
   expectOAuthError(t, await tokenRequest(b, refreshParams(tokens.access_token)), 400, 'invalid_grant')
   t.equal((await tokenRequest(b, refreshParams(tokens.refresh_token))).statusCode, 200, 'an access token is not a refresh token')
-  const narrower = await tokenRequest(b, { ...refreshParams((await signIn(b, { scope: 'env:push', allowPush: true })).tokens.refresh_token), scope: 'env:read' })
+  const narrower = await tokenRequest(b, {
+    ...refreshParams((await signIn(b, { scope: 'env:push', allowPush: true })).tokens.refresh_token),
+    scope: 'env:read',
+  })
   t.equal(narrower.statusCode, 200, 'a narrower scope is accepted')
 })
 

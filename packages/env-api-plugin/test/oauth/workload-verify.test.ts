@@ -48,8 +48,7 @@ t.test('the verifier against a real issuer on 127.0.0.1', async (t) => {
   const now = Math.floor(Date.now() / 1000)
   const base = { sub: 'repo:acme/shop:ref:refs/heads/main', aud: 'https://envkeep.example' }
 
-  const refused = async (token: string, why: string, issuer = idp.issuer) =>
-    t.rejects(verifier.verify(token, issuer), SubjectTokenRefused, why)
+  const refused = async (token: string, why: string, issuer = idp.issuer) => t.rejects(verifier.verify(token, issuer), SubjectTokenRefused, why)
 
   const ok = await verifier.verify(await idp.sign(base), idp.issuer)
   t.equal(ok.sub, base.sub, 'RS256 verifies')

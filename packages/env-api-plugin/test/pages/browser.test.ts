@@ -10,7 +10,6 @@ import { build, PEOPLE, TTL } from './helpers.js'
  */
 declare const navigator: { readonly clipboard: { readText(): Promise<string> } }
 
-
 t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry), Copy details; no CSP violation', async (t) => {
   const b = await build(t, { listen: true })
   const address = b.address
@@ -34,7 +33,10 @@ t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry
 
   // add two variables in development through the form
   const dev = page.locator('#env-development')
-  for (const [name, value] of [['API_KEY', 'first-secret'], ['DB_URL', 'postgres://db']]) {
+  for (const [name, value] of [
+    ['API_KEY', 'first-secret'],
+    ['DB_URL', 'postgres://db'],
+  ]) {
     await dev.getByText('Add a variable').click()
     await dev.getByLabel('Name', { exact: true }).fill(name)
     await dev.getByLabel('Value', { exact: true }).fill(value)
@@ -42,7 +44,13 @@ t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry
     await page.waitForURL(/done=variable_added/)
   }
   t.equal(await page.getByRole('status').textContent(), 'The variable was added.')
-  t.equal(await dev.locator('code.name').allTextContents().then((x) => x.join(',')), 'API_KEY,DB_URL')
+  t.equal(
+    await dev
+      .locator('code.name')
+      .allTextContents()
+      .then((x) => x.join(',')),
+    'API_KEY,DB_URL',
+  )
   t.equal(await page.locator('code.value').count(), 0, 'values hidden')
 
   // reveal one
@@ -117,8 +125,15 @@ t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry
   t.ok(await copy.isVisible(), 'the button shows with JavaScript')
   await copy.click()
   const copied = await page.evaluate(() => navigator.clipboard.readText())
-  t.match(copied, /^What: showing vault 00000000\nWhere: database \(only what's shared with you is visible\)\nWhy: this vault does not exist or is not shared with you\nReference: [0-9A-Z]{10}$/)
+  t.match(
+    copied,
+    /^What: showing vault 00000000\nWhere: database \(only what's shared with you is visible\)\nWhy: this vault does not exist or is not shared with you\nReference: [0-9A-Z]{10}$/,
+  )
 
-  t.same(problems.filter((p) => !/status of 404/.test(p)), [], 'no CSP violation or script error in the console')
+  t.same(
+    problems.filter((p) => !/status of 404/.test(p)),
+    [],
+    'no CSP violation or script error in the console',
+  )
   t.notMatch(b.logs.join('\n'), /first-secret|pushed-secret|rejected-secret|expired-secret/, 'no value in the server log')
 })

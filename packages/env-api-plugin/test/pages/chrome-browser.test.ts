@@ -41,7 +41,7 @@ t.test('in Chromium: favicon, dark mode from the system, skip link; no CSP viola
   t.same(problems, [], 'no CSP violation or script error')
 })
 
-t.test('in Chromium: <time> shows the person\'s time zone with JavaScript, UTC without', async (t) => {
+t.test("in Chromium: <time> shows the person's time zone with JavaScript, UTC without", async (t) => {
   const b = await build(t, { listen: true })
   const address = b.address
   // a sign-in gives the sign-ins page times (created, until)

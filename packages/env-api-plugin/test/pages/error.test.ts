@@ -14,7 +14,9 @@ t.test('renderErrorPage: every page status with what, where, why, reference and 
     t.match(page, /<pre id="[^"]+">What: signing in\nWhere: web app\nWhy: the &lt;b&gt;reason&lt;\/b&gt;\nReference: ABCDEFGH12<\/pre>/)
     t.match(page, /<button type="button" class="copy secondary" data-copy="[^"]+">Copy details<\/button>/)
     // plain words first: what went wrong and what to do, before the folded details
-    const headline = page.indexOf('<h1>'), advice = page.indexOf('What to do:'), fold = page.indexOf('<details class="failure-details"><summary>Details</summary>')
+    const headline = page.indexOf('<h1>'),
+      advice = page.indexOf('What to do:'),
+      fold = page.indexOf('<details class="failure-details"><summary>Details</summary>')
     t.ok(headline > 0 && advice > headline && fold > advice, 'headline, then what to do, then Details')
     t.ok(page.indexOf('<dt>What</dt>') > fold && page.indexOf('<pre id=') > fold, 'the four fields and their text sit under Details')
     t.notMatch(page.slice(headline, fold), /ABCDEFGH12/, 'the reference is kept below, under Details')

@@ -31,7 +31,11 @@ t.test('axe and phone width on every page', async (t) => {
   // the check can fail: a page with an unlabelled image and field is caught
   const probe = await browser.newPage()
   await probe.setContent('<!doctype html><html lang="en"><title>x</title><main><img src="a.png"><input></main></html>')
-  t.match((await axeViolations(probe)).map((v) => v.id), ['image-alt', 'label'], 'axe runs and reports')
+  t.match(
+    (await axeViolations(probe)).map((v) => v.id),
+    ['image-alt', 'label'],
+    'axe runs and reports',
+  )
   await probe.close()
 
   for (const scheme of ['light', 'dark'] as const) {

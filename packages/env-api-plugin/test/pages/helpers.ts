@@ -106,16 +106,25 @@ export async function build(
     await storage.close()
   })
   const vaultId = randomUUID()
-  await storage.createVault({
-    id: vaultId,
-    name: opts.vaultName ?? 'Acme',
-    ownerId: PEOPLE.owner!.id,
-    plan: 'self-hosted',
-    environments: DEFAULT_ENVIRONMENTS,
-    now: T0,
-  }, testLogEntry({ vaultId: vaultId, action: 'vault_created' }))
-  await storage.setMember({ vaultId: vaultId, personId: PEOPLE.editor!.id, role: 'editor' }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.editor!.id, detail: 'editor' }))
-  await storage.setMember({ vaultId: vaultId, personId: PEOPLE.viewer!.id, role: 'viewer' }, testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.viewer!.id, detail: 'viewer' }))
+  await storage.createVault(
+    {
+      id: vaultId,
+      name: opts.vaultName ?? 'Acme',
+      ownerId: PEOPLE.owner!.id,
+      plan: 'self-hosted',
+      environments: DEFAULT_ENVIRONMENTS,
+      now: T0,
+    },
+    testLogEntry({ vaultId: vaultId, action: 'vault_created' }),
+  )
+  await storage.setMember(
+    { vaultId: vaultId, personId: PEOPLE.editor!.id, role: 'editor' },
+    testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.editor!.id, detail: 'editor' }),
+  )
+  await storage.setMember(
+    { vaultId: vaultId, personId: PEOPLE.viewer!.id, role: 'viewer' },
+    testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.viewer!.id, detail: 'viewer' }),
+  )
   await app.ready()
   const address = opts.listen ? await app.listen({ host: '127.0.0.1', port }) : ''
   const crypto = createVaultCrypto(storage, keyring)
@@ -131,7 +140,31 @@ export async function build(
       const id = randomUUID()
       const sealed = await crypto.sealValues(vaultId, environment, values)
       const now = clock.now
-      const r = await storage.createImport({ id, vaultId, environment, senderId: sender, signInId: null, values: sealed, refused, createdAt: now, expiresAt: new Date(now.getTime() + TTL), limit: { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 } }, testLogEntry({ vaultId, at: now, personId: sender, signInId: null, clientId: null, action: 'push_created', environment, names: Object.keys(values), address: null }))
+      const r = await storage.createImport(
+        {
+          id,
+          vaultId,
+          environment,
+          senderId: sender,
+          signInId: null,
+          values: sealed,
+          refused,
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + TTL),
+          limit: { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 },
+        },
+        testLogEntry({
+          vaultId,
+          at: now,
+          personId: sender,
+          signInId: null,
+          clientId: null,
+          action: 'push_created',
+          environment,
+          names: Object.keys(values),
+          address: null,
+        }),
+      )
       if (!r.ok) throw new Error('push over limit')
       return id
     },

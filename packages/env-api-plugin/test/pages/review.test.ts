@@ -6,16 +6,39 @@ const CANARY = 'canary-staged-55aa11'
 
 async function withExisting(b: Awaited<ReturnType<typeof build>>, env: string, values: Record<string, string>) {
   for (const v of await b.seal(env, values)) {
-    await b.storage.setVariable({ vaultId: b.vaultId, environment: env, value: v, by: PEOPLE.owner!.id, now: b.clock.now, limit: TEST_NO_LIMIT }, testLogEntry({
-      vaultId: b.vaultId, at: b.clock.now, personId: PEOPLE.owner!.id, signInId: null, clientId: null, action: 'variable_set', environment: env, names: [v.name], address: null,
-    }))
+    await b.storage.setVariable(
+      { vaultId: b.vaultId, environment: env, value: v, by: PEOPLE.owner!.id, now: b.clock.now, limit: TEST_NO_LIMIT },
+      testLogEntry({
+        vaultId: b.vaultId,
+        at: b.clock.now,
+        personId: PEOPLE.owner!.id,
+        signInId: null,
+        clientId: null,
+        action: 'variable_set',
+        environment: env,
+        names: [v.name],
+        address: null,
+      }),
+    )
   }
 }
 
 async function devValues(b: Awaited<ReturnType<typeof build>>, env = 'development') {
-  const read = await b.storage.readVariables(b.vaultId, env, testLogEntry({
-    vaultId: b.vaultId, at: b.clock.now, personId: PEOPLE.owner!.id, signInId: null, clientId: null, action: 'read', environment: env, names: [], address: null,
-  }))
+  const read = await b.storage.readVariables(
+    b.vaultId,
+    env,
+    testLogEntry({
+      vaultId: b.vaultId,
+      at: b.clock.now,
+      personId: PEOPLE.owner!.id,
+      signInId: null,
+      clientId: null,
+      action: 'read',
+      environment: env,
+      names: [],
+      address: null,
+    }),
+  )
   return read.variables.map((v) => v.name)
 }
 
@@ -37,7 +60,10 @@ t.test('the review page shows environment, sender, times, new/overwrite, refused
   t.match(res.body, `<dt>Expires</dt><dd><time datetime="${new Date(Date.parse('2026-11-21T12:00:00.000Z') + TTL).toISOString()}">`)
   t.match(res.body, /<code class="name">OLD<\/code><\/td>\n<td data-label="Change"><span class="mark mark-overwrite">overwrite<\/span>/)
   t.match(res.body, /<code class="name">NEW_ONE<\/code><\/td>\n<td data-label="Change"><span class="mark mark-new">new<\/span>/)
-  t.match(res.body, /<td data-label="Line">3<\/td>\n<td data-label="Name"><code class="name">bad-name<\/code><\/td>\n<td data-label="Reason">not a valid name<\/td>/)
+  t.match(
+    res.body,
+    /<td data-label="Line">3<\/td>\n<td data-label="Name"><code class="name">bad-name<\/code><\/td>\n<td data-label="Reason">not a valid name<\/td>/,
+  )
   t.match(res.body, '&lt;script&gt;x&lt;/script&gt;')
   t.notMatch(res.body, '<script>x</script>')
   t.notMatch(res.body, CANARY, 'values hidden until revealed')

@@ -8,7 +8,7 @@ import { build, session } from './helpers.js'
 
 const SEAL_OVERHEAD = 28 // nonce and tag around each sealed value
 
-t.test('page add past the plan\'s variable limit: 403 with the plan-limit message, nothing stored', async (t) => {
+t.test("page add past the plan's variable limit: 403 with the plan-limit message, nothing stored", async (t) => {
   const b = await build(t, { plans: { 'self-hosted': { maxVariables: 3, maxBytes: 1_000_000 } } })
   const url = `/v/${b.vaultId}`
   const s = session(b.app, 'owner')
@@ -19,21 +19,40 @@ t.test('page add past the plan\'s variable limit: 403 with the plan-limit messag
   const over = await s.post(`${url}/variables/add`, { environment: 'development', name: 'C', value: 'c' })
   t.equal(over.statusCode, 403)
   t.match(over.body, new RegExp(`vault ${b.vaultId.slice(0, 8)} is at its storage limit of 3 variables on plan self-hosted; with this change it would use 4`))
-  t.same((await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name), ['A'], 'C was not stored')
-  t.notOk((await b.storage.listAccessLog(b.vaultId, { limit: 50 })).some((l) => l.names.includes('C')), 'nor logged')
+  t.same(
+    (await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name),
+    ['A'],
+    'C was not stored',
+  )
+  t.notOk(
+    (await b.storage.listAccessLog(b.vaultId, { limit: 50 })).some((l) => l.names.includes('C')),
+    'nor logged',
+  )
   // changing a value adds no variable
   t.equal((await s.post(`${url}/variables/change`, { environment: 'development', name: 'A', value: 'a2' })).statusCode, 303)
 })
 
-t.test('page change past the plan\'s byte limit: 403, the old value kept; a smaller value fits', async (t) => {
+t.test("page change past the plan's byte limit: 403, the old value kept; a smaller value fits", async (t) => {
   const b = await build(t, { plans: { 'self-hosted': { maxVariables: 100, maxBytes: 200 } } })
   const url = `/v/${b.vaultId}`
   const s = session(b.app, 'owner')
   await s.get(url)
   t.equal((await s.post(`${url}/variables/add`, { environment: 'development', name: 'A', value: 'x'.repeat(100) })).statusCode, 303)
-  const [before] = await b.storage.readVariables(b.vaultId, 'development', {
-    vaultId: b.vaultId, at: new Date(), personId: null, signInId: null, clientId: null, action: 'read', environment: 'development', names: [], address: null, subject: null, detail: null,
-  }).then((r) => r.variables)
+  const [before] = await b.storage
+    .readVariables(b.vaultId, 'development', {
+      vaultId: b.vaultId,
+      at: new Date(),
+      personId: null,
+      signInId: null,
+      clientId: null,
+      action: 'read',
+      environment: 'development',
+      names: [],
+      address: null,
+      subject: null,
+      detail: null,
+    })
+    .then((r) => r.variables)
   t.equal(before?.sealed.byteLength, 100 + SEAL_OVERHEAD)
   const grow = await s.post(`${url}/variables/change`, { environment: 'development', name: 'A', value: 'y'.repeat(180) })
   t.equal(grow.statusCode, 403)

@@ -40,17 +40,14 @@ t.test('an owner adds, reveals, changes and deletes a variable; each is logged, 
 
   // the test's own set-up (vault and members made in storage) is logged as nobody's
   const log = (await b.storage.listAccessLog(b.vaultId, { limit: 50 })).filter((l) => l.personId !== null)
-  t.same(
-    log.map((l) => [l.action, l.environment, l.names, l.personId]).reverse(),
-    [
-      ['variable_set', 'development', ['API_KEY'], PEOPLE.owner!.id],
-      ['read', 'development', ['API_KEY'], PEOPLE.owner!.id],
-      ['read', 'development', ['API_KEY'], PEOPLE.owner!.id],
-      ['variable_set', 'development', ['API_KEY'], PEOPLE.owner!.id],
-      ['read', 'development', ['API_KEY'], PEOPLE.owner!.id],
-      ['variable_deleted', 'development', ['API_KEY'], PEOPLE.owner!.id],
-    ],
-  )
+  t.same(log.map((l) => [l.action, l.environment, l.names, l.personId]).reverse(), [
+    ['variable_set', 'development', ['API_KEY'], PEOPLE.owner!.id],
+    ['read', 'development', ['API_KEY'], PEOPLE.owner!.id],
+    ['read', 'development', ['API_KEY'], PEOPLE.owner!.id],
+    ['variable_set', 'development', ['API_KEY'], PEOPLE.owner!.id],
+    ['read', 'development', ['API_KEY'], PEOPLE.owner!.id],
+    ['variable_deleted', 'development', ['API_KEY'], PEOPLE.owner!.id],
+  ])
   t.notMatch(b.logs.join('\n'), CANARY, 'no value in the server log')
 })
 
@@ -79,22 +76,46 @@ t.test('refused variable forms show on top of the vault page, nothing changes, t
     t.match(res.body, /failed: [^<]+\. Reference: <code>[0-9A-Z]{10}<\/code>/, label)
     t.notMatch(res.body, CANARY, label)
   }
-  t.same((await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name), ['TAKEN'])
+  t.same(
+    (await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name),
+    ['TAKEN'],
+  )
   t.notMatch(b.logs.join('\n'), CANARY)
 })
 
 t.test('a viewer sees names but no values and no value forms; their POSTs are refused', async (t) => {
   const b = await build(t)
   const [sealed] = await b.seal('development', { SECRET: CANARY })
-  await b.storage.setVariable({ vaultId: b.vaultId, environment: 'development', value: sealed!, by: PEOPLE.owner!.id, now: new Date(), limit: TEST_NO_LIMIT }, testLogEntry({
-    vaultId: b.vaultId, at: new Date(), personId: PEOPLE.owner!.id, signInId: null, clientId: null, action: 'variable_set', environment: 'development', names: ['SECRET'], address: null,
-  }))
+  await b.storage.setVariable(
+    { vaultId: b.vaultId, environment: 'development', value: sealed!, by: PEOPLE.owner!.id, now: new Date(), limit: TEST_NO_LIMIT },
+    testLogEntry({
+      vaultId: b.vaultId,
+      at: new Date(),
+      personId: PEOPLE.owner!.id,
+      signInId: null,
+      clientId: null,
+      action: 'variable_set',
+      environment: 'development',
+      names: ['SECRET'],
+      address: null,
+    }),
+  )
   const s = session(b.app, 'viewer')
   const url = `/v/${b.vaultId}`
   const page = await s.get(url)
   t.equal(page.statusCode, 200)
   t.match(page.body, '<code class="name">SECRET</code>')
-  for (const absent of ['>Reveal<', '>Reveal all<', 'Add variable', '>Delete<', '<summary>Change</summary>', 'Add member', 'Add environment', 'Change role', '>Remove<']) {
+  for (const absent of [
+    '>Reveal<',
+    '>Reveal all<',
+    'Add variable',
+    '>Delete<',
+    '<summary>Change</summary>',
+    'Add member',
+    'Add environment',
+    'Change role',
+    '>Remove<',
+  ]) {
     t.notMatch(page.body, absent, `no ${absent}`)
   }
   t.notMatch(page.body, CANARY)
@@ -110,15 +131,29 @@ t.test('a viewer sees names but no values and no value forms; their POSTs are re
   t.equal((await s.post(`${url}/environments`, { name: 'staging' })).statusCode, 403)
   const log = await b.storage.listAccessLog(b.vaultId, { limit: 5 })
   t.equal(log[0]?.action, 'refused', 'a refused reveal is logged as refused')
-  t.same((await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name), ['SECRET'])
+  t.same(
+    (await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name),
+    ['SECRET'],
+  )
 })
 
 t.test('an editor cannot read or change production (owners only)', async (t) => {
   const b = await build(t)
   const [sealed] = await b.seal('production', { DB_URL: CANARY })
-  await b.storage.setVariable({ vaultId: b.vaultId, environment: 'production', value: sealed!, by: PEOPLE.owner!.id, now: new Date(), limit: TEST_NO_LIMIT }, testLogEntry({
-    vaultId: b.vaultId, at: new Date(), personId: PEOPLE.owner!.id, signInId: null, clientId: null, action: 'variable_set', environment: 'production', names: ['DB_URL'], address: null,
-  }))
+  await b.storage.setVariable(
+    { vaultId: b.vaultId, environment: 'production', value: sealed!, by: PEOPLE.owner!.id, now: new Date(), limit: TEST_NO_LIMIT },
+    testLogEntry({
+      vaultId: b.vaultId,
+      at: new Date(),
+      personId: PEOPLE.owner!.id,
+      signInId: null,
+      clientId: null,
+      action: 'variable_set',
+      environment: 'production',
+      names: ['DB_URL'],
+      address: null,
+    }),
+  )
   const s = session(b.app, 'editor')
   const url = `/v/${b.vaultId}`
   const page = await s.get(url)
@@ -166,7 +201,10 @@ t.test('members: an owner adds by email, changes a role, removes; the last owner
 
 t.test('a hostile person name is escaped on the vault page', async (t) => {
   const b = await build(t)
-  await b.storage.setMember({ vaultId: b.vaultId, personId: PEOPLE.hostile!.id, role: 'editor' }, testLogEntry({ vaultId: b.vaultId, action: 'member_added', subject: PEOPLE.hostile!.id, detail: 'editor' }))
+  await b.storage.setMember(
+    { vaultId: b.vaultId, personId: PEOPLE.hostile!.id, role: 'editor' },
+    testLogEntry({ vaultId: b.vaultId, action: 'member_added', subject: PEOPLE.hostile!.id, detail: 'editor' }),
+  )
   const page = await session(b.app, 'owner').get(`/v/${b.vaultId}`)
   t.notMatch(page.body, '<img src=x')
   t.match(page.body, '&lt;img src=x onerror=alert(1)&gt;')
@@ -225,7 +263,7 @@ t.test('an unknown or unshared vault is a 404 error page with the four fields', 
     for (const label of ['Error 404', '<dt>What</dt>', '<dt>Where</dt>', '<dt>Why</dt>', '<dt>Reference</dt>', 'Copy details', '<pre id=']) {
       t.match(res.body, label, `${url} ${label}`)
     }
-    t.match(res.body, "database (only what&#39;s shared with you is visible)")
+    t.match(res.body, 'database (only what&#39;s shared with you is visible)')
     t.notMatch(res.body, '<script>')
   }
 })

@@ -42,16 +42,22 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
     createFirstAccount: (tokenHash, a, now) =>
       inTransaction(db, async (trx) => {
         // the token row is deleted (and so locked) first: it works exactly once, on any process
-        const token = (await sql`delete from setup_tokens where token_hash = ${tokenHash} returning expires_at`.execute(trx)).rows[0] as { expires_at: string } | undefined
+        const token = (await sql`delete from setup_tokens where token_hash = ${tokenHash} returning expires_at`.execute(trx)).rows[0] as
+          | { expires_at: string }
+          | undefined
         if (!token || Number(token.expires_at) <= now.getTime()) return null
         if ((await sql`select 1 from accounts limit 1`.execute(trx)).rows.length > 0) return null
-        const r = (await sql`insert into accounts (id, email, name, password_hash, created_at) values (${a.id}, ${a.email}, ${a.name}, ${a.passwordHash}, ${now.getTime()}) returning *`.execute(trx))
-          .rows[0] as AccountRow
+        const r = (
+          await sql`insert into accounts (id, email, name, password_hash, created_at) values (${a.id}, ${a.email}, ${a.name}, ${a.passwordHash}, ${now.getTime()}) returning *`.execute(
+            trx,
+          )
+        ).rows[0] as AccountRow
         await sql`delete from setup_tokens`.execute(trx)
         return toAccount(r)
       }),
     getAccount: (id) => guard(async () => (await rows<AccountRow>(sql`select * from accounts where id = ${id}`)).map(toAccount)[0] ?? null),
-    findAccountByEmail: (email) => guard(async () => (await rows<AccountRow>(sql`select * from accounts where lower(email) = lower(${email})`)).map(toAccount)[0] ?? null),
+    findAccountByEmail: (email) =>
+      guard(async () => (await rows<AccountRow>(sql`select * from accounts where lower(email) = lower(${email})`)).map(toAccount)[0] ?? null),
     listAccounts: () => guard(async () => (await rows<AccountRow>(sql`select * from accounts order by lower(email)`)).map(toAccount)),
     countAccounts: () => guard(async () => Number((await rows<{ n: string }>(sql`select count(*) as n from accounts`))[0]!.n)),
     setPasswordHash: (accountId, passwordHash) =>
@@ -69,7 +75,9 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
       }),
     createSession: (tokenHash, accountId, now, expiresAt) =>
       guard(async () => {
-        await sql`insert into web_sessions (token_hash, account_id, created_at, expires_at) values (${tokenHash}, ${accountId}, ${now.getTime()}, ${expiresAt.getTime()})`.execute(db)
+        await sql`insert into web_sessions (token_hash, account_id, created_at, expires_at) values (${tokenHash}, ${accountId}, ${now.getTime()}, ${expiresAt.getTime()})`.execute(
+          db,
+        )
       }),
     findSession: (tokenHash, now) =>
       guard(async () => {
@@ -79,8 +87,10 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
         )
         return r ? { account: toAccount(r), createdAt: new Date(Number(r.session_created_at)), expiresAt: new Date(Number(r.session_expires_at)) } : null
       }),
-    deleteSession: (tokenHash) => guard(async () => Number((await sql`delete from web_sessions where token_hash = ${tokenHash}`.execute(db)).numAffectedRows ?? 0) > 0),
-    deleteSessionsOf: (accountId) => guard(async () => Number((await sql`delete from web_sessions where account_id = ${accountId}`.execute(db)).numAffectedRows ?? 0)),
+    deleteSession: (tokenHash) =>
+      guard(async () => Number((await sql`delete from web_sessions where token_hash = ${tokenHash}`.execute(db)).numAffectedRows ?? 0) > 0),
+    deleteSessionsOf: (accountId) =>
+      guard(async () => Number((await sql`delete from web_sessions where account_id = ${accountId}`.execute(db)).numAffectedRows ?? 0)),
     deleteExpired: (now) =>
       guard(async () => {
         await sql`delete from setup_tokens where expires_at <= ${now.getTime()}`.execute(db)

@@ -22,8 +22,7 @@ const ms = (d: Date): number => d.getTime()
 function toStorageError(err: unknown, detail: string): unknown {
   if (err instanceof StorageError) return err
   const code = String((err as { code?: unknown } | null)?.code ?? '')
-  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
-    return new StorageError('23505', detail, { cause: err })
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return new StorageError('23505', detail, { cause: err })
   if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return new StorageError('23503', detail, { cause: err })
   if (code.startsWith('SQLITE_CONSTRAINT')) return new StorageError('23514', detail, { cause: err })
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return new StorageError('55P03', detail, { cause: err })
@@ -61,11 +60,7 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
         db.transaction().execute(async (trx) => {
           // Delete first: the transaction takes the write lock at once (no
           // read-then-upgrade), and a token works exactly once.
-          const token = await trx
-            .deleteFrom('setup_tokens')
-            .where('token_hash', '=', tokenHash)
-            .returning(['expires_at'])
-            .executeTakeFirst()
+          const token = await trx.deleteFrom('setup_tokens').where('token_hash', '=', tokenHash).returning(['expires_at']).executeTakeFirst()
           if (!token || token.expires_at <= ms(now)) return null
           const existing = await trx.selectFrom('accounts').select('id').limit(1).executeTakeFirst()
           if (existing) return null
@@ -106,11 +101,7 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
 
     setPasswordHash: (accountId, passwordHash) =>
       guard('accounts', async () => {
-        const r = await db
-          .updateTable('accounts')
-          .set({ password_hash: passwordHash })
-          .where('id', '=', accountId)
-          .executeTakeFirst()
+        const r = await db.updateTable('accounts').set({ password_hash: passwordHash }).where('id', '=', accountId).executeTakeFirst()
         return Number(r.numUpdatedRows) > 0
       }),
 
@@ -154,15 +145,7 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
         const r = await db
           .selectFrom('web_sessions as s')
           .innerJoin('accounts as a', 'a.id', 's.account_id')
-          .select([
-            'a.id',
-            'a.email',
-            'a.name',
-            'a.password_hash',
-            'a.created_at',
-            's.created_at as session_created_at',
-            's.expires_at as session_expires_at',
-          ])
+          .select(['a.id', 'a.email', 'a.name', 'a.password_hash', 'a.created_at', 's.created_at as session_created_at', 's.expires_at as session_expires_at'])
           .where('s.token_hash', '=', tokenHash)
           .where('s.expires_at', '>', ms(now))
           .executeTakeFirst()

@@ -41,7 +41,13 @@ export async function adminCiAdd(ctx: CommandContext): Promise<number> {
     subjectPattern: requireString(ctx, 'subject'),
     role: requireString(ctx, 'role'),
     requiredClaims: parseClaims(ctx.flags.claims),
-    environments: typeof ctx.flags.environments === 'string' ? ctx.flags.environments.split(',').map((e) => e.trim()).filter(Boolean) : null,
+    environments:
+      typeof ctx.flags.environments === 'string'
+        ? ctx.flags.environments
+            .split(',')
+            .map((e) => e.trim())
+            .filter(Boolean)
+        : null,
   }
   if (input.role !== 'editor' && input.role !== 'owner') throw new UsageFailure('--role must be editor or owner')
   const data = await openData(ctx.config)
@@ -71,7 +77,10 @@ export async function adminCiList(ctx: CommandContext): Promise<number> {
       list.length === 0
         ? `vault ${vault.name} has no CI identity`
         : list
-            .map((i) => `${i.name}  ${i.role}  ${i.issuer}  aud=${i.audience}  sub=${i.subjectPattern}  ${i.environments ? i.environments.join(',') : '(all)'}  ${i.id}`)
+            .map(
+              (i) =>
+                `${i.name}  ${i.role}  ${i.issuer}  aud=${i.audience}  sub=${i.subjectPattern}  ${i.environments ? i.environments.join(',') : '(all)'}  ${i.id}`,
+            )
             .join('\n')
     return report(ctx, human, { vault: vault.id, identities: list.map(describe) })
   } finally {

@@ -20,8 +20,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  */
 export async function adminRotateDataKeys(ctx: CommandContext): Promise<number> {
   const from = ctx.flags.from
-  if (from !== undefined && (typeof from !== 'string' || !UUID_RE.test(from.toLowerCase())))
-    throw new UsageFailure('--from takes a vault id')
+  if (from !== undefined && (typeof from !== 'string' || !UUID_RE.test(from.toLowerCase()))) throw new UsageFailure('--from takes a vault id')
   const source = loadKeySource(ctx.config)
   if (source.kind === 'none') throw new CommandFailure('there is no master key: run `envkeep-server init` or set ENVKEEP_MASTER_KEY')
   const data = await openData(ctx.config)

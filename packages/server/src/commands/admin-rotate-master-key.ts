@@ -25,8 +25,7 @@ export async function adminRotateMasterKey(ctx: CommandContext): Promise<number>
   if (source.kind === 'none') throw new CommandFailure(`there is no master key file at ${source.path}`)
   const path = source.path
   const next = `${path}.new`
-  if (existsSync(next))
-    throw new CommandFailure(`${next} exists from an earlier rotation that did not finish; check which key the data uses, then remove it`)
+  if (existsSync(next)) throw new CommandFailure(`${next} exists from an earlier rotation that did not finish; check which key the data uses, then remove it`)
   // the old key as it is now: the file keyring would follow the file to the new key
   const oldKey = readKeyFile(path)
   if (!oldKey) throw new CommandFailure(`there is no master key file at ${path}`)

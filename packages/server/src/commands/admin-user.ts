@@ -7,7 +7,8 @@ import { CommandFailure, openData, readStdin, report, requireString, UsageFailur
 export async function adminUserCreate(ctx: CommandContext): Promise<number> {
   const email = requireString(ctx, 'email')
   const name = requireString(ctx, 'name')
-  if (ctx.flags['password-stdin'] !== true) throw new UsageFailure('--password-stdin is required (the password is read from stdin, never from the command line)')
+  if (ctx.flags['password-stdin'] !== true)
+    throw new UsageFailure('--password-stdin is required (the password is read from stdin, never from the command line)')
   if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) throw new UsageFailure('--email is not a valid email address')
   if (name.length > 100) throw new UsageFailure('--name must be at most 100 characters')
   const password = await readStdin(ctx.deps.stdin)

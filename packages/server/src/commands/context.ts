@@ -1,15 +1,7 @@
 import { existsSync } from 'node:fs'
 import type { Readable, Writable } from 'node:stream'
 import { openStores, type Stores } from '../stores.js'
-import {
-  ApiError,
-  createDomain,
-  createVaultCrypto,
-  DomainFailure,
-  withFailuresAs,
-  type Domain,
-  type Keyring,
-} from '@envkeep/env-api-plugin'
+import { ApiError, createDomain, createVaultCrypto, DomainFailure, withFailuresAs, type Domain, type Keyring } from '@envkeep/env-api-plugin'
 import type { Env, ServerConfig } from '../config.js'
 
 /** Exit codes: 0 ok, 1 failure, 2 usage. */
@@ -57,7 +49,9 @@ export function report(ctx: CommandContext, human: string, data: Record<string, 
 export async function readStdin(stdin: Readable): Promise<string> {
   const chunks: Buffer[] = []
   for await (const c of stdin) chunks.push(typeof c === 'string' ? Buffer.from(c, 'utf8') : (c as Buffer))
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '')
 }
 
 export type OpenData = Stores

@@ -35,8 +35,7 @@ export async function initDataDir(config: ServerConfig): Promise<InitResult> {
   return { createdDir, createdKey: true, keyFile: config.masterKeyFile }
 }
 
-export const BACKUP_WARNING =
-  'back it up somewhere safe and separate from the database: without it no variable value can ever be read again'
+export const BACKUP_WARNING = 'back it up somewhere safe and separate from the database: without it no variable value can ever be read again'
 
 export async function initCommand(ctx: CommandContext): Promise<number> {
   const r = await initDataDir(ctx.config)

@@ -51,7 +51,8 @@ function convert(value: unknown, type: string, column: string): unknown {
 export async function migrateCommand(ctx: CommandContext): Promise<number> {
   const to = requireString(ctx, 'to')
   if (!/^postgres(ql)?:\/\//.test(to)) throw new UsageFailure('--to must be a postgres:// URL (the target database)')
-  if (!existsSync(ctx.config.databaseFile)) throw new CommandFailure(`no envkeep database in ${ctx.config.dataDir} to copy; give the data directory with --data-dir`)
+  if (!existsSync(ctx.config.databaseFile))
+    throw new CommandFailure(`no envkeep database in ${ctx.config.dataDir} to copy; give the data directory with --data-dir`)
   const source = await createSqliteStorage({ filename: ctx.config.databaseFile, busyTimeoutMs: 10_000 })
   try {
     await createSqliteAccountStore(source.database) // brings the source's own tables up to date
@@ -69,7 +70,11 @@ export async function migrateCommand(ctx: CommandContext): Promise<number> {
       const counts: Record<string, number> = {}
       await inTransaction(db, async (trx) => {
         for (const table of TABLES) {
-          const pgColumns = (await sql`select column_name, data_type from information_schema.columns where table_schema = current_schema() and table_name = ${table}`.execute(trx)).rows as PgColumn[]
+          const pgColumns = (
+            await sql`select column_name, data_type from information_schema.columns where table_schema = current_schema() and table_name = ${table}`.execute(
+              trx,
+            )
+          ).rows as PgColumn[]
           const sqliteColumns = new Set((sqlite.prepare(`select name from pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => c.name))
           const columns = pgColumns.filter((c) => sqliteColumns.has(c.column_name))
           if (columns.length === 0) {
@@ -79,7 +84,9 @@ export async function migrateCommand(ctx: CommandContext): Promise<number> {
           const names = columns.map((c) => `"${c.column_name}"`).join(', ')
           const all = sqlite.prepare(`select ${names} from "${table}"`).raw(true).all() as unknown[][]
           for (let i = 0; i < all.length; i += BATCH) {
-            const rows = all.slice(i, i + BATCH).map((r) => sql`(${sql.join(r.map((v, j) => sql`${convert(v, columns[j]!.data_type, columns[j]!.column_name)}`))})`)
+            const rows = all
+              .slice(i, i + BATCH)
+              .map((r) => sql`(${sql.join(r.map((v, j) => sql`${convert(v, columns[j]!.data_type, columns[j]!.column_name)}`))})`)
             const overriding = table === 'access_log' ? sql`overriding system value` : sql``
             await sql`insert into ${sql.id(table)} (${sql.join(columns.map((c) => sql.id(c.column_name)))}) ${overriding} values ${sql.join(rows)}`.execute(trx)
           }
@@ -90,9 +97,14 @@ export async function migrateCommand(ctx: CommandContext): Promise<number> {
       // check: every table holds as many rows as the source
       for (const table of TABLES) {
         const n = Number(((await sql`select count(*) as n from ${sql.id(table)}`.execute(db)).rows[0] as { n: string }).n)
-        if (n !== counts[table]) throw new CommandFailure(`the copy of ${table} holds ${n} rows, the source ${counts[table]}; the target is not consistent, empty it and run migrate again`)
+        if (n !== counts[table])
+          throw new CommandFailure(
+            `the copy of ${table} holds ${n} rows, the source ${counts[table]}; the target is not consistent, empty it and run migrate again`,
+          )
       }
-      const summary = TABLES.filter((t) => counts[t]! > 0).map((t) => `${t} ${counts[t]}`).join(', ')
+      const summary = TABLES.filter((t) => counts[t]! > 0)
+        .map((t) => `${t} ${counts[t]}`)
+        .join(', ')
       return report(
         ctx,
         `copied and checked: ${summary || 'nothing (the source is empty)'}\nNow start every server with ENVKEEP_DATABASE_URL set to the target (and the same master key).`,

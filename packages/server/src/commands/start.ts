@@ -45,8 +45,7 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       { keyFile: source.path },
       'no master key: routes that read or write values answer 503 not_configured; set ENVKEEP_MASTER_KEY or ENVKEEP_MASTER_KEY_FILE',
     )
-  else if (source.kind === 'file' && source.tooOpen)
-    log.warn({ keyFile: source.path }, 'the master key file can be read by other users; run chmod 600 on it')
+  else if (source.kind === 'file' && source.tooOpen) log.warn({ keyFile: source.path }, 'the master key file can be read by other users; run chmod 600 on it')
 
   let stopping = false
   const stores = await openStores(config)

@@ -13,11 +13,7 @@ export function failure(request: FastifyRequest, status: number, what: string, w
 }
 
 export function sendPage(reply: FastifyReply, status: number, title: string, body: SafeHtml, basePath: string): FastifyReply {
-  return reply
-    .code(status)
-    .headers(PAGE_HEADERS)
-    .type('text/html; charset=utf-8')
-    .send(layout({ title, body, basePath }))
+  return reply.code(status).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(layout({ title, body, basePath }))
 }
 
 /** A whole error page (status, what, where, why, reference, "Copy details"), the plugin's look. */

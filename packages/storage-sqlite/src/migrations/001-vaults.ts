@@ -61,9 +61,7 @@ export const m001Vaults: Migration = {
       .addColumn('updated_at', 'integer', (c) => c.notNull())
       .addColumn('updated_by', 'text')
       .addPrimaryKeyConstraint('variables_pk', ['vault_id', 'environment', 'name'])
-      .addForeignKeyConstraint('variables_environment', ['vault_id', 'environment'], 'environments', ['vault_id', 'name'], (f) =>
-        f.onDelete('cascade'),
-      )
+      .addForeignKeyConstraint('variables_environment', ['vault_id', 'environment'], 'environments', ['vault_id', 'name'], (f) => f.onDelete('cascade'))
       .addCheckConstraint('variables_name', sql`length(name) between 1 and 256`)
       .addCheckConstraint('variables_sealed', sql`typeof(sealed) = 'blob' and length(sealed) > 0`)
       .execute()
@@ -83,9 +81,7 @@ export const m001Vaults: Migration = {
       .addColumn('expires_at', 'integer', (c) => c.notNull())
       .addColumn('decided_at', 'integer')
       .addColumn('decided_by', 'text')
-      .addForeignKeyConstraint('imports_environment', ['vault_id', 'environment'], 'environments', ['vault_id', 'name'], (f) =>
-        f.onDelete('cascade'),
-      )
+      .addForeignKeyConstraint('imports_environment', ['vault_id', 'environment'], 'environments', ['vault_id', 'name'], (f) => f.onDelete('cascade'))
       .addCheckConstraint('imports_status', sql`status in ('pending', 'applied', 'rejected', 'expired')`)
       .addCheckConstraint('imports_decided', sql`(status = 'pending') = (decided_at is null)`)
       .addCheckConstraint('imports_lists', sql`json_valid(names) and json_valid(overwrites) and json_valid(refused)`)

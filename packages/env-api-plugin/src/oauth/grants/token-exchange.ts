@@ -39,10 +39,7 @@ export function matchingIdentities(identities: readonly CiIdentityRecord[], clai
   const aud = audiences(claims)
   const sub = claims.sub as string
   return identities.filter(
-    (i) =>
-      aud.includes(i.audience) &&
-      subjectMatches(i.subjectPattern, sub) &&
-      Object.entries(i.requiredClaims).every(([k, v]) => claims[k] === v),
+    (i) => aud.includes(i.audience) && subjectMatches(i.subjectPattern, sub) && Object.entries(i.requiredClaims).every(([k, v]) => claims[k] === v),
   )
 }
 
@@ -53,7 +50,10 @@ export function ciLabel(claims: Record<string, unknown>): string {
     const v = claims[k]
     if (typeof v === 'string' || typeof v === 'number') parts.push(`${k}=${String(v)}`)
   }
-  return parts.join(' ').replace(/[^\x20-\x7e]/g, '?').slice(0, 300)
+  return parts
+    .join(' ')
+    .replace(/[^\x20-\x7e]/g, '?')
+    .slice(0, 300)
 }
 
 /**

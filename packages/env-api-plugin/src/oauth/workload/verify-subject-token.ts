@@ -6,19 +6,7 @@ import { discoveryUrl, issuerProblem } from './issuer-url.js'
  * and the HMAC family are never accepted (an HS256 token "signed" with the
  * issuer's public key is the classic confusion attack).
  */
-export const SUBJECT_TOKEN_ALGORITHMS = Object.freeze([
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-  'Ed25519',
-])
+export const SUBJECT_TOKEN_ALGORITHMS = Object.freeze(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'])
 
 /** Seconds of clock skew allowed on `exp`, `nbf` and `iat`. */
 export const SUBJECT_TOKEN_SKEW_SECONDS = 60

@@ -63,7 +63,10 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
     } catch (err) {
       // prototype keys are refused outright (and said so), never stripped: a name would vanish silently
       const proto = err instanceof SyntaxError && /forbidden prototype property/.test(err.message)
-      done(errors.invalidRequest(proto ? 'the body holds a __proto__ (or constructor.prototype) key, which is never accepted' : 'the body is not valid JSON'), undefined)
+      done(
+        errors.invalidRequest(proto ? 'the body holds a __proto__ (or constructor.prototype) key, which is never accepted' : 'the body is not valid JSON'),
+        undefined,
+      )
     }
     return undefined
   })

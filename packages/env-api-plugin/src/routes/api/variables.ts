@@ -18,13 +18,9 @@ export function variablesRoutes(app: FastifyInstance, domain: Domain): void {
       envkeepPhrase: (r: FastifyRequest) => `reading an environment of ${vaultPhrase((r.params as { vault: string }).vault)}`,
     },
     handler: async function readEnvironment(request: EnvRequest) {
-      const r = await domain.readEnvironment(
-        actorOf(request),
-        { vaultId: request.params.vault, environment: request.params.environment },
-        (vault, env) => {
-          request.envkeepOperation = `reading ${env.name} of vault ${vaultTag(vault.id)}`
-        },
-      )
+      const r = await domain.readEnvironment(actorOf(request), { vaultId: request.params.vault, environment: request.params.environment }, (vault, env) => {
+        request.envkeepOperation = `reading ${env.name} of vault ${vaultTag(vault.id)}`
+      })
       return { vault: r.vault.id, environment: r.env.name, variables: r.values }
     },
   })

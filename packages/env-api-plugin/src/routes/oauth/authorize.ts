@@ -159,7 +159,15 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
         .code(500)
         .headers(PAGE_HEADERS)
         .type('text/html; charset=utf-8')
-        .send(renderAuthorizeErrorPage({ status: 500, why: 'an internal error occurred; quote the reference in a report', ref, basePath: opts.basePath, serviceName: opts.serviceName }))
+        .send(
+          renderAuthorizeErrorPage({
+            status: 500,
+            why: 'an internal error occurred; quote the reference in a report',
+            ref,
+            basePath: opts.basePath,
+            serviceName: opts.serviceName,
+          }),
+        )
     }
     if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') {
       return errorPage(request, reply, 403, 'the form check failed (the page was too old or not ours); start the sign-in again')

@@ -48,17 +48,14 @@ export async function metadataRoutes(app: FastifyInstance, { opts }: { opts: Res
   const asBody = JSON.stringify(authorizationServerMetadata(opts))
   const prmBody = JSON.stringify(protectedResourceMetadata(opts))
 
-  app.get(`/.well-known/oauth-authorization-server${opts.basePath}`, async function authorizationServerDocument(
-    _request: FastifyRequest,
-    reply: FastifyReply,
-  ) {
+  app.get(`/.well-known/oauth-authorization-server${opts.basePath}`, async function authorizationServerDocument(_request: FastifyRequest, reply: FastifyReply) {
     return reply.headers(DISCOVERY_HEADERS).type('application/json').send(asBody)
   })
 
-  app.get(`/.well-known/oauth-protected-resource${opts.basePath}/api/env`, async function protectedResourceDocument(
-    _request: FastifyRequest,
-    reply: FastifyReply,
-  ) {
-    return reply.headers(DISCOVERY_HEADERS).type('application/json').send(prmBody)
-  })
+  app.get(
+    `/.well-known/oauth-protected-resource${opts.basePath}/api/env`,
+    async function protectedResourceDocument(_request: FastifyRequest, reply: FastifyReply) {
+      return reply.headers(DISCOVERY_HEADERS).type('application/json').send(prmBody)
+    },
+  )
 }

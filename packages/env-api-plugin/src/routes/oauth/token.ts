@@ -78,10 +78,7 @@ export async function tokenRoutes(app: FastifyInstance, { opts }: { opts: Resolv
             },
             opts,
           )
-        : await refreshTokenGrant(
-            { clientId, refreshToken: param(p, 'refresh_token'), resource: param(p, 'resource'), scope: param(p, 'scope') },
-            opts,
-          )
+        : await refreshTokenGrant({ clientId, refreshToken: param(p, 'refresh_token'), resource: param(p, 'resource'), scope: param(p, 'scope') }, opts)
     return reply.code(200).headers(OAUTH_HEADERS).type('application/json').send(body)
   })
 
