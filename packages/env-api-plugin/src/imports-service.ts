@@ -1,3 +1,4 @@
+import type { Keyring } from './adapters/keyring.js'
 import type { ImportRecord, Storage } from './adapters/storage.js'
 import { personActor } from './domain/actor.js'
 import { DomainFailure } from './domain/failure.js'
@@ -14,6 +15,12 @@ export interface DecideImportInput {
   readonly signInId?: string | null
   readonly clientId?: string | null
   readonly address?: string | null
+  /**
+   * The host's keyring (the one given to the plugin). Applying a push keeps
+   * the values it replaces in history, sealed, so it needs the key: without
+   * it, applying throws ApiError 503 not_configured (rejecting does not).
+   */
+  readonly keyring?: Keyring | null
 }
 
 export type DecideImportOutcome =
@@ -36,8 +43,8 @@ export async function decideImport(storage: Storage, input: DecideImportInput): 
   if (!imp) return { outcome: 'not_found' }
   const deps = {
     storage,
-    crypto: createVaultCrypto(storage, null), // deciding opens no value
-    hasKey: false,
+    crypto: createVaultCrypto(storage, input.keyring ?? null),
+    hasKey: Boolean(input.keyring),
     plans: {},
     now: () => input.now,
     importTtlMs: 0,

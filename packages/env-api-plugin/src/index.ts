@@ -28,6 +28,7 @@ export {
   isRole,
   limitOf,
   personActor,
+  pruneHistory,
   ROLES,
   vaultNameProblem,
   withFailuresAs,

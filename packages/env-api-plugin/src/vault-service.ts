@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { Keyring } from './adapters/keyring.js'
-import type { AccessLogEntry, SealedVariable, Storage } from './adapters/storage.js'
+import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
 import { errors } from './errors.js'
-import { open, placeOf, seal } from './crypto/seal.js'
+import { historyPlaceOf, open, placeOf, seal } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
@@ -20,6 +20,25 @@ export interface VaultCrypto {
   forget(vaultId: string): void
   /** Opens sealed values, keyed by name in the order given; throws ApiError decrypt_failed if any one fails (nothing is returned). */
   openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
+  /** Seals one change set's values for history (historyPlaceOf): each name's value before and after (null: none). */
+  sealHistory(vaultId: string, environment: string, changeSetId: string, entries: readonly HistoryValues[]): Promise<SealedHistory[]>
+  /**
+   * Opens one side of history entries of one change set; throws ApiError
+   * decrypt_failed if any fails (nothing is returned). A null side opens to null.
+   */
+  openHistory(vaultId: string, environment: string, changeSetId: string, side: 'before' | 'after', entries: readonly SealedHistory[]): Promise<Record<string, string | null>>
+}
+
+export interface HistoryValues {
+  readonly name: string
+  readonly before: string | null
+  readonly after: string | null
+}
+
+export interface SealedHistory {
+  readonly name: string
+  readonly before: Uint8Array | null
+  readonly after: Uint8Array | null
 }
 
 export interface VaultCryptoOptions {
@@ -129,7 +148,42 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     return out
   }
 
+  /** Opens with the cached key, then once more with the stored key (another process may have rotated it away). */
+  async function withKey<T>(vaultId: string, use: (key: Uint8Array) => T): Promise<T> {
+    const first = await dataKey(vaultId, false)
+    try {
+      return use(first.key)
+    } catch (cause) {
+      keys.delete(vaultId)
+      const fresh = await dataKey(vaultId, false)
+      if (Buffer.from(fresh.wrapped).equals(Buffer.from(first.wrapped))) throw errors.decryptFailed(cause)
+      try {
+        return use(fresh.key)
+      } catch (again) {
+        throw errors.decryptFailed(again)
+      }
+    }
+  }
+
   return {
+    async sealHistory(vaultId, environment, changeSetId, entries) {
+      const { key } = await dataKey(vaultId, true)
+      const one = (name: string, side: 'before' | 'after', v: string | null) =>
+        v === null ? null : seal(key, Buffer.from(v, 'utf8'), historyPlaceOf(vaultId, environment, name, changeSetId, side))
+      return entries.map((e) => ({ name: e.name, before: one(e.name, 'before', e.before), after: one(e.name, 'after', e.after) }))
+    },
+    async openHistory(vaultId, environment, changeSetId, side, entries) {
+      if (!keyring) throw errors.notConfigured()
+      if (entries.every((e) => e[side] === null)) return Object.fromEntries(entries.map((e) => [e.name, null]))
+      return withKey(vaultId, (key) => {
+        const out: Record<string, string | null> = {}
+        for (const e of entries) {
+          const sealed = e[side]
+          out[e.name] = sealed === null ? null : open(key, sealed, historyPlaceOf(vaultId, environment, e.name, changeSetId, side)).toString('utf8')
+        }
+        return out
+      })
+    },
     async sealValues(vaultId, environment, values) {
       return (await sealWith(vaultId, environment, values)).values
     },
@@ -142,28 +196,15 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         if (!keyring) throw errors.notConfigured()
         return {}
       }
-      const first = await dataKey(vaultId, false)
-      try {
-        return openAll(vaultId, environment, first.key, sealed)
-      } catch (cause) {
-        // the cached key may be one rotated away by another process: read the stored key once more
-        keys.delete(vaultId)
-        const fresh = await dataKey(vaultId, false)
-        if (Buffer.from(fresh.wrapped).equals(Buffer.from(first.wrapped))) throw errors.decryptFailed(cause)
-        try {
-          return openAll(vaultId, environment, fresh.key, sealed)
-        } catch (again) {
-          throw errors.decryptFailed(again)
-        }
-      }
+      return withKey(vaultId, (key) => openAll(vaultId, environment, key, sealed))
     },
   }
 }
 
 /**
  * Data-key rotation of one vault: a new random data key, wrapped by the
- * keyring, and every sealed value of the vault (variables and staged values
- * of pending pushes) opened with the old key and sealed with the new one,
+ * keyring, and every sealed value of the vault (variables, staged values
+ * of pending pushes and the versions kept in history) opened with the old key and sealed with the new one,
  * in one storage transaction (`resealVault`). A value that does not open
  * stops it with nothing changed. False when the vault has no key yet.
  */
@@ -175,11 +216,16 @@ export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId:
       const place = placeOf(vaultId, environment, name)
       return seal(newKey, open(oldKey, sealed, place), place)
     }
+    const againInHistory = (h: VaultSecrets['history'][number]): Uint8Array => {
+      const place = historyPlaceOf(vaultId, h.environment, h.name, h.changeSetId, h.side)
+      return seal(newKey, open(oldKey, h.sealed, place), place)
+    }
     try {
       return {
         wrappedKey: await keyring.wrap(newKey, vaultId),
         variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
         staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+        history: current.history.map((h) => ({ ...h, sealed: againInHistory(h) })),
       }
     } finally {
       newKey.fill(0)

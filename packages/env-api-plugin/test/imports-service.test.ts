@@ -30,7 +30,7 @@ t.test('who may decide a push', async (t) => {
       const res = await b.push(v, env, token, { variables: { A: 'value-a' } })
       t.equal(res.statusCode, 201, 'push created')
       const id = res.json().import as string
-      const out = await decideImport(b.storage, { importId: id, decision: 'applied', personId: 'dee', now: b.clock.now })
+      const out = await decideImport(b.storage, { importId: id, decision: 'applied', personId: 'dee', now: b.clock.now, keyring: b.keyring })
       t.equal(out.outcome, outcome)
       const imp = await b.storage.getImport(id, b.clock.now)
       t.equal(imp?.status, outcome === 'decided' ? 'applied' : 'pending')
@@ -52,21 +52,21 @@ t.test('reject, and a decided or expired push does not change', async (t) => {
   const token = await b.signIn('olga')
   await b.setValues(v, 'development', { A: 'old' })
   const a = (await b.push(v, 'development', token, { variables: { A: 'new', B: 'b' } })).json().import as string
-  const r = await decideImport(b.storage, { importId: a, decision: 'rejected', personId: 'olga', now: b.clock.now })
+  const r = await decideImport(b.storage, { importId: a, decision: 'rejected', personId: 'olga', now: b.clock.now, keyring: b.keyring })
   t.equal(r.outcome, 'decided')
   t.equal((await b.storage.getImport(a, b.clock.now))?.status, 'rejected')
   t.same(await b.storage.getImportValues(a), [], 'staged values are deleted once decided')
-  const again = await decideImport(b.storage, { importId: a, decision: 'applied', personId: 'olga', now: b.clock.now })
+  const again = await decideImport(b.storage, { importId: a, decision: 'applied', personId: 'olga', now: b.clock.now, keyring: b.keyring })
   t.equal(again.outcome, 'not_pending')
   t.same((await b.get(`/api/env/${v}/development`, token)).json().variables, { A: 'old' }, 'nothing applied')
 
   const late = (await b.push(v, 'development', token, { variables: { A: 'late' } })).json()
   const after = new Date(new Date(late.expires_at).getTime())
-  const expired = await decideImport(b.storage, { importId: late.import, decision: 'applied', personId: 'olga', now: after })
+  const expired = await decideImport(b.storage, { importId: late.import, decision: 'applied', personId: 'olga', now: after, keyring: b.keyring })
   t.equal(expired.outcome, 'not_pending')
   t.equal((await b.storage.getImport(late.import, after))?.status, 'expired')
   t.equal(
-    (await decideImport(b.storage, { importId: '3f2a9c1e-0000-4000-8000-00000000dead', decision: 'applied', personId: 'olga', now: after })).outcome,
+    (await decideImport(b.storage, { importId: '3f2a9c1e-0000-4000-8000-00000000dead', decision: 'applied', personId: 'olga', now: after, keyring: b.keyring })).outcome,
     'not_found',
   )
 })
@@ -77,6 +77,6 @@ t.test('apply writes every value at once, overwriting', async (t) => {
   const token = await b.signIn('olga')
   await b.setValues(v, 'development', { A: 'old', KEEP: 'k' })
   const id = (await b.push(v, 'development', token, { variables: { A: 'new', B: 'b', C: 'c' } })).json().import as string
-  t.equal((await decideImport(b.storage, { importId: id, decision: 'applied', personId: 'olga', now: b.clock.now })).outcome, 'decided')
+  t.equal((await decideImport(b.storage, { importId: id, decision: 'applied', personId: 'olga', now: b.clock.now, keyring: b.keyring })).outcome, 'decided')
   t.same((await b.get(`/api/env/${v}/development`, token)).json().variables, { A: 'new', B: 'b', C: 'c', KEEP: 'k' })
 })

@@ -174,7 +174,46 @@ const m002: Migration = {
   },
 }
 
-const MIGRATIONS: Record<string, Migration> = { '001_schema': m001, '002_rate_counters': m002 }
+/**
+ * History (issue 12): change sets and their entries, each side sealed for its own row by the
+ * domain; and the access log's three new actions.
+ */
+const m003: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table change_sets (
+        seq bigint generated always as identity primary key,
+        id text not null constraint change_sets_id unique,
+        vault_id text not null,
+        environment text not null,
+        at bigint not null,
+        by text,
+        how text not null constraint change_sets_how check (how in ('push', 'page', 'admin', 'revert', 'restore')),
+        ref text,
+        constraint change_sets_environment foreign key (vault_id, environment) references environments (vault_id, name) on delete cascade
+      );
+      create index change_sets_by_environment on change_sets (vault_id, environment, seq);
+      create index change_sets_by_ref on change_sets (vault_id, ref) where ref is not null;
+
+      create table change_entries (
+        change_set_seq bigint not null references change_sets (seq) on delete cascade,
+        name text not null,
+        kind text not null constraint change_entries_kind check (kind in ('added', 'changed', 'deleted')),
+        before bytea,
+        after bytea,
+        constraint change_entries_pk primary key (change_set_seq, name),
+        constraint change_entries_before check ((kind = 'added') = (before is null)),
+        constraint change_entries_after check ((kind = 'deleted') = (after is null))
+      );
+      create index change_entries_by_name on change_entries (name, change_set_seq);
+
+      alter table access_log drop constraint access_log_action;
+      alter table access_log add constraint access_log_action check (action in ('read', 'refused', 'push_created', 'push_applied', 'push_rejected', 'push_expired', 'variable_set', 'variable_deleted', 'member_added', 'member_changed', 'member_removed', 'environment_created', 'vault_created', 'history_revealed', 'change_reverted', 'environment_restored'));
+    `.execute(db)
+  },
+}
+
+const MIGRATIONS: Record<string, Migration> = { '001_schema': m001, '002_rate_counters': m002, '003_history': m003 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }
 

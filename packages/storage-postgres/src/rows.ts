@@ -70,6 +70,16 @@ export function overLimit(before: { n: number; bytes: number }, after: { n: numb
   return null
 }
 
+/** A vault's usage (StorageLimit): its variables plus the staged values of its pending pushes. */
+export async function usageOf(trx: Q, vaultId: string): Promise<{ n: number; bytes: number }> {
+  const [r] = await rows<{ n: string; bytes: string }>(
+    trx,
+    sql`select (select count(*) from variables where vault_id = ${vaultId}) + (select count(*) from import_values v join imports i on i.id = v.import_id where i.vault_id = ${vaultId} and i.status = 'pending') as n,
+      coalesce((select sum(length(sealed)) from variables where vault_id = ${vaultId}), 0) + coalesce((select sum(length(v.sealed)) from import_values v join imports i on i.id = v.import_id where i.vault_id = ${vaultId} and i.status = 'pending'), 0) as bytes`,
+  )
+  return { n: Number(r?.n ?? 0), bytes: Number(r?.bytes ?? 0) }
+}
+
 /** Appends a log entry in the transaction `db`. */
 export async function insertLog(db: Q, e: Omit<AccessLogRow, 'id'>): Promise<void> {
   await sql`insert into access_log (vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail)

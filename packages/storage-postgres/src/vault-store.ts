@@ -29,7 +29,8 @@ import type {
 import { StorageError } from '@envkeep/env-api-plugin'
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import { inTransaction, read } from './database.js'
-import { bytes, copy, insertLog, json, ms, overLimit, record, rows, toImport, toLogRow, type ImportRow, type LogRow, type VaultRow } from './rows.js'
+import { insertChangeSet } from './history-store.js'
+import { bytes, copy, insertLog, json, ms, overLimit, record, rows, toImport, toLogRow, usageOf, type ImportRow, type LogRow, type VaultRow } from './rows.js'
 
 export { insertLog, rows } from './rows.js'
 
@@ -54,13 +55,8 @@ export class PostgresVaultStore implements VaultStore {
     return r[0] ?? null
   }
 
-  async #usage(trx: Q, vaultId: string): Promise<{ n: number; bytes: number }> {
-    const [r] = await rows<{ n: string; bytes: string }>(
-      trx,
-      sql`select (select count(*) from variables where vault_id = ${vaultId}) + (select count(*) from import_values v join imports i on i.id = v.import_id where i.vault_id = ${vaultId} and i.status = 'pending') as n,
-        coalesce((select sum(length(sealed)) from variables where vault_id = ${vaultId}), 0) + coalesce((select sum(length(v.sealed)) from import_values v join imports i on i.id = v.import_id where i.vault_id = ${vaultId} and i.status = 'pending'), 0) as bytes`,
-    )
-    return { n: Number(r!.n), bytes: Number(r!.bytes) }
+  #usage(trx: Q, vaultId: string): Promise<{ n: number; bytes: number }> {
+    return usageOf(trx, vaultId)
   }
 
   async #bump(trx: Q, vaultId: string, environment: string): Promise<void> {
@@ -184,7 +180,15 @@ export class PostgresVaultStore implements VaultStore {
           sql`select v.import_id, i.environment, v.name, v.sealed from import_values v join imports i on i.id = v.import_id where i.vault_id = ${vaultId} and i.status = 'pending'`,
         )
       ).map((r) => ({ importId: r.import_id, environment: r.environment, name: r.name, sealed: copy(r.sealed) }))
-      const next = await reseal({ wrappedKey: copy(v.wrapped_key), variables, staged })
+      const kept = await rows<{ change_set_id: string; environment: string; name: string; before: Buffer | null; after: Buffer | null }>(
+        trx,
+        sql`select c.id as change_set_id, c.environment, e.name, e.before, e.after from change_entries e join change_sets c on c.seq = e.change_set_seq where c.vault_id = ${vaultId}`,
+      )
+      const history = kept.flatMap((h) => [
+        ...(h.before ? [{ changeSetId: h.change_set_id, environment: h.environment, name: h.name, side: 'before' as const, sealed: copy(h.before) }] : []),
+        ...(h.after ? [{ changeSetId: h.change_set_id, environment: h.environment, name: h.name, side: 'after' as const, sealed: copy(h.after) }] : []),
+      ])
+      const next = await reseal({ wrappedKey: copy(v.wrapped_key), variables, staged, history })
       await sql`update vaults set wrapped_key = ${bytes(next.wrappedKey)} where id = ${vaultId}`.execute(trx)
       for (const n of next.variables) {
         const r =
@@ -196,6 +200,12 @@ export class PostgresVaultStore implements VaultStore {
       for (const n of next.staged) {
         const r = await sql`update import_values set sealed = ${bytes(n.sealed)} where import_id = ${n.importId} and name = ${n.name}`.execute(trx)
         if (Number(r.numAffectedRows ?? 0) !== 1) throw new StorageError('23503', 'import_values')
+      }
+      for (const n of next.history) {
+        const r = await sql`update change_entries set ${sql.ref(n.side)} = ${bytes(n.sealed)}
+          where name = ${n.name} and ${sql.ref(n.side)} is not null
+            and change_set_seq = (select seq from change_sets where id = ${n.changeSetId} and vault_id = ${vaultId})`.execute(trx)
+        if (Number(r.numAffectedRows ?? 0) !== 1) throw new StorageError('23503', 'change_entries')
       }
       await sql`update environments set version = version + 1 where vault_id = ${vaultId}`.execute(trx)
       return true
@@ -486,7 +496,12 @@ export class PostgresVaultStore implements VaultStore {
       const imp = toImport(r!)
       if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
       if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: await this.#expire(trx, imp) }
+      if (d.decision === 'applied' && d.ifVersion !== undefined) {
+        const [v] = await rows<{ version: number }>(trx, sql`select version from environments where vault_id = ${imp.vaultId} and name = ${imp.environment}`)
+        if (Number(v?.version ?? 0) !== d.ifVersion) return { ok: false, reason: 'changed', import: imp }
+      }
       if (d.decision === 'applied') {
+        if (d.changeSet) await insertChangeSet(trx, d.changeSet)
         const staged = await rows<{ name: string }>(
           trx,
           sql`insert into variables (vault_id, environment, name, sealed, updated_at, updated_by)

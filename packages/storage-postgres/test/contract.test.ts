@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ciIdentityStoreContract, oauthStoreContract, runVaultStoreContract } from '@envkeep/env-api-plugin/testing'
+import { ciIdentityStoreContract, oauthStoreContract, runHistoryStoreContract, runVaultStoreContract } from '@envkeep/env-api-plugin/testing'
 import { withTestDatabase } from '@envkeep/test-support'
 import { createPostgresStorage, type PostgresStorage } from '../src/index.js'
 import { createPostgresProbe } from './probe.js'
@@ -15,6 +15,12 @@ t.test('the storage contracts on PostgreSQL', async (t) => {
 
   await t.test('vault store', async (t) => {
     runVaultStoreContract(t, async () => {
+      const storage = await fresh()
+      return { store: storage, probe: createPostgresProbe(storage), close: () => storage.close() }
+    })
+  })
+  await t.test('history store', async (t) => {
+    runHistoryStoreContract(t, async () => {
       const storage = await fresh()
       return { store: storage, probe: createPostgresProbe(storage), close: () => storage.close() }
     })

@@ -178,3 +178,29 @@ export interface DB {
   ci_identities: CiIdentitiesTable
   used_subject_tokens: UsedSubjectTokensTable
 }
+
+// 006_history
+
+export interface ChangeSetsTable {
+  seq: Generated<number>
+  id: string
+  vault_id: string
+  environment: string
+  at: number
+  by: string | null
+  how: 'push' | 'page' | 'admin' | 'revert' | 'restore'
+  ref: string | null
+}
+
+export interface ChangeEntriesTable {
+  change_set_seq: number
+  name: string
+  kind: 'added' | 'changed' | 'deleted'
+  before: Uint8Array | null
+  after: Uint8Array | null
+}
+
+export interface DB {
+  change_sets: ChangeSetsTable
+  change_entries: ChangeEntriesTable
+}

@@ -1,6 +1,7 @@
 import type { Storage } from '@envkeep/env-api-plugin'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteCiIdentityStore } from './ci-identity-store.js'
+import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteVaultStore } from './vault-store.js'
 
@@ -16,7 +17,7 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   const vaults = createSqliteVaultStore(database)
   const oauth = createSqliteOAuthStore(database)
   const ci = createSqliteCiIdentityStore(database)
-  const storage = Object.assign(Object.create(null) as object, bindAll(vaults), bindAll(oauth), ci, {
+  const storage = Object.assign(Object.create(null) as object, bindAll(vaults), bindAll(oauth), ci, bindAll(createSqliteHistoryStore(database)), {
     database,
     close: () => database.close(),
   })

@@ -14,14 +14,12 @@ import type {
   NewEnvironment,
   NewImport,
   NewVault,
-  OverLimit,
   RefusedLine,
   RemoveMemberResult,
   Role,
   SealedVariable,
   SetMemberResult,
   SetVariableResult,
-  StorageLimit,
   VariableDelete,
   VariableMeta,
   VariableWrite,
@@ -36,6 +34,8 @@ import type { Statement } from 'better-sqlite3'
 import { sql, type Compilable } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import type { ImportsTable } from './schema.js'
+import { insertChangeSet } from './history-store.js'
+import { overLimit, usageOf } from './limits.js'
 import { runSync, wrapStorage, type TransactionMode } from './sqlite-errors.js'
 
 /**
@@ -380,7 +380,19 @@ class SqliteVaultStore implements VaultStore {
               .where('i.vault_id', '=', vaultId)
               .where('i.status', '=', 'pending')
               .execute()
-            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged })
+            const kept = await conn
+              .selectFrom('change_entries as e')
+              .innerJoin('change_sets as c', 'c.seq', 'e.change_set_seq')
+              .select(['c.id as changeSetId', 'c.environment', 'e.name', 'e.before', 'e.after'])
+              .where('c.vault_id', '=', vaultId)
+              .orderBy('c.seq')
+              .orderBy('e.name')
+              .execute()
+            const history = kept.flatMap((h) => [
+              ...(h.before ? [{ changeSetId: h.changeSetId, environment: h.environment, name: h.name, side: 'before' as const, sealed: h.before }] : []),
+              ...(h.after ? [{ changeSetId: h.changeSetId, environment: h.environment, name: h.name, side: 'after' as const, sealed: h.after }] : []),
+            ])
+            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged, history })
             await conn
               .updateTable('vaults')
               .set({ wrapped_key: bytes(next.wrappedKey) })
@@ -404,6 +416,12 @@ class SqliteVaultStore implements VaultStore {
                 .where('name', '=', n.name)
                 .executeTakeFirst()
               if (r.numUpdatedRows !== 1n) throw new StorageError('23503', 'import_values')
+            }
+            for (const n of next.history) {
+              const r = await sql`update change_entries set ${sql.ref(n.side)} = ${bytes(n.sealed)}
+                where name = ${n.name} and ${sql.ref(n.side)} is not null
+                  and change_set_seq = (select seq from change_sets where id = ${n.changeSetId} and vault_id = ${vaultId})`.execute(conn)
+              if (r.numAffectedRows !== 1n) throw new StorageError('23503', 'change_entries')
             }
             await conn.updateTable('environments').set({ version: sql<number>`"version" + 1` }).where('vault_id', '=', vaultId).execute()
             await sql`commit`.execute(conn)
@@ -650,23 +668,8 @@ class SqliteVaultStore implements VaultStore {
     })
   }
 
-  /** The vault's usage: its variables plus the staged values of its pending pushes. */
   #usage(vaultId: string): { n: number; bytes: number } {
-    const stored = this.#first(
-      this.#db
-        .selectFrom('variables')
-        .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(length("sealed")), 0)`.as('bytes')])
-        .where('vault_id', '=', vaultId),
-    ) ?? { n: 0, bytes: 0 }
-    const staged = this.#first(
-      this.#db
-        .selectFrom('import_values as iv')
-        .innerJoin('imports as i', 'i.id', 'iv.import_id')
-        .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(length("iv"."sealed")), 0)`.as('bytes')])
-        .where('i.vault_id', '=', vaultId)
-        .where('i.status', '=', 'pending'),
-    ) ?? { n: 0, bytes: 0 }
-    return { n: stored.n + staged.n, bytes: stored.bytes + staged.bytes }
+    return usageOf(this.#d, vaultId)
   }
 
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
@@ -806,7 +809,12 @@ class SqliteVaultStore implements VaultStore {
       if (!r) throw new StorageError('23503', 'imports')
       if (r.status !== 'pending') return { ok: false, reason: 'not_pending', import: toImport(r) }
       if (at >= r.expires_at) return { ok: false, reason: 'not_pending', import: toImport(this.#expire(r)) }
+      if (decision === 'applied' && d.ifVersion !== undefined) {
+        const v = this.#stmt(ENV_VERSION_SQL).get(r.vault_id, r.environment) as { version: number } | undefined
+        if ((v?.version ?? 0) !== d.ifVersion) return { ok: false, reason: 'changed', import: toImport(r) }
+      }
       if (decision === 'applied') {
+        if (d.changeSet) insertChangeSet(this.#d, d.changeSet)
         const staged = this.#all(this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'))
         for (const v of staged) this.#upsertVariable(r.vault_id, r.environment, v, by, at)
         if (staged.length > 0) this.#bumpVersion(r.vault_id, r.environment)
@@ -843,17 +851,4 @@ class SqliteVaultStore implements VaultStore {
 /** The parameters of INSERT_LOG_SQL for one entry. */
 export function logParams(e: AccessLogEntry): unknown[] {
   return [e.vaultId, e.at.getTime(), e.personId, e.signInId, e.clientId, e.action, e.environment, JSON.stringify(e.names), e.address, e.subject, e.detail]
-}
-
-/**
- * The storage-limit refusal for a change taking usage from `before` to
- * `after`, or null when it is allowed: refused when a figure would be over
- * its maximum and larger than before (a vault over a limit that shrank may shrink).
- */
-function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
-  if (after.n > limit.maxVariables && after.n > before.n)
-    return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
-  if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
-    return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
-  return null
 }

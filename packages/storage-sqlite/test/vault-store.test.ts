@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { runVaultStoreContract } from '@envkeep/env-api-plugin/testing'
+import { runHistoryStoreContract, runVaultStoreContract } from '@envkeep/env-api-plugin/testing'
 import { createSqliteStorage, createSqliteVaultStore, openDatabase } from '../src/index.js'
 import { createSqliteProbe } from './vault-probe.js'
 
@@ -20,6 +20,17 @@ t.test('contract on a file, through createSqliteStorage', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   let n = 0
   runVaultStoreContract(t, async () => {
+    const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
+    return { store: storage, probe: createSqliteProbe(storage.database.sqlite), close: () => storage.close() }
+  })
+})
+
+// The history contract, on a file through createSqliteStorage (history rows go with the vault store's).
+t.test('history store contract on a file', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'envkeep-history-store-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  let n = 0
+  runHistoryStoreContract(t, async () => {
     const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
     return { store: storage, probe: createSqliteProbe(storage.database.sqlite), close: () => storage.close() }
   })

@@ -1,8 +1,10 @@
 import type { CiIdentityStore } from './ci-identity-store.js'
+import type { HistoryStore } from './history-store.js'
 import type { OAuthStore } from './oauth-store.js'
 import type { VaultStore } from './vault-store.js'
 
 export type * from './ci-identity-store.js'
+export type * from './history-store.js'
 export type * from './oauth-store.js'
 export type * from './vault-store.js'
 
@@ -13,7 +15,7 @@ export interface WindowCount {
 }
 
 /** Everything the plugin stores. One object implements every part. */
-export interface Storage extends VaultStore, OAuthStore, CiIdentityStore {
+export interface Storage extends VaultStore, OAuthStore, CiIdentityStore, HistoryStore {
   /**
    * Optional: counts one request for `key` in each window (`windowsMs`, starting at its first
    * request), atomically, where every server process sees the same counters. With it, the

@@ -22,6 +22,8 @@
  * - values only ever cross this interface sealed (`Uint8Array`), never plain.
  */
 
+import type { NewChangeSet } from './history-store.js'
+
 export type Role = 'owner' | 'editor' | 'viewer'
 
 export interface EnvironmentInfo {
@@ -77,6 +79,9 @@ export type AccessAction =
   | 'member_removed'
   | 'environment_created'
   | 'vault_created'
+  | 'history_revealed'
+  | 'change_reverted'
+  | 'environment_restored'
 
 /**
  * One entry of a vault's access log. Who: a person (`personId`, with the
@@ -259,6 +264,14 @@ export interface VaultSecrets {
   readonly wrappedKey: Uint8Array
   readonly variables: readonly { readonly environment: string; readonly name: string; readonly sealed: Uint8Array }[]
   readonly staged: readonly { readonly importId: string; readonly environment: string; readonly name: string; readonly sealed: Uint8Array }[]
+  /** every kept version (history-store.ts): one row per side of an entry that has a value */
+  readonly history: readonly {
+    readonly changeSetId: string
+    readonly environment: string
+    readonly name: string
+    readonly side: 'before' | 'after'
+    readonly sealed: Uint8Array
+  }[]
 }
 
 export interface ImportDecision {
@@ -266,10 +279,19 @@ export interface ImportDecision {
   readonly decision: 'applied' | 'rejected'
   readonly by: string
   readonly now: Date
+  /**
+   * For `applied`: the environment's version the change set was computed
+   * at (HistoryStore.readCurrent); another version now → `changed`, nothing written.
+   */
+  readonly ifVersion?: number
+  /** For `applied`: the change set of the values written, in the same transaction. */
+  readonly changeSet?: NewChangeSet
 }
 
 export type DecideImportResult =
   | { readonly ok: true; readonly import: ImportRecord }
+  /** `ifVersion` was given and the environment has another version now: nothing changed */
+  | { readonly ok: false; readonly reason: 'changed'; readonly import: ImportRecord }
   /** the push was not pending (already decided, or expired now): nothing changed but the expiry */
   | { readonly ok: false; readonly reason: 'not_pending'; readonly import: ImportRecord }
 

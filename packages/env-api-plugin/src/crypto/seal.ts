@@ -9,7 +9,21 @@ const TAG = 16
  * no two places share the same bytes.
  */
 export function placeOf(vaultId: string, environment: string, name: string): Buffer {
-  const parts = [vaultId, environment, name].map((s) => Buffer.from(s, 'utf8'))
+  return lengthPrefixed([vaultId, environment, name])
+}
+
+/**
+ * Additional data of one version kept in history (issue 12): vault,
+ * environment, name, the change set and which side of it (`before` or
+ * `after`). Five parts where a variable has three: no version opens as a
+ * variable or as another version.
+ */
+export function historyPlaceOf(vaultId: string, environment: string, name: string, changeSetId: string, side: 'before' | 'after'): Buffer {
+  return lengthPrefixed([vaultId, environment, name, changeSetId, side])
+}
+
+function lengthPrefixed(strings: readonly string[]): Buffer {
+  const parts = strings.map((s) => Buffer.from(s, 'utf8'))
   const out = Buffer.alloc(parts.reduce((n, p) => n + 4 + p.length, 0))
   let off = 0
   for (const p of parts) {

@@ -3,6 +3,7 @@ import type { DomainDeps } from './deps.js'
 import { listAccessLog } from './access-log.js'
 import { addCiIdentity, listCiIdentities, removeCiIdentity, type NewCiIdentityInput } from './ci-identities.js'
 import { createEnvironment } from './environments.js'
+import { changeOfPush, listHistory, loadChange, planRollback, revealChange, rollBack, variableHistory } from './history.js'
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
 import { createPush, decidePush, loadPush, mayDecide, pushStatus, revealPush, type PushView } from './pushes.js'
 import { deleteVariable, listVariableNames, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
@@ -45,6 +46,14 @@ export function createDomain(d: DomainDeps) {
     mayDecide: (actor: Actor, view: PushView) => mayDecide(actor, view),
     decidePush: (actor: PersonActor, input: { vaultId: string; importId: string; decision: 'applied' | 'rejected' }) => decidePush(d, actor, input),
     revealPush: (actor: Actor, input: { vaultId: string; importId: string }) => revealPush(d, actor, input),
+    // history
+    listHistory: (actor: Actor, input: Parameters<typeof listHistory>[2]) => listHistory(d, actor, input),
+    loadChange: (actor: Actor, input: { vaultId: string; changeSetId: string }) => loadChange(d, actor, input),
+    revealChange: (actor: Actor, input: { vaultId: string; changeSetId: string; name?: string }) => revealChange(d, actor, input),
+    variableHistory: (actor: Actor, input: { vaultId: string; environment: string; name: string }) => variableHistory(d, actor, input),
+    planRollback: (actor: Actor, input: Parameters<typeof planRollback>[2]) => planRollback(d, actor, input),
+    rollBack: (actor: Actor, input: Parameters<typeof rollBack>[2]) => rollBack(d, actor, input),
+    changeOfPush: (vault: Parameters<typeof changeOfPush>[1], pushId: string) => changeOfPush(d, vault, pushId),
     // CI identities
     addCiIdentity: (actor: Actor, input: NewCiIdentityInput) => addCiIdentity(d, actor, input),
     listCiIdentities: (actor: Actor, vaultId: string) => listCiIdentities(d, actor, vaultId),
@@ -60,6 +69,8 @@ export { ADMINISTRATOR, ADMINISTRATOR_CLIENT, authorOf, entryFor, personActor, t
 export type { DomainDeps } from './deps.js'
 export { CI_ISSUER_PRESETS, isCiPrincipal, mayReadEnvironment, type CiVaultAccess, type NewCiIdentityInput } from './ci-identities.js'
 export { DomainFailure, type FailureKind } from './failure.js'
+export { CHANGE_NOT_FOUND, HISTORY_PAGE, pruneHistory, type ChangeView, type RollbackPlan } from './history.js'
+export { ENVIRONMENT_CHANGED } from './changes.js'
 export { defaultPlan, limitOf } from './limits.js'
 export {
   canDecideImport,

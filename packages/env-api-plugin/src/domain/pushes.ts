@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import type { EnvironmentInfo, ImportRecord, RefusedLine, VaultAccess } from '../adapters/vault-store.js'
+import type { ChangeKind, EnvironmentInfo, ImportRecord, NewChangeSet, RefusedLine, VaultAccess } from '../adapters/storage.js'
 import { errors } from '../errors.js'
 import { MAX_REASON, MAX_REFUSED } from '../schemas/imports.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
+import { entriesOf } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
@@ -133,19 +134,52 @@ export async function decidePush(
   const { vault, push, env } = view
   if (!canDecideImport(vault.role, env, push.senderId === actor.personId, vault.requireSecondPerson)) throw fail.forbidden(decideRefusal(vault.role, env))
   if (push.status !== 'pending') throw fail.conflict(`this push is already ${push.status}`)
-  const now = d.now()
-  const r = await d.storage.decideImport(
-    { importId: push.id, decision: input.decision, by: actor.personId, now },
-    entryFor(actor, {
+  if (input.decision === 'applied' && !d.hasKey) throw errors.notConfigured() // the values it replaces are kept in history, sealed
+  for (let attempt = 1; ; attempt++) {
+    const now = d.now()
+    const log = entryFor(actor, {
       vaultId: vault.id,
       action: input.decision === 'applied' ? 'push_applied' : 'push_rejected',
       at: now,
       environment: push.environment,
       names: push.names,
-    }),
-  )
-  if (!r.ok) throw fail.conflict(`this push is already ${r.import.status}`)
-  return r.import
+    })
+    const decision = { importId: push.id, decision: input.decision, by: actor.personId, now }
+    const r = await d.storage.decideImport(input.decision === 'applied' ? { ...decision, ...(await pushChangeSet(d, actor, view, now)) } : decision, log)
+    if (r.ok) return r.import
+    if (r.reason === 'not_pending') throw fail.conflict(`this push is already ${r.import.status}`)
+    if (attempt >= 5) throw new Error('envkeep: the environment kept changing while a push was applied')
+  }
+}
+
+/**
+ * The change set of applying a push: each staged name's value before
+ * (what the environment holds now) and after, sealed for history, with the
+ * environment's version they were read at (storage refuses the decision
+ * if it changed meanwhile, and it is computed again).
+ */
+async function pushChangeSet(d: DomainDeps, actor: PersonActor, view: PushView, now: Date): Promise<{ ifVersion: number; changeSet: NewChangeSet }> {
+  const { vault, push } = view
+  const state = await d.storage.readCurrent(vault.id, push.environment, push.names)
+  const staged = await d.storage.getImportValues(push.id)
+  const current = await d.crypto.openValues(vault.id, push.environment, state.variables)
+  const incoming = await d.crypto.openValues(vault.id, push.environment, staged)
+  const entries = entriesOf(current, incoming)
+  const id = randomUUID()
+  const sealed = await d.crypto.sealHistory(vault.id, push.environment, id, entries)
+  return {
+    ifVersion: state.version,
+    changeSet: {
+      id,
+      vaultId: vault.id,
+      environment: push.environment,
+      at: now,
+      by: actor.personId,
+      how: 'push',
+      ref: push.id,
+      entries: sealed.map((k, i) => ({ ...k, kind: (entries[i] as { kind: ChangeKind }).kind })),
+    },
+  }
 }
 
 /**

@@ -1,9 +1,9 @@
-import type { EnvironmentInfo, SealedVariable, VaultAccess } from '../adapters/vault-store.js'
+import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
 import { errors } from '../errors.js'
-import { authorOf, entryFor, type Actor } from './actor.js'
+import { entryFor, type Actor } from './actor.js'
+import { changeEnvironment, directHow } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { limitOf, overLimit } from './limits.js'
 import { ciLimitRefusal, mayReadEnvironment } from './ci-identities.js'
 import { canWriteEnvironment, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
 import { nameProblem, valueProblem } from './rules.js'
@@ -82,28 +82,19 @@ export async function writeVariable(
   if (np) throw fail.invalid(np)
   const vp = valueProblem(input.value)
   if (vp) throw fail.invalid(vp)
-  const now = d.now()
-  const r = await withCurrentKey(d, vault.id, async () => {
-    const sealed = await d.crypto.seal(vault.id, env.name, { [name]: input.value })
-    return d.storage.setVariable(
-      {
-        vaultId: vault.id,
-        environment: env.name,
-        value: sealed.values[0] as SealedVariable,
-        by: authorOf(actor),
-        now,
-        limit: limitOf(d.plans, vault.plan),
-        expect: input.mode === 'add' ? 'new' : input.mode === 'change' ? 'existing' : 'any',
-        sealedUnder: sealed.sealedUnder,
-      },
-      entryFor(actor, { vaultId: vault.id, action: 'variable_set', at: now, environment: env.name, names: [name] }),
-    )
+  const r = await changeEnvironment(d, actor, vault, env, {
+    names: [name],
+    how: directHow(actor),
+    ref: null,
+    plan: (current) => {
+      const has = Object.hasOwn(current, name)
+      if (input.mode === 'add' && has) throw fail.conflict('a variable with that name exists in this environment; use Change to give it a new value')
+      if (input.mode === 'change' && !has) throw fail.notFound(VARIABLE_NOT_FOUND)
+      return { [name]: input.value }
+    },
+    log: (names, at) => entryFor(actor, { vaultId: vault.id, action: 'variable_set', at, environment: env.name, names }),
   })
-  if (r.ok) return { vault, env, name, created: r.created }
-  if (r.reason === 'storage_limit') throw overLimit(vault, r, 'this change')
-  if (r.reason === 'stale_key') throw new Error('envkeep: the vault key kept changing while the value was sealed')
-  if (r.reason === 'exists') throw fail.conflict('a variable with that name exists in this environment; use Change to give it a new value')
-  throw fail.notFound(VARIABLE_NOT_FOUND)
+  return { vault, env, name, created: r.entries.some((e) => e.kind === 'added') }
 }
 
 /** Deletes one variable. */
@@ -115,12 +106,18 @@ export async function deleteVariable(
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   if (!canWriteEnvironment(vault.role, env)) throw fail.forbidden(writeRefusal(vault.role))
   if (nameProblem(input.name)) throw fail.notFound(VARIABLE_NOT_FOUND)
-  const now = d.now()
-  const r = await d.storage.deleteVariable(
-    { vaultId: vault.id, environment: env.name, name: input.name, by: authorOf(actor), now },
-    entryFor(actor, { vaultId: vault.id, action: 'variable_deleted', at: now, environment: env.name, names: [input.name] }),
-  )
-  if (!r.ok) throw fail.notFound(VARIABLE_NOT_FOUND)
+  if (!d.hasKey) throw errors.notConfigured() // its last value is kept in history, sealed
+  const name = input.name
+  await changeEnvironment(d, actor, vault, env, {
+    names: [name],
+    how: directHow(actor),
+    ref: null,
+    plan: (current) => {
+      if (!Object.hasOwn(current, name)) throw fail.notFound(VARIABLE_NOT_FOUND)
+      return { [name]: null }
+    },
+    log: (names, at) => entryFor(actor, { vaultId: vault.id, action: 'variable_deleted', at, environment: env.name, names }),
+  })
   return { vault, env }
 }
 

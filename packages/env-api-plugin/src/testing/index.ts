@@ -5,3 +5,4 @@ export { mintSignIn, type MintSignInInput, type MintedSignIn } from './sign-in.j
 export { createMemoryStorage, type MemoryState, type MemoryStorage, type MemoryStorageOptions } from './memory-storage.js'
 export { testLogEntry, TEST_NO_LIMIT } from './log-entry.js'
 export * from './ci-identity-store-contract.js'
+export * from './history-store-contract.js'

@@ -1,6 +1,7 @@
 import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { AuthorizationCodeRecord } from '../adapters/oauth-store.js'
-import type { AccessLogRow, ImportRecord, Role } from '../adapters/vault-store.js'
+import type { ChangeEntry, NewChangeSet } from '../adapters/history-store.js'
+import type { AccessLogRow, ImportRecord, Role, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 
 /**
@@ -35,6 +36,19 @@ export interface VariableRow {
   readonly updatedBy: string | null
 }
 
+/** A change set (history-store.ts): entries frozen; retention replaces the row with fewer entries. */
+export interface ChangeSetRow {
+  readonly id: string
+  readonly seq: number
+  readonly vaultId: string
+  readonly environment: string
+  readonly at: number
+  readonly by: string | null
+  readonly how: NewChangeSet['how']
+  readonly ref: string | null
+  readonly entries: readonly ChangeEntry[]
+}
+
 export interface SignInRow {
   readonly id: string
   readonly personId: string
@@ -62,6 +76,9 @@ export interface State {
   importValues: Map<string, Map<string, Uint8Array>>
   accessLog: AccessLogRow[]
   nextLogId: number
+  /** in seq order */
+  changeSets: ChangeSetRow[]
+  nextChangeSeq: number
   codes: Map<string, AuthorizationCodeRecord>
   signIns: Map<string, SignInRow>
   accessTokens: Map<string, { readonly signInId: string; readonly expiresAt: number }>
@@ -81,6 +98,8 @@ export function emptyState(): State {
     importValues: new Map(),
     accessLog: [],
     nextLogId: 1,
+    changeSets: [],
+    nextChangeSeq: 1,
     codes: new Map(),
     signIns: new Map(),
     accessTokens: new Map(),
@@ -106,6 +125,8 @@ function draftOf(s: State): State {
     importValues: cloneNested(s.importValues),
     accessLog: [...s.accessLog],
     nextLogId: s.nextLogId,
+    changeSets: [...s.changeSets],
+    nextChangeSeq: s.nextChangeSeq,
     codes: new Map(s.codes),
     signIns: new Map(s.signIns),
     accessTokens: new Map(s.accessTokens),
@@ -192,6 +213,49 @@ export class MemoryDb {
     for (const b of this.broken) {
       if (b.what === what && (b.name === undefined || b.name === name)) throw new StorageError('23514', what) // as a failing constraint: names the table, never the cause
     }
+  }
+
+  /** Bumps an environment's version in the draft. */
+  bumpVersion(s: State, vaultId: string, environment: string): void {
+    const envs = s.environments.get(vaultId)
+    const e = envs?.get(environment)
+    if (envs && e) envs.set(environment, { ...e, version: e.version + 1 })
+  }
+
+  /** Writes one variable in the draft; the environment must exist (23503). */
+  putVariable(s: State, vaultId: string, environment: string, v: SealedVariable, by: string | null, at: number): void {
+    this.checkWrite('variables', v.name)
+    if (!s.environments.get(vaultId)?.has(environment)) throw new StorageError('23503', 'variables_environment')
+    const key = varKey(vaultId, environment)
+    let vars = s.variables.get(key)
+    if (!vars) {
+      vars = new Map()
+      s.variables.set(key, vars)
+    }
+    vars.set(v.name, Object.freeze({ sealed: copyBytes(v.sealed), updatedAt: at, updatedBy: by }))
+  }
+
+  /** Appends a change set in the draft (none when it has no entry); the environment must exist (23503), the id be new (23505). */
+  putChangeSet(s: State, c: NewChangeSet): void {
+    if (c.entries.length === 0) return
+    if (!s.environments.get(c.vaultId)?.has(c.environment)) throw new StorageError('23503', 'change_sets_environment')
+    if (s.changeSets.some((r) => r.id === c.id)) throw new StorageError('23505', 'change_sets_pk')
+    const entries = c.entries.map((e) =>
+      Object.freeze({ name: e.name, kind: e.kind, before: e.before && copyBytes(e.before), after: e.after && copyBytes(e.after) }),
+    )
+    s.changeSets.push(
+      Object.freeze({
+        id: c.id,
+        seq: s.nextChangeSeq++,
+        vaultId: c.vaultId,
+        environment: c.environment,
+        at: c.at.getTime(),
+        by: c.by,
+        how: c.how,
+        ref: c.ref,
+        entries: Object.freeze(entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))),
+      }),
+    )
   }
 
   /** Appends a log row in the draft; the vault must exist (as a foreign key would say). */

@@ -1,6 +1,7 @@
 import type { Storage } from '../adapters/storage.js'
 import { MemoryDb, varKey, type MemoryDbOptions, type State } from './memory-state.js'
 import { MemoryCiIdentityStore } from './memory-ci-identity-store.js'
+import { MemoryHistoryStore } from './memory-history-store.js'
 import { MemoryOAuthStore } from './memory-oauth-store.js'
 import { MemoryVaultStore } from './memory-vault-store.js'
 import type { VaultStoreProbe } from './vault-store-contract.js'
@@ -38,6 +39,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
     bindAll(new MemoryVaultStore(db)),
     bindAll(new MemoryOAuthStore(db)),
     bindAll(new MemoryCiIdentityStore(db)),
+    bindAll(new MemoryHistoryStore(db)),
     {
       probe: memoryProbe(db),
       edit: (fn: (state: MemoryState) => void) => db.write('edit', fn),

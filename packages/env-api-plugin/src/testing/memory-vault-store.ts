@@ -55,7 +55,7 @@ function access(s: State, personId: string, filter: (v: VaultRow) => boolean): V
 }
 
 /** Usage of a vault: variables plus staged values of pending pushes. */
-function usage(s: State, vaultId: string): { n: number; bytes: number } {
+export function usage(s: State, vaultId: string): { n: number; bytes: number } {
   let n = 0
   let bytes = 0
   for (const [key, vars] of s.variables) {
@@ -75,9 +75,9 @@ function usage(s: State, vaultId: string): { n: number; bytes: number } {
   return { n, bytes }
 }
 
-const sameBytes = (a: Uint8Array | null, b: Uint8Array): boolean => a !== null && Buffer.from(a).equals(Buffer.from(b))
+export const sameBytes = (a: Uint8Array | null, b: Uint8Array): boolean => a !== null && Buffer.from(a).equals(Buffer.from(b))
 
-function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
+export function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
   if (after.n > limit.maxVariables && after.n > before.n)
     return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
   if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
@@ -103,24 +103,6 @@ export class MemoryVaultStore implements VaultStore {
     const v = s.vaults.get(vaultId)
     if (!v) throw new StorageError('23503', table)
     return v
-  }
-
-  #bumpVersion(s: State, vaultId: string, environment: string): void {
-    const envs = s.environments.get(vaultId)
-    const e = envs?.get(environment)
-    if (envs && e) envs.set(environment, { ...e, version: e.version + 1 })
-  }
-
-  #putVariable(s: State, vaultId: string, environment: string, v: SealedVariable, by: string | null, at: number): void {
-    this.#db.checkWrite('variables', v.name)
-    if (!s.environments.get(vaultId)?.has(environment)) throw new StorageError('23503', 'variables_environment')
-    const key = varKey(vaultId, environment)
-    let vars = s.variables.get(key)
-    if (!vars) {
-      vars = new Map()
-      s.variables.set(key, vars)
-    }
-    vars.set(v.name, Object.freeze({ sealed: copyBytes(v.sealed), updatedAt: at, updatedBy: by }))
   }
 
   /** Moves a pending push to expired in the draft, with its log entry. */
@@ -215,7 +197,15 @@ export class MemoryVaultStore implements VaultStore {
         for (const [name, sealed] of s.importValues.get(imp.id) ?? [])
           staged.push({ importId: imp.id, environment: imp.environment, name, sealed: copyBytes(sealed) })
       }
-      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged })
+      const history: VaultSecrets['history'][number][] = []
+      for (const c of s.changeSets) {
+        if (c.vaultId !== vaultId) continue
+        for (const e of c.entries) {
+          if (e.before) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'before', sealed: copyBytes(e.before) })
+          if (e.after) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'after', sealed: copyBytes(e.after) })
+        }
+      }
+      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged, history })
       s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(next.wrappedKey) }))
       for (const n of next.variables) {
         const vars = s.variables.get(varKey(vaultId, n.environment))
@@ -228,7 +218,15 @@ export class MemoryVaultStore implements VaultStore {
         if (!values?.has(n.name)) throw new StorageError('23503', 'import_values')
         values.set(n.name, copyBytes(n.sealed))
       }
-      for (const env of s.environments.get(vaultId)?.keys() ?? []) this.#bumpVersion(s, vaultId, env)
+      for (const n of next.history) {
+        const i = s.changeSets.findIndex((c) => c.vaultId === vaultId && c.id === n.changeSetId)
+        const c = s.changeSets[i]
+        const e = c?.entries.find((x) => x.name === n.name && x[n.side] !== null)
+        if (!c || !e) throw new StorageError('23503', 'change_entries')
+        const entries = c.entries.map((x) => (x === e ? Object.freeze({ ...x, [n.side]: copyBytes(n.sealed) }) : x))
+        s.changeSets[i] = Object.freeze({ ...c, entries: Object.freeze(entries) })
+      }
+      for (const env of s.environments.get(vaultId)?.keys() ?? []) this.#db.bumpVersion(s, vaultId, env)
       return true
     })
   }
@@ -359,8 +357,8 @@ export class MemoryVaultStore implements VaultStore {
       const over = overLimit(before, after, write.limit)
       if (over) return over
       await this.#db.step()
-      this.#putVariable(s, write.vaultId, write.environment, write.value, write.by, write.now.getTime())
-      this.#bumpVersion(s, write.vaultId, write.environment)
+      this.#db.putVariable(s, write.vaultId, write.environment, write.value, write.by, write.now.getTime())
+      this.#db.bumpVersion(s, write.vaultId, write.environment)
       this.#db.appendLog(s, log)
       return { ok: true, created: !old }
     })
@@ -373,7 +371,7 @@ export class MemoryVaultStore implements VaultStore {
       await this.#db.step()
       this.#db.checkWrite('variables', input.name)
       vars.delete(input.name)
-      this.#bumpVersion(s, input.vaultId, input.environment)
+      this.#db.bumpVersion(s, input.vaultId, input.environment)
       this.#db.appendLog(s, log)
       return { ok: true }
     })
@@ -467,12 +465,15 @@ export class MemoryVaultStore implements VaultStore {
       if (!imp) throw new StorageError('23503', 'imports')
       if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
       if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: this.#expire(s, imp) }
+      const version = s.environments.get(imp.vaultId)?.get(imp.environment)?.version ?? 0
+      if (d.decision === 'applied' && d.ifVersion !== undefined && d.ifVersion !== version) return { ok: false, reason: 'changed', import: imp }
       await this.#db.step()
       const at = d.now.getTime()
       if (d.decision === 'applied') {
+        if (d.changeSet) this.#db.putChangeSet(s, d.changeSet)
         const staged = [...(s.importValues.get(imp.id) ?? new Map<string, Uint8Array>()).entries()].sort(([a], [b]) => byKey(a, b))
-        for (const [name, sealed] of staged) this.#putVariable(s, imp.vaultId, imp.environment, { name, sealed }, d.by, at)
-        if (staged.length > 0) this.#bumpVersion(s, imp.vaultId, imp.environment)
+        for (const [name, sealed] of staged) this.#db.putVariable(s, imp.vaultId, imp.environment, { name, sealed }, d.by, at)
+        if (staged.length > 0) this.#db.bumpVersion(s, imp.vaultId, imp.environment)
       }
       s.importValues.delete(imp.id)
       const decided: ImportRecord = Object.freeze({ ...imp, status: d.decision, decidedAt: d.now, decidedBy: d.by })

@@ -613,6 +613,7 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
               wrappedKey: bump(c.wrappedKey),
               variables: c.variables.map((v) => ({ ...v, sealed: bump(v.sealed) })),
               staged: c.staged.map((v) => ({ ...v, sealed: bump(v.sealed) })),
+              history: c.history.map((v) => ({ ...v, sealed: bump(v.sealed) })),
             }
           }),
           true,

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ciIdentityStoreContract, createMemoryStorage, oauthStoreContract, runVaultStoreContract } from '../../src/testing/index.js'
+import { ciIdentityStoreContract, createMemoryStorage, oauthStoreContract, runHistoryStoreContract, runVaultStoreContract } from '../../src/testing/index.js'
 
 // The reference store passes the contract suites it ships with: as is, and
 // yielding to the event loop between the steps of every transaction (as a
@@ -7,6 +7,12 @@ import { ciIdentityStoreContract, createMemoryStorage, oauthStoreContract, runVa
 for (const yieldBetweenSteps of [false, true]) {
   t.test(`vault store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {
     runVaultStoreContract(t, async () => {
+      const storage = createMemoryStorage({ yieldBetweenSteps })
+      return { store: storage, probe: storage.probe, close: () => storage.close() }
+    })
+  })
+  t.test(`history store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {
+    runHistoryStoreContract(t, async () => {
       const storage = createMemoryStorage({ yieldBetweenSteps })
       return { store: storage, probe: storage.probe, close: () => storage.close() }
     })

@@ -4,6 +4,7 @@ import { m002Oauth } from './002-oauth.js'
 import { m003Accounts } from './003-accounts.js'
 import { m004AccessLogSubject } from './004-access-log-subject.js'
 import { m005CiIdentities } from './005-ci-identities.js'
+import { m006History } from './006-history.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '003_accounts': m003Accounts,
   '004_access_log_subject': m004AccessLogSubject,
   '005_ci_identities': m005CiIdentities,
+  '006_history': m006History,
 }

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto'
+import type { AccessLogEntry, ChangeEntry, ChangeHow, ChangeKind, EnvironmentInfo, VaultAccess } from '../adapters/storage.js'
+import { authorOf, type Actor } from './actor.js'
+import type { DomainDeps } from './deps.js'
+import { fail } from './failure.js'
+import { limitOf, overLimit } from './limits.js'
+
+/** What a change makes of an environment: name → its new value, or null to delete it. */
+export type Target = Readonly<Record<string, string | null>>
+
+export const ENVIRONMENT_CHANGED = 'the environment changed since this page was shown; check the list again'
+
+/** How many times a change is computed again when another writer changed the environment meanwhile. */
+const ATTEMPTS = 5
+
+export interface ChangeOutcome {
+  /** null when the target was what the environment holds already: nothing written, nothing logged */
+  readonly changeSetId: string | null
+  readonly entries: readonly { readonly name: string; readonly kind: ChangeKind }[]
+  /** the environment's version after the change (or as read, when nothing changed) */
+  readonly version: number
+}
+
+/** The entries that take `current` to `target` (names whose value stays the same are left out), in name order. */
+export function entriesOf(
+  current: Readonly<Record<string, string>>,
+  target: Target,
+): { name: string; kind: ChangeKind; before: string | null; after: string | null }[] {
+  const out: { name: string; kind: ChangeKind; before: string | null; after: string | null }[] = []
+  for (const name of Object.keys(target).sort()) {
+    const before = Object.hasOwn(current, name) ? (current[name] as string) : null
+    const after = target[name] ?? null
+    if (before === after) continue
+    out.push({ name, kind: before === null ? 'added' : after === null ? 'deleted' : 'changed', before, after })
+  }
+  return out
+}
+
+/**
+ * Every change of an environment's values goes through here (issue 12):
+ * reads the current values of `names` with the environment's version, lets
+ * `plan` say what they become, and writes the values, the change set (each
+ * entry's before and after sealed for history) and the log entry in one
+ * storage transaction, guarded by that version: if another writer changed
+ * the environment meanwhile, it is all computed again (or, with
+ * `expectVersion`, refused: the person confirmed a list that no longer holds).
+ */
+export async function changeEnvironment(
+  d: DomainDeps,
+  actor: Actor,
+  vault: VaultAccess,
+  env: EnvironmentInfo,
+  o: {
+    /** the names whose current values `plan` needs (undefined: all) */
+    readonly names?: readonly string[]
+    readonly plan: (current: Readonly<Record<string, string>>) => Target | Promise<Target>
+    readonly how: ChangeHow
+    readonly ref: string | null
+    /** the access-log entry, given the names the change touches */
+    readonly log: (names: string[], at: Date) => AccessLogEntry
+    readonly expectVersion?: number
+  },
+): Promise<ChangeOutcome> {
+  for (let attempt = 1; ; attempt++) {
+    const state = await d.storage.readCurrent(vault.id, env.name, o.names)
+    if (o.expectVersion !== undefined && state.version !== o.expectVersion) throw fail.conflict(ENVIRONMENT_CHANGED)
+    const current = await d.crypto.openValues(vault.id, env.name, state.variables)
+    const target = await o.plan(current)
+    const entries = entriesOf(current, target)
+    if (entries.length === 0) return { changeSetId: null, entries: [], version: state.version }
+    const id = randomUUID()
+    const now = d.now()
+    const sets: Record<string, string> = {}
+    for (const e of entries) if (e.after !== null) sets[e.name] = e.after
+    const sealed = await d.crypto.seal(vault.id, env.name, sets)
+    const kept = await d.crypto.sealHistory(vault.id, env.name, id, entries)
+    const names = entries.map((e) => e.name)
+    const r = await d.storage.changeVariables(
+      {
+        vaultId: vault.id,
+        environment: env.name,
+        set: sealed.values,
+        delete: entries.filter((e) => e.after === null).map((e) => e.name),
+        ifVersion: state.version,
+        by: authorOf(actor),
+        now,
+        limit: limitOf(d.plans, vault.plan),
+        sealedUnder: sealed.sealedUnder,
+        changeSet: {
+          id,
+          vaultId: vault.id,
+          environment: env.name,
+          at: now,
+          by: authorOf(actor),
+          how: o.how,
+          ref: o.ref,
+          entries: kept.map((k, i): ChangeEntry => ({ ...k, kind: (entries[i] as { kind: ChangeKind }).kind })),
+        },
+      },
+      o.log(names, now),
+    )
+    if (r.ok) return { changeSetId: id, entries: entries.map((e) => ({ name: e.name, kind: e.kind })), version: r.version }
+    if (r.reason === 'storage_limit') throw overLimit(vault, r, 'this change')
+    if (r.reason === 'changed' && o.expectVersion !== undefined) throw fail.conflict(ENVIRONMENT_CHANGED)
+    if (r.reason === 'stale_key') d.crypto.forget(vault.id)
+    if (attempt >= ATTEMPTS) throw new Error(`envkeep: the environment kept changing while a change was written (${r.reason})`)
+  }
+}
+
+/** How a change by this actor came about, when it is not a push, revert or restore. */
+export function directHow(actor: Actor): ChangeHow {
+  return actor.kind === 'administrator' ? 'admin' : 'page'
+}

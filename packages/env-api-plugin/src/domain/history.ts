@@ -1,0 +1,234 @@
+import type { ChangeSetDetail, ChangeSetSummary, EnvironmentInfo, VariableVersion, VaultAccess } from '../adapters/storage.js'
+import { errors } from '../errors.js'
+import { entryFor, type Actor } from './actor.js'
+import { changeEnvironment, entriesOf, type Target } from './changes.js'
+import type { DomainDeps } from './deps.js'
+import { fail } from './failure.js'
+import { canReadEnvironment, canWriteEnvironment, revealRefusal, writeRefusal } from './permissions.js'
+import { environmentOf, locateEnvironment, locateVault } from './vaults.js'
+
+/**
+ * History and rollback (issue 12). Reading history takes the right to read
+ * the environment; reverting and restoring, the right to write it. Values
+ * leave only through reveals, each logged (`history_revealed`) with the
+ * names before anything is opened.
+ */
+
+export const CHANGE_NOT_FOUND = 'this change does not exist or is not shared with you'
+export const HISTORY_PAGE = 50
+
+export interface ChangeView {
+  readonly vault: VaultAccess
+  readonly env: EnvironmentInfo
+  readonly change: ChangeSetDetail
+  /** later change sets that reverted this one, oldest first */
+  readonly revertedBy: readonly ChangeSetSummary[]
+}
+
+/** A plan shown on a confirmation page and carried out after it: exactly what is written and deleted. */
+export interface RollbackPlan {
+  readonly view: ChangeView
+  /** the environment's version the plan was computed at (the confirmation form carries it) */
+  readonly version: number
+  readonly write: readonly string[]
+  readonly delete: readonly string[]
+  /** revert only: names changed again since, left alone unless `alsoLater` */
+  readonly conflicts: readonly string[]
+  readonly alsoLater: boolean
+}
+
+async function readableEnvironment(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo): Promise<void> {
+  if (canReadEnvironment(vault.role, env)) return
+  await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'refused', at: d.now(), environment: env.name }))
+  throw fail.forbidden(revealRefusal(vault.role, env))
+}
+
+/** Change sets of an environment, newest first, `HISTORY_PAGE` at a time (`beforeSeq` pages on). */
+export async function listHistory(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; environment: string; beforeSeq?: number; limit?: number },
+): Promise<{ vault: VaultAccess; env: EnvironmentInfo; changes: ChangeSetSummary[]; nextBeforeSeq: number | null }> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  await readableEnvironment(d, actor, vault, env)
+  const limit = Math.min(Math.max(1, input.limit ?? HISTORY_PAGE), 500)
+  const page = await d.storage.listChangeSets(vault.id, { environment: env.name, limit: limit + 1, beforeSeq: input.beforeSeq })
+  const changes = page.slice(0, limit)
+  return { vault, env, changes, nextBeforeSeq: page.length > limit ? (changes[changes.length - 1] as ChangeSetSummary).seq : null }
+}
+
+/** One change set with its entries (values still sealed), for its page. */
+export async function loadChange(d: DomainDeps, actor: Actor, input: { vaultId: string; changeSetId: string }): Promise<ChangeView> {
+  const vault = await locateVault(d, actor, input.vaultId)
+  const change = await d.storage.getChangeSet(vault.id, input.changeSetId)
+  if (!change) throw fail.notFound(CHANGE_NOT_FOUND, 'the change')
+  const env = vault.environments.find((e) => e.name === change.environment) ?? { name: change.environment, ownersOnly: true }
+  await readableEnvironment(d, actor, vault, env)
+  const revertedBy = (await d.storage.listChangeSets(vault.id, { ref: change.id, limit: 20 })).filter((c) => c.how === 'revert').reverse()
+  return { vault, env, change, revertedBy }
+}
+
+/** The change set that applied a push, if it is kept, with the change sets that reverted it. */
+export async function changeOfPush(
+  d: DomainDeps,
+  vault: VaultAccess,
+  pushId: string,
+): Promise<{ change: ChangeSetSummary; revertedBy: ChangeSetSummary[] } | null> {
+  const change = (await d.storage.listChangeSets(vault.id, { ref: pushId, limit: 5 })).find((c) => c.how === 'push')
+  if (!change) return null
+  const revertedBy = (await d.storage.listChangeSets(vault.id, { ref: change.id, limit: 20 })).filter((c) => c.how === 'revert').reverse()
+  return { change, revertedBy }
+}
+
+/** The values before and after of a change set (or of one name in it): logged as `history_revealed` first. */
+export async function revealChange(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; changeSetId: string; name?: string },
+): Promise<ChangeView & { before: Record<string, string | null>; after: Record<string, string | null> }> {
+  const view = await loadChange(d, actor, input)
+  if (!d.hasKey) throw errors.notConfigured()
+  const entries = input.name === undefined ? view.change.entries : view.change.entries.filter((e) => e.name === input.name)
+  if (entries.length === 0) throw fail.notFound('that variable is not part of this change')
+  const { vault, change } = view
+  await d.storage.appendAccessLog(
+    entryFor(actor, { vaultId: vault.id, action: 'history_revealed', at: d.now(), environment: change.environment, names: entries.map((e) => e.name) }),
+  )
+  const before = await d.crypto.openHistory(vault.id, change.environment, change.id, 'before', entries)
+  const after = await d.crypto.openHistory(vault.id, change.environment, change.id, 'after', entries)
+  return { ...view, before, after }
+}
+
+/** The versions of one variable, newest first (values sealed; reveal one with `revealChange` and its name). */
+export async function variableHistory(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; environment: string; name: string },
+): Promise<{ vault: VaultAccess; env: EnvironmentInfo; versions: VariableVersion[] }> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  await readableEnvironment(d, actor, vault, env)
+  const versions = await d.storage.listVersions(vault.id, env.name, input.name, { limit: 200 })
+  return { vault, env, versions }
+}
+
+/** For each name changed after `afterSeq`: the value it had right after it, from history (null: none). */
+async function valuesRightAfter(d: DomainDeps, vault: VaultAccess, environment: string, afterSeq: number): Promise<Map<string, string | null>> {
+  const later = await d.storage.firstChangesAfter(vault.id, environment, afterSeq)
+  const out = new Map<string, string | null>()
+  const byChange = new Map<string, typeof later>()
+  for (const l of later) byChange.set(l.changeSetId, [...(byChange.get(l.changeSetId) ?? []), l])
+  for (const [changeSetId, group] of byChange) {
+    const opened = await d.crypto.openHistory(
+      vault.id,
+      environment,
+      changeSetId,
+      'before',
+      group.map((g) => g.entry),
+    )
+    for (const g of group) out.set(g.name, opened[g.name] ?? null)
+  }
+  return out
+}
+
+async function rollbackTarget(
+  d: DomainDeps,
+  view: ChangeView,
+  kind: 'revert' | 'restore',
+  alsoLater: boolean,
+): Promise<{ target: Map<string, string | null>; conflicts: string[] }> {
+  const { vault, change } = view
+  if (kind === 'restore') return { target: await valuesRightAfter(d, vault, change.environment, change.seq), conflicts: [] }
+  const later = new Set((await d.storage.firstChangesAfter(vault.id, change.environment, change.seq)).map((l) => l.name))
+  const before = await d.crypto.openHistory(vault.id, change.environment, change.id, 'before', change.entries)
+  const target = new Map<string, string | null>()
+  const conflicts: string[] = []
+  for (const e of change.entries) {
+    if (later.has(e.name)) {
+      conflicts.push(e.name)
+      if (!alsoLater) continue
+    }
+    target.set(e.name, before[e.name] ?? null)
+  }
+  return { target, conflicts }
+}
+
+async function writableChange(d: DomainDeps, actor: Actor, input: { vaultId: string; changeSetId: string }): Promise<ChangeView> {
+  const view = await loadChange(d, actor, input)
+  const env = environmentOf(view.vault, view.change.environment)
+  if (!canWriteEnvironment(view.vault.role, env)) throw fail.forbidden(writeRefusal(view.vault.role))
+  if (!d.hasKey) throw errors.notConfigured()
+  return view
+}
+
+/**
+ * What reverting (every variable of the change back to its value before
+ * it) or restoring (every variable of the environment back to its value
+ * right after it) would write and delete now. Nothing is logged or written.
+ */
+export async function planRollback(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; changeSetId: string; kind: 'revert' | 'restore'; alsoLater?: boolean },
+): Promise<RollbackPlan> {
+  const view = await writableChange(d, actor, input)
+  const alsoLater = input.kind === 'revert' && input.alsoLater === true
+  const { target, conflicts } = await rollbackTarget(d, view, input.kind, alsoLater)
+  const state = await d.storage.readCurrent(view.vault.id, view.change.environment, [...target.keys()])
+  const current = await d.crypto.openValues(view.vault.id, view.change.environment, state.variables)
+  const entries = entriesOf(current, Object.fromEntries(target))
+  return {
+    view,
+    version: state.version,
+    write: entries.filter((e) => e.after !== null).map((e) => e.name),
+    delete: entries.filter((e) => e.after === null).map((e) => e.name),
+    conflicts,
+    alsoLater,
+  }
+}
+
+/**
+ * Reverts or restores, as one new change set, exactly as planned at
+ * `version` (the confirmation page's): a changed environment is refused
+ * (conflict) so the person sees the new list first.
+ */
+export async function rollBack(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; changeSetId: string; kind: 'revert' | 'restore'; alsoLater?: boolean; version?: number },
+): Promise<{ view: ChangeView; changeSetId: string | null; written: string[]; deleted: string[] }> {
+  const view = await writableChange(d, actor, input)
+  const { vault, change } = view
+  const env = environmentOf(vault, change.environment)
+  const alsoLater = input.kind === 'revert' && input.alsoLater === true
+  let target: Target = {}
+  const r = await changeEnvironment(d, actor, vault, env, {
+    names: undefined,
+    how: input.kind,
+    ref: change.id,
+    expectVersion: input.version,
+    plan: async () => {
+      target = Object.fromEntries((await rollbackTarget(d, view, input.kind, alsoLater)).target)
+      return target
+    },
+    log: (names, at) =>
+      entryFor(actor, {
+        vaultId: vault.id,
+        action: input.kind === 'revert' ? 'change_reverted' : 'environment_restored',
+        at,
+        environment: env.name,
+        names,
+        detail: change.id,
+      }),
+  })
+  return {
+    view,
+    changeSetId: r.changeSetId,
+    written: r.entries.filter((e) => e.kind !== 'deleted').map((e) => e.name),
+    deleted: r.entries.filter((e) => e.kind === 'deleted').map((e) => e.name),
+  }
+}
+
+/** Retention (housekeeping): versions older than `days`, beyond each variable's last `keep`, are deleted. */
+export async function pruneHistory(d: Pick<DomainDeps, 'storage' | 'now'>, days: number, keep = 10): Promise<number> {
+  return d.storage.pruneHistory(new Date(d.now().getTime() - days * 86_400_000), keep)
+}
