@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { pruneHistory } from './domain/history.js'
 import type { ResolvedOptions } from './options.js'
 
 const MINUTE = 60_000
@@ -10,7 +11,8 @@ const DAY = 86_400_000
  * (decisions.md: on every read of the push and by a periodic sweep), every
  * minute from start; expired OAuth codes (kept a day, so a late replay still
  * revokes), expired access tokens and sign-ins ended more than 30 days ago
- * are purged hourly when the store can. One run at a time; the timer never
+ * are purged hourly when the store can, and so are versions kept in history
+ * past `historyDays` (each variable's last 10 stay). One run at a time; the timer never
  * keeps the process alive and stops when the app closes.
  */
 export function scheduleHousekeeping(app: FastifyInstance, opts: ResolvedOptions): void {
@@ -26,6 +28,11 @@ export function scheduleHousekeeping(app: FastifyInstance, opts: ResolvedOptions
       if (runs++ % 60 === 0 && opts.storage.purgeExpired) {
         const removed = await opts.storage.purgeExpired(now, new Date(now.getTime() - DAY), new Date(now.getTime() - 30 * DAY))
         app.log.debug({ removed }, 'envkeep OAuth purge')
+      }
+      if ((runs - 1) % 60 === 0) {
+        // retention: versions older than historyDays, beyond each variable's last 10
+        const pruned = await pruneHistory({ storage: opts.storage, now: opts.now }, opts.historyDays)
+        if (pruned > 0) app.log.info({ pruned }, 'pruned history past its retention')
       }
     } catch (err) {
       app.log.error({ where: 'database', kind: err instanceof Error ? err.name : typeof err }, 'envkeep housekeeping failed')

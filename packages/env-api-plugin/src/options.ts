@@ -15,6 +15,8 @@ export interface EnvApiOptions {
   now?: () => Date
   /** Lifetime of a pending push. Default 7 days. */
   importTtlMs?: number
+  /** Days versions are kept in history (each variable's last 10 are kept whatever their age). Default 365. */
+  historyDays?: number
   /** Per sign-in request limits across /api/env. Default 60 a minute, 5000 a day. */
   rateLimit?: { perMinute?: number; perDay?: number }
   /** Storage limits per plan. Default `{ 'self-hosted': { maxVariables: 10000, maxBytes: 20 MiB } }`. */
@@ -42,6 +44,7 @@ export interface ResolvedOptions {
   readonly serviceName: string
   readonly now: () => Date
   readonly importTtlMs: number
+  readonly historyDays: number
   readonly rateLimit: { readonly perMinute: number; readonly perDay: number }
   readonly plans: Readonly<Record<string, StorageLimit>>
   readonly accessTokenTtlMs: number
@@ -96,6 +99,7 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     serviceName: o.serviceName ?? 'envkeep',
     now: o.now ?? (() => new Date()),
     importTtlMs: positive('importTtlMs', o.importTtlMs, 7 * DAY),
+    historyDays: positive('historyDays', o.historyDays, 365),
     rateLimit: Object.freeze({
       perMinute: positive('rateLimit.perMinute', o.rateLimit?.perMinute, 60),
       perDay: positive('rateLimit.perDay', o.rateLimit?.perDay, 5000),

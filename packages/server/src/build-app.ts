@@ -79,6 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     people,
     now,
     importTtlMs: config.importTtlSeconds * 1000,
+    historyDays: config.historyDays,
     rateLimit: { perMinute: config.ratePerMinute, perDay: config.ratePerDay },
     plans: { ...config.plans },
     ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,

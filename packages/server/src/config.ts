@@ -29,6 +29,8 @@ export interface ServerConfig {
   readonly ratePerDay: number
   /** lifetime of a pending push, in seconds */
   readonly importTtlSeconds: number
+  /** ENVKEEP_HISTORY_DAYS: retention of versions kept in history */
+  readonly historyDays: number
   readonly plans: Readonly<Record<string, StorageLimit>>
   readonly logLevel: string
   /**
@@ -82,6 +84,7 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
   { env: 'ENVKEEP_RATE_PER_MINUTE', default: '60', meaning: 'API requests per sign-in per minute' },
   { env: 'ENVKEEP_RATE_PER_DAY', default: '5000', meaning: 'API requests per sign-in per day' },
   { env: 'ENVKEEP_IMPORT_TTL', default: '604800', meaning: 'seconds a pending push lives before it expires (7 days)' },
+  { env: 'ENVKEEP_HISTORY_DAYS', default: '365', meaning: "days versions are kept in history (each variable's last 10 are kept whatever their age)" },
   {
     env: 'ENVKEEP_PLANS',
     default: '{"self-hosted":{"maxVariables":10000,"maxBytes":20971520}}',
@@ -269,6 +272,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     ratePerMinute: integer('ENVKEEP_RATE_PER_MINUTE', envValue(env, 'ENVKEEP_RATE_PER_MINUTE'), 60, 1, 1_000_000),
     ratePerDay: integer('ENVKEEP_RATE_PER_DAY', envValue(env, 'ENVKEEP_RATE_PER_DAY'), 5000, 1, 1_000_000_000),
     importTtlSeconds: integer('ENVKEEP_IMPORT_TTL', envValue(env, 'ENVKEEP_IMPORT_TTL'), 604_800, 60, 365 * 86_400),
+    historyDays: integer('ENVKEEP_HISTORY_DAYS', envValue(env, 'ENVKEEP_HISTORY_DAYS'), 365, 1, 36_500),
     plans: Object.freeze(parsePlans(envValue(env, 'ENVKEEP_PLANS'))),
     logLevel,
     trustProxy: parseTrustProxy(envValue(env, 'ENVKEEP_TRUST_PROXY')),

@@ -11,6 +11,7 @@ import { adminRotateDataKeys } from './commands/admin-rotate-data-keys.js'
 import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
 import { adminSigninsRevoke } from './commands/admin-signins.js'
 import { adminUserCreate } from './commands/admin-user.js'
+import { adminHistory, adminRestore } from './commands/admin-history.js'
 import { adminVarList, adminVarSet } from './commands/admin-var.js'
 import { adminVaultCreate } from './commands/admin-vault.js'
 import { CommandFailure, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageFailure, type CliDeps, type CommandContext } from './commands/context.js'
@@ -98,6 +99,20 @@ const COMMANDS: readonly CommandSpec[] = [
     summary: 'list the variable names of an environment (never values)',
     strings: ['vault', 'env'],
     run: adminVarList,
+  },
+  {
+    words: ['admin', 'history'],
+    usage: 'admin history --vault V --env E',
+    summary: "an environment's change sets, newest first: when, who, how, names added, changed and deleted (never values)",
+    strings: ['vault', 'env'],
+    run: adminHistory,
+  },
+  {
+    words: ['admin', 'restore'],
+    usage: 'admin restore --vault V --env E --change ID',
+    summary: 'every variable of the environment back to its value right after change ID (from admin history), as one new change',
+    strings: ['vault', 'env', 'change'],
+    run: adminRestore,
   },
   {
     words: ['admin', 'ci', 'add'],

@@ -57,7 +57,9 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 .badge { background: var(--warn-bg); border-color: var(--warn-line); color: var(--warn); }
 .role-owner { background: var(--info-bg); border-color: var(--info-line); }
 .mark-new { background: var(--ok-bg); border-color: var(--ok-line); color: var(--ok); }
-.mark-overwrite { background: var(--warn-bg); border-color: var(--warn-line); color: var(--warn); }
+.mark-added { background: var(--ok-bg); border-color: var(--ok-line); color: var(--ok); }
+.mark-deleted { background: var(--danger-bg, var(--warn-bg)); color: var(--danger); }
+.mark-changed, .mark-overwrite { background: var(--warn-bg); border-color: var(--warn-line); color: var(--warn); }
 .status-applied, .status-active { color: var(--ok); }
 .status-rejected, .status-revoked, .status-expired, .status-ended { color: var(--danger); }
 ul.vaults, ul.vars { list-style: none; padding: 0; margin: 0; }
@@ -80,6 +82,7 @@ input:not([type=checkbox]), textarea { width: 100%; }
 textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 button { font: inherit; font-weight: 600; cursor: pointer; padding: .45rem .9rem; min-height: 2.5rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-fg); margin-top: .5rem; }
 button.secondary { background: var(--card); color: var(--accent); }
+a.button { display: inline-block; font-weight: 600; padding: .45rem .9rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--card); color: var(--accent); text-decoration: none; }
 button.danger { background: var(--card); color: var(--danger); border-color: var(--danger); }
 button.primary { min-width: 7rem; }
 button:disabled { opacity: .45; cursor: not-allowed; }

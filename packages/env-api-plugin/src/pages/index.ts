@@ -6,6 +6,7 @@ import { ASSETS } from './assets.js'
 import type { PageDeps } from './context.js'
 import { sendErrorPage, toPageFailure } from './error.js'
 import { ciAccessRoutes } from './ci-access.js'
+import { historyRoutes } from './history.js'
 import { reviewRoutes } from './review.js'
 import { signInRoutes } from './sign-ins.js'
 import { cliDoneRoutes } from './cli-done.js'
@@ -82,6 +83,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
       vaultListRoutes(app, deps)
       vaultRoutes(app, deps)
       reviewRoutes(app, deps)
+      historyRoutes(app, deps)
       signInRoutes(app, deps)
       ciAccessRoutes(app, deps)
       cliDoneRoutes(app, deps)

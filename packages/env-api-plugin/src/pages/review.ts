@@ -7,6 +7,7 @@ import { vaultTag } from '../errors.js'
 import { csrfField, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { changePath } from './history.js'
 import { html } from './html.js'
 import { vaultUrl } from './vault.js'
 
@@ -96,10 +97,19 @@ ${
     let outcome = html``
     if (!pending) {
       const who = push.status === 'expired' ? html`nobody decided before it expired` : html`by ${personLabel(decider, push.decidedBy)}`
+      const applied = push.status === 'applied' && readable ? await domain.changeOfPush(vault, push.id) : null
+      const reverts = await Promise.all(
+        (applied?.revertedBy ?? []).map(
+          async (r) =>
+            html`<p class="reverted">Reverted by ${r.by === null ? 'the server administrator' : personLabel(await people(r.by), r.by)} at <a href="${pagePath(deps, changePath(vault.id, r.id))}">${when(r.at)}</a>.</p>`,
+        ),
+      )
       outcome = html`<section class="outcome outcome-${push.status}" role="status">
 <h2>${OUTCOME[push.status]}</h2>
 <p>${OUTCOME[push.status]} ${when(push.decidedAt)}, ${who}.</p>
 ${push.status === 'applied' ? html`<p>The variables were written to ${push.environment}.</p>` : html`<p>No variable was changed.</p>`}
+${applied ? html`<p><a href="${pagePath(deps, changePath(vault.id, applied.change.id))}">The change it made</a> (to revert it, open it and choose Revert this change).</p>` : ''}
+${reverts}
 </section>`
     }
 

@@ -8,6 +8,7 @@ import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { historyPath } from './history.js'
 import { html, type SafeHtml } from './html.js'
 
 export { ENVIRONMENT_NAME_RE, ROLES }
@@ -289,6 +290,7 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="
   })
   return html`<section class="env card" id="${anchor}">
 <h3>${env.name}${env.ownersOnly ? html` <span class="badge">owners only</span>` : ''}</h3>
+${readable ? html`<p class="env-links"><a href="${pagePath(deps, historyPath(vault.id, env.name))}">History</a></p>` : ''}
 ${
   !readable
     ? html`<p class="hint">Your role (${vault.role}) cannot read the values of ${env.ownersOnly && vault.role === 'editor' ? 'owners-only environments' : 'this environment'}.</p>`

@@ -61,6 +61,8 @@ export interface Built {
   /** a vault with owner, editor and viewer members */
   readonly vaultId: string
   seal(environment: string, values: Record<string, string>): Promise<{ name: string; sealed: Uint8Array }[]>
+  /** the environment's values now, opened (not logged: a test's look into the store) */
+  current(environment: string): Promise<Record<string, string>>
   push(environment: string, values: Record<string, string>, refused?: RefusedLine[], sender?: string): Promise<string>
 }
 
@@ -136,6 +138,7 @@ export async function build(
     logs,
     vaultId,
     seal: (environment, values) => crypto.sealValues(vaultId, environment, values),
+    current: async (environment) => crypto.openValues(vaultId, environment, (await storage.readCurrent(vaultId, environment)).variables),
     async push(environment, values, refused = [], sender = PEOPLE.editor!.id) {
       const id = randomUUID()
       const sealed = await crypto.sealValues(vaultId, environment, values)
