@@ -26,7 +26,13 @@ export interface VaultCrypto {
    * Opens one side of history entries of one change set; throws ApiError
    * decrypt_failed if any fails (nothing is returned). A null side opens to null.
    */
-  openHistory(vaultId: string, environment: string, changeSetId: string, side: 'before' | 'after', entries: readonly SealedHistory[]): Promise<Record<string, string | null>>
+  openHistory(
+    vaultId: string,
+    environment: string,
+    changeSetId: string,
+    side: 'before' | 'after',
+    entries: readonly SealedHistory[],
+  ): Promise<Record<string, string | null>>
 }
 
 export interface HistoryValues {

@@ -66,7 +66,8 @@ t.test('reject, and a decided or expired push does not change', async (t) => {
   t.equal(expired.outcome, 'not_pending')
   t.equal((await b.storage.getImport(late.import, after))?.status, 'expired')
   t.equal(
-    (await decideImport(b.storage, { importId: '3f2a9c1e-0000-4000-8000-00000000dead', decision: 'applied', personId: 'olga', now: after, keyring: b.keyring })).outcome,
+    (await decideImport(b.storage, { importId: '3f2a9c1e-0000-4000-8000-00000000dead', decision: 'applied', personId: 'olga', now: after, keyring: b.keyring }))
+      .outcome,
     'not_found',
   )
 })

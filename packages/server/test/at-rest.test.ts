@@ -61,9 +61,23 @@ t.test('the SQLite file (WAL included) never holds a plaintext value', async (t)
   const applied = await push('development', { PUSHED: `${CANARY}-pushed`, UNICODE: `${CANARY}-ünï` })
   t.equal(applied.statusCode, 201)
   // applied twice over: the first values are kept in history (sealed), as must be every copy
-  t.equal((await decideImport(storage, { importId: (await push('development', { PUSHED: `${CANARY}-first` })).json().import, decision: 'applied', personId: 'alice', now: new Date(), keyring })).outcome, 'decided')
+  t.equal(
+    (
+      await decideImport(storage, {
+        importId: (await push('development', { PUSHED: `${CANARY}-first` })).json().import,
+        decision: 'applied',
+        personId: 'alice',
+        now: new Date(),
+        keyring,
+      })
+    ).outcome,
+    'decided',
+  )
   t.equal((await push('preview', { STAGED: `${CANARY}-staged` })).statusCode, 201, 'a pending push: staged values')
-  t.equal((await decideImport(storage, { importId: applied.json().import, decision: 'applied', personId: 'alice', now: new Date(), keyring })).outcome, 'decided')
+  t.equal(
+    (await decideImport(storage, { importId: applied.json().import, decision: 'applied', personId: 'alice', now: new Date(), keyring })).outcome,
+    'decided',
+  )
   const read = await app.inject({ url: `/api/env/${v}/development`, headers })
   t.same(Object.keys(read.json().variables), ['PUSHED', 'UNICODE'], 'the values are there and readable')
 

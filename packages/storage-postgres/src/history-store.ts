@@ -143,7 +143,9 @@ export class PostgresHistoryStore implements HistoryStore {
       const at = change.now.getTime()
       for (const v of change.set) {
         await sql`insert into variables (vault_id, environment, name, sealed, updated_at, updated_by) values (${vaultId}, ${environment}, ${v.name}, ${bytes(v.sealed)}, ${at}, ${change.by})
-          on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by`.execute(trx)
+          on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by`.execute(
+          trx,
+        )
       }
       if (change.delete.length > 0)
         await sql`delete from variables where vault_id = ${vaultId} and environment = ${environment} and name = any(${[...change.delete]}::text[])`.execute(trx)
@@ -176,7 +178,10 @@ export class PostgresHistoryStore implements HistoryStore {
       )
       if (!set) return null
       const entries = (
-        await rows<EntryRow>(this.#db, sql`select change_set_seq, name, kind, before, after from change_entries where change_set_seq = ${set.seq} order by name collate "C"`)
+        await rows<EntryRow>(
+          this.#db,
+          sql`select change_set_seq, name, kind, before, after from change_entries where change_set_seq = ${set.seq} order by name collate "C"`,
+        )
       ).map(entryOf)
       return { ...summaryOf(set, entries), entries }
     })

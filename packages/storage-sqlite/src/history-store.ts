@@ -100,7 +100,9 @@ class SqliteHistoryStore implements HistoryStore {
     if (rows.length === 0) return []
     const seqs = rows.map((r) => r.seq)
     const entries = this.#d.sqlite
-      .prepare(`select change_set_seq, name, kind from change_entries where change_set_seq in (${seqs.map(() => '?').join(', ')}) order by change_set_seq, name`)
+      .prepare(
+        `select change_set_seq, name, kind from change_entries where change_set_seq in (${seqs.map(() => '?').join(', ')}) order by change_set_seq, name`,
+      )
       .all(...seqs) as { change_set_seq: number; name: string; kind: ChangeEntry['kind'] }[]
     const by = new Map<number, { name: string; kind: ChangeEntry['kind'] }[]>()
     for (const e of entries) by.set(e.change_set_seq, [...(by.get(e.change_set_seq) ?? []), e])
@@ -113,7 +115,10 @@ class SqliteHistoryStore implements HistoryStore {
       'deferred',
       () => {
         const v = this.#q('select version from environments where vault_id = ? and name = ?').get(vaultId, environment) as { version: number } | undefined
-        const all = this.#q('select name, sealed from variables where vault_id = ? and environment = ? order by name').all(vaultId, environment) as SealedVariable[]
+        const all = this.#q('select name, sealed from variables where vault_id = ? and environment = ? order by name').all(
+          vaultId,
+          environment,
+        ) as SealedVariable[]
         const wanted = names === undefined ? null : new Set(names)
         return { version: v?.version ?? 0, variables: wanted ? all.filter((r) => wanted.has(r.name)) : all }
       },

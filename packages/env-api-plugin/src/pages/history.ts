@@ -74,7 +74,11 @@ export function historyRoutes(app: FastifyInstance, deps: PageDeps): void {
   }
 
   /** GET pages: the signed-in person or a sign-in redirect; failures render as error pages. */
-  function page<P>(url: string, operation: (request: FastifyRequest<{ Params: P }>) => string, work: (request: FastifyRequest<{ Params: P }>, reply: FastifyReply, person: Person) => Promise<FastifyReply>): void {
+  function page<P>(
+    url: string,
+    operation: (request: FastifyRequest<{ Params: P }>) => string,
+    work: (request: FastifyRequest<{ Params: P }>, reply: FastifyReply, person: Person) => Promise<FastifyReply>,
+  ): void {
     app.get<{ Params: P }>(url, async function historyPage(request, reply) {
       const person = await personOrSignIn(deps, request, reply)
       if (!person) return reply
@@ -118,7 +122,11 @@ ${r.nextBeforeSeq !== null ? html`<p><a href="${pagePath(deps, `${historyPath(r.
     person: Person,
     shown?: { change: string; before: string | null; after: string | null },
   ): Promise<FastifyReply> {
-    const r = await domain.variableHistory(pageActor(person, request), { vaultId: request.params.vault, environment: request.params.env, name: request.params.name })
+    const r = await domain.variableHistory(pageActor(person, request), {
+      vaultId: request.params.vault,
+      environment: request.params.env,
+      name: request.params.name,
+    })
     const people = personCache(deps)
     const token = reply.generateCsrf()
     const action = pagePath(deps, `${variablePath(r.vault.id, r.env.name, request.params.name)}/reveal`)
@@ -191,7 +199,9 @@ ${
 </tr>`,
     )
     const reverts = await Promise.all(
-      view.revertedBy.map(async (r) => html`<li>Reverted by ${await who(people, r.by)} at <a href="${pagePath(deps, changePath(vault.id, r.id))}">${when(r.at)}</a></li>`),
+      view.revertedBy.map(
+        async (r) => html`<li>Reverted by ${await who(people, r.by)} at <a href="${pagePath(deps, changePath(vault.id, r.id))}">${when(r.at)}</a></li>`,
+      ),
     )
     const writable = vault.role === 'owner' || (vault.role === 'editor' && !view.env.ownersOnly)
     const body = html`${extra.problem ? refusalBox(extra.problem) : ''}${crumbs(vault, change.environment)}
@@ -232,13 +242,17 @@ ${
       renderChange(reply, person, await domain.loadChange(pageActor(person, request), { vaultId: request.params.vault, changeSetId: request.params.change })),
   )
 
-  app.post<{ Params: { vault: string; change: string } }>('/v/:vault/changes/:change/reveal', { preHandler: app.csrfProtection }, async function revealChange(request, reply) {
-    const person = await personOrSignIn(deps, request, reply, pagePath(deps, changePath(request.params.vault, request.params.change)))
-    if (!person) return reply
-    request.envkeepOperation = `revealing the values of a change of vault ${vaultTag(request.params.vault)}`
-    const r = await domain.revealChange(pageActor(person, request), { vaultId: request.params.vault, changeSetId: request.params.change })
-    return renderChange(reply, person, r, { revealed: { before: r.before, after: r.after } })
-  })
+  app.post<{ Params: { vault: string; change: string } }>(
+    '/v/:vault/changes/:change/reveal',
+    { preHandler: app.csrfProtection },
+    async function revealChange(request, reply) {
+      const person = await personOrSignIn(deps, request, reply, pagePath(deps, changePath(request.params.vault, request.params.change)))
+      if (!person) return reply
+      request.envkeepOperation = `revealing the values of a change of vault ${vaultTag(request.params.vault)}`
+      const r = await domain.revealChange(pageActor(person, request), { vaultId: request.params.vault, changeSetId: request.params.change })
+      return renderChange(reply, person, r, { revealed: { before: r.before, after: r.after } })
+    },
+  )
 
   // ---- revert and restore: a confirmation, then the change ----------------------
 
@@ -292,29 +306,38 @@ ${csrfField(token)}
       (r) => `preparing to ${kind} a change of vault ${vaultTag(r.params.vault)}`,
       async (request, reply, person) => {
         const also = (request.query as Record<string, unknown>)?.also === '1'
-        const plan = await domain.planRollback(pageActor(person, request), { vaultId: request.params.vault, changeSetId: request.params.change, kind, alsoLater: also })
+        const plan = await domain.planRollback(pageActor(person, request), {
+          vaultId: request.params.vault,
+          changeSetId: request.params.change,
+          kind,
+          alsoLater: also,
+        })
         return renderPlan(reply, person, kind, plan)
       },
     )
 
-    app.post<{ Params: { vault: string; change: string } }>(`/v/:vault/changes/:change/${kind}`, { preHandler: app.csrfProtection }, async function rollBack(request, reply) {
-      const back = pagePath(deps, `${changePath(request.params.vault, request.params.change)}/${kind}`)
-      const person = await personOrSignIn(deps, request, reply, back)
-      if (!person) return reply
-      request.envkeepOperation = `${kind === 'revert' ? 'reverting' : 'restoring'} a change of vault ${vaultTag(request.params.vault)}`
-      const actor = pageActor(person, request)
-      const alsoLater = field(request.body, 'also') === '1'
-      const version = Number(field(request.body, 'version'))
-      const input = { vaultId: request.params.vault, changeSetId: request.params.change, kind, alsoLater }
-      try {
-        const r = await domain.rollBack(actor, { ...input, version: Number.isSafeInteger(version) ? version : -1 })
-        return seeOther(deps, reply, r.changeSetId ? changePath(r.view.vault.id, r.changeSetId) : historyPath(r.view.vault.id, r.view.change.environment))
-      } catch (err) {
-        const f = toPageFailure(err, request)
-        if (f.status !== 409) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
-        // the environment changed since the confirmation: show the list as it is now
-        return renderPlan(reply, person, kind, await domain.planRollback(actor, input), f)
-      }
-    })
+    app.post<{ Params: { vault: string; change: string } }>(
+      `/v/:vault/changes/:change/${kind}`,
+      { preHandler: app.csrfProtection },
+      async function rollBack(request, reply) {
+        const back = pagePath(deps, `${changePath(request.params.vault, request.params.change)}/${kind}`)
+        const person = await personOrSignIn(deps, request, reply, back)
+        if (!person) return reply
+        request.envkeepOperation = `${kind === 'revert' ? 'reverting' : 'restoring'} a change of vault ${vaultTag(request.params.vault)}`
+        const actor = pageActor(person, request)
+        const alsoLater = field(request.body, 'also') === '1'
+        const version = Number(field(request.body, 'version'))
+        const input = { vaultId: request.params.vault, changeSetId: request.params.change, kind, alsoLater }
+        try {
+          const r = await domain.rollBack(actor, { ...input, version: Number.isSafeInteger(version) ? version : -1 })
+          return seeOther(deps, reply, r.changeSetId ? changePath(r.view.vault.id, r.changeSetId) : historyPath(r.view.vault.id, r.view.change.environment))
+        } catch (err) {
+          const f = toPageFailure(err, request)
+          if (f.status !== 409) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+          // the environment changed since the confirmation: show the list as it is now
+          return renderPlan(reply, person, kind, await domain.planRollback(actor, input), f)
+        }
+      },
+    )
   }
 }

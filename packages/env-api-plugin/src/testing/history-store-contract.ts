@@ -276,7 +276,10 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
           ref: importId,
           entries: [{ name: 'P', kind: 'added', before: null, after: bytes() }],
         }
-        const stale = await store.decideImport({ importId, decision: 'applied', by: OWNER, now: at(1000), ifVersion: v0 + 7, changeSet: cs }, log(id, 'push_applied'))
+        const stale = await store.decideImport(
+          { importId, decision: 'applied', by: OWNER, now: at(1000), ifVersion: v0 + 7, changeSet: cs },
+          log(id, 'push_applied'),
+        )
         assert.equal(stale.ok, false)
         assert.ok(!stale.ok && stale.reason === 'changed' && stale.import.status === 'pending')
         assert.equal(await store.getVariable(id, 'development', 'P'), null)
@@ -342,7 +345,11 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         // A changes 6 times on day 0..5, B once on day 0; then A once on day 100
         const write = async (names: string[], day: number) => {
           const r = await store.changeVariables(
-            change(id, v, { set: names.map((name) => ({ name, sealed: bytes() })), was: Object.fromEntries(names.map((n) => [n, bytes()])), now: at(day * DAY) }),
+            change(id, v, {
+              set: names.map((name) => ({ name, sealed: bytes() })),
+              was: Object.fromEntries(names.map((n) => [n, bytes()])),
+              now: at(day * DAY),
+            }),
             log(id),
           )
           assert.ok(r.ok)

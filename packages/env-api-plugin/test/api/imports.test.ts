@@ -286,8 +286,12 @@ t.test('the status route reports decisions and expiry', async (t) => {
   const third = (await b.push(v, 'development', bob, { variables: { C: 'c' } })).json()
   b.clock.now = new Date(b.clock.now.getTime() + 60_000)
   const decidedAt = b.clock.now.toISOString()
-  t.match(await decideImport(b.storage, { importId: first.import, decision: 'applied', personId: 'alice', now: b.clock.now, keyring: b.keyring }), { outcome: 'decided' })
-  t.match(await decideImport(b.storage, { importId: second.import, decision: 'rejected', personId: 'alice', now: b.clock.now, keyring: b.keyring }), { outcome: 'decided' })
+  t.match(await decideImport(b.storage, { importId: first.import, decision: 'applied', personId: 'alice', now: b.clock.now, keyring: b.keyring }), {
+    outcome: 'decided',
+  })
+  t.match(await decideImport(b.storage, { importId: second.import, decision: 'rejected', personId: 'alice', now: b.clock.now, keyring: b.keyring }), {
+    outcome: 'decided',
+  })
   t.match((await b.get(`/api/env/imports/${first.import}`, bob)).json(), { status: 'applied', decided_at: decidedAt })
   t.match((await b.get(`/api/env/imports/${second.import}`, bob)).json(), { status: 'rejected', decided_at: decidedAt })
   t.same((await b.get(`/api/env/${v}/development`, bob)).json().variables, { A: CANARY }, 'applied values are readable')

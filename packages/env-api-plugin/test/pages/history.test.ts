@@ -66,7 +66,10 @@ t.test('a wrong push applied to production is undone in two clicks, every value 
   t.same(await b.current('production'), { ...V1, ...V2 }, 'nothing changed by showing the confirmation')
   const { page, done } = await confirm(owner, `${changeUrl}/revert`)
   t.equal(first.body, page.body.replace(/name="_csrf" value="[^"]+"/, /name="_csrf" value="[^"]+"/.exec(first.body)![0]), 'the same list twice')
-  t.match(page.body, /Will be written \(3\)<\/h2>\n<p><code class="name">DATABASE_URL<\/code>, <code class="name">MULTI<\/code>, <code class="name">UNICODE<\/code><\/p>/)
+  t.match(
+    page.body,
+    /Will be written \(3\)<\/h2>\n<p><code class="name">DATABASE_URL<\/code>, <code class="name">MULTI<\/code>, <code class="name">UNICODE<\/code><\/p>/,
+  )
   t.match(page.body, /Will be deleted \(1\)<\/h2>\n<p><code class="name">NEW_ONE<\/code><\/p>/)
   // click two
   t.equal(done.statusCode, 303)
@@ -231,7 +234,10 @@ t.test('a tampered stored version fails its reveal with decrypt_failed and opens
     })
   } else {
     const q = postgresQuery(b.storage)!
-    await q(`update change_entries set after = overlay(after placing '\\x00'::bytea from length(after)) where change_set_seq = (select seq from change_sets where id = $1)`, [bad])
+    await q(
+      `update change_entries set after = overlay(after placing '\\x00'::bytea from length(after)) where change_set_seq = (select seq from change_sets where id = $1)`,
+      [bad],
+    )
   }
   const owner = session(b.app, 'owner')
   await owner.get(`/v/${b.vaultId}/changes/${bad}`)
