@@ -20,10 +20,11 @@ t.test('in Chromium: history → change set → Revert → confirmation → valu
   page.on('pageerror', (e) => problems.push(String(e)))
 
   // a good value, then a wrong push applied on its review page
-  for (const values of [
+  const steps: Record<string, string>[] = [
     { API_URL: 'https://api.example.com', SECRET: 'canary-good-secret' },
     { API_URL: 'https://wrong.example', EXTRA: 'oops' },
-  ]) {
+  ]
+  for (const values of steps) {
     const id = await b.push('development', values)
     await page.goto(`${b.address}/v/${b.vaultId}/variables/imports/${id}`)
     await page.getByRole('button', { name: 'Apply' }).click()

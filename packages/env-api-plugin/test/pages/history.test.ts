@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { isMemory, postgresQuery, storageUnderTest } from '../storage-under-test.js'
 import { build, session } from './helpers.js'
 
@@ -15,7 +15,7 @@ const V1: Record<string, string> = {
 }
 const V2: Record<string, string> = { DATABASE_URL: 'postgres://wrong-host/app', MULTI: 'replaced', NEW_ONE: 'canary-history-new-77', UNICODE: 'changed ✓' }
 
-async function setup(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function setup(t: Test) {
   return build(t, { storage: await storageUnderTest(t) })
 }
 
