@@ -65,6 +65,16 @@ t.test('admin history lists change sets; admin restore brings an environment bac
   t.equal(entry?.clientId, 'envkeep-server')
   t.same([...(entry?.names ?? [])].sort(), ['DB_URL', 'TOKEN'])
 
+  // data-key rotation re-seals the kept versions: the first version still opens, under the new key
+  const keyBefore = await storage.getWrappedKey(vault!.id)
+  const rotated = await cli(['admin', 'rotate-data-keys'])
+  t.equal(rotated.code, 0, rotated.stderr)
+  t.notSame(await storage.getWrappedKey(vault!.id), keyBefore, 'a new data key')
+  const first = await storage.getChangeSet(vault!.id, changes[2]!.id)
+  t.same(await createVaultCrypto(storage, keyring).openHistory(vault!.id, 'production', first!.id, 'after', first!.entries), {
+    DB_URL: 'canary-history-first\nline 2',
+  })
+
   // retention: with the clock a year and a day on, versions past 365 days go, but each variable's last 10 stay
   for (let i = 0; i < 12; i++) t.equal((await set('CHURN', `v${i}`)).code, 0)
   const later = new Date(Date.now() + 366 * 86_400_000)
