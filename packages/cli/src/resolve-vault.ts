@@ -20,16 +20,21 @@ export async function listVaults(api: ApiClient): Promise<VaultListing[]> {
 /** A vault given by id (used as is) or by a name that must match exactly one vault shared with you. */
 export async function resolveVault(api: ApiClient, ref: string): Promise<{ id: string; label: string }> {
   if (UUID_RE.test(ref)) return { id: ref.toLowerCase(), label: ref.slice(0, 8) }
-  const matches = (await listVaults(api)).filter((v) => v.name === ref)
-  if (matches.length === 1) return { id: matches[0]!.id, label: `"${ref}"` }
+  const all = await listVaults(api)
+  const exact = all.filter((v) => v.name === ref)
+  // names are unique regardless of case on current servers: `Shop` finds `shop`
+  const matches = exact.length > 0 ? exact : all.filter((v) => v.name.toLowerCase() === ref.toLowerCase())
+  if (matches.length === 1) return { id: matches[0]!.id, label: `"${matches[0]!.name}"` }
   if (matches.length === 0) {
-    const all = await listVaults(api)
     const names = [...new Set(all.map((v) => v.name))]
     throw new CliError(`no vault named "${ref}" is shared with you on ${api.baseUrl}${didYouMean(ref, names)}`, {
       hint: names.length ? `your vaults: ${names.join(', ')}` : 'no vault is shared with you yet',
     })
   }
-  throw usageError(`${matches.length} vaults are named "${ref}"`, `give the id instead: ${matches.map((v) => v.id).join(', ')}`)
+  throw usageError(
+    `${matches.length} vaults are named "${ref}"`,
+    `give the id instead:\n${matches.map((v) => `  ${v.id}  ${v.name} (${v.role}; ${v.environments.join(', ') || 'no environment you may read'})`).join('\n')}`,
+  )
 }
 
 export function checkEnvironment(env: string): string {

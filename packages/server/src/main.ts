@@ -13,7 +13,7 @@ import { adminSigninsRevoke } from './commands/admin-signins.js'
 import { adminUserCreate } from './commands/admin-user.js'
 import { adminHistory, adminRestore } from './commands/admin-history.js'
 import { adminVarList, adminVarSet } from './commands/admin-var.js'
-import { adminVaultCreate } from './commands/admin-vault.js'
+import { adminAudit, adminVaultCreate } from './commands/admin-vault.js'
 import { CommandFailure, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageFailure, type CliDeps, type CommandContext } from './commands/context.js'
 import { initCommand } from './commands/init.js'
 import { startCommand } from './commands/start.js'
@@ -99,6 +99,13 @@ const COMMANDS: readonly CommandSpec[] = [
     summary: 'list the variable names of an environment (never values)',
     strings: ['vault', 'env'],
     run: adminVarList,
+  },
+  {
+    words: ['admin', 'audit'],
+    usage: 'admin audit',
+    summary: 'the server-level audit log: which vault was deleted, by whom, when (newest first)',
+    strings: [],
+    run: adminAudit,
   },
   {
     words: ['admin', 'history'],

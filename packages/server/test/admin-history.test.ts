@@ -75,6 +75,17 @@ t.test('admin history lists change sets; admin restore brings an environment bac
     DB_URL: 'canary-history-first\nline 2',
   })
 
+  // a deleted vault leaves one server-level audit line, listed by admin audit
+  t.equal((await cli(['admin', 'vault', 'create', '--name', 'short-lived', '--owner', 'ana@example.com'])).code, 0)
+  const [gone] = await storage.findVaults({ name: 'short-lived' })
+  const [ana] = await storage.listMembers(gone!.id)
+  t.equal(await storage.deleteVault({ vaultId: gone!.id, by: ana!.personId, at: new Date('2026-11-25T10:00:00Z') }), true)
+  const audit = await cli(['admin', 'audit', '--json'])
+  t.equal(audit.code, 0, audit.stderr)
+  t.same(JSON.parse(audit.stdout).entries, [
+    { at: '2026-11-25T10:00:00.000Z', by: 'ana@example.com', action: 'vault_deleted', vault: { id: gone!.id, name: 'short-lived' } },
+  ])
+
   // retention: with the clock a year and a day on, versions past 365 days go, but each variable's last 10 stay
   for (let i = 0; i < 12; i++) t.equal((await set('CHURN', `v${i}`)).code, 0)
   const later = new Date(Date.now() + 366 * 86_400_000)

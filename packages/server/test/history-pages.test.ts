@@ -14,17 +14,20 @@ const WRONG = { DB_URL: 'postgres://app:WRONG@db/app', STRAY: 'canary-history-st
 t.test('a wrong push applied to production is undone in two clicks (the server, its pages, its store)', async (t) => {
   const { app, storage, accounts, config, clock } = await buildTestApp(t, { keyring: createLocalKeyring(randomBytes(32)) })
   const ana = await addAccount(accounts, 'ana@example.com', PASSWORD, 'Ana')
+  const bo = await addAccount(accounts, 'bo@example.com', PASSWORD, 'Bo')
   const now = new Date(clock.ms)
   const vaultId = randomUUID()
   await storage.createVault(
     { id: vaultId, name: 'shop', ownerId: ana.id, plan: 'self-hosted', environments: [{ name: 'production', ownersOnly: true }], now },
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
+  // production requires a second person: Ana sends, Bo (an owner too) reviews
+  await storage.setMember({ vaultId, personId: bo.id, role: 'owner' }, testLogEntry({ vaultId, action: 'member_added' }))
   const { accessToken } = await mintSignIn(storage, { baseUrl: config.baseUrl, personId: ana.id, now, signInTtlMs: 86_400_000 })
   const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }
   const b = browser(app)
   const login = await b.get('/login')
-  t.equal((await b.post('/login', { _csrf: csrfOf(login.body), email: 'ana@example.com', password: PASSWORD, return_to: '/' })).statusCode, 303)
+  t.equal((await b.post('/login', { _csrf: csrfOf(login.body), email: 'bo@example.com', password: PASSWORD, return_to: '/' })).statusCode, 303)
 
   const pushAndApply = async (variables: Record<string, string>) => {
     const res = await app.inject({ method: 'POST', url: `/api/env/${vaultId}/production/imports`, headers, payload: { variables } })
@@ -52,5 +55,5 @@ t.test('a wrong push applied to production is undone in two clicks (the server, 
   const back = await read()
   t.same(back, GOOD)
   for (const [k, v] of Object.entries(GOOD)) t.ok(Buffer.from(back[k]!, 'utf8').equals(Buffer.from(v, 'utf8')), `${k} byte for byte`)
-  t.match((await b.get(wrong)).body, /Reverted by <span class="person">Ana<\/span>/)
+  t.match((await b.get(wrong)).body, /Reverted by <span class="person">Bo<\/span>/)
 })

@@ -213,7 +213,32 @@ const m003: Migration = {
   },
 }
 
-const MIGRATIONS: Record<string, Migration> = { '001_schema': m001, '002_rate_counters': m002, '003_history': m003 }
+/**
+ * The web app a team lives in (issue 14): "Require a second person" per environment (on for
+ * owners-only ones), a reason on rejected pushes, the server-level audit log, and the access
+ * log's actions vault_renamed and environment_changed.
+ */
+const m004: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      alter table environments add column second_person boolean not null default false;
+      update environments set second_person = owners_only;
+      alter table imports add column reason text;
+      create table audit_log (
+        id bigint generated always as identity primary key,
+        at bigint not null,
+        person_id text,
+        action text not null constraint audit_log_action check (action in ('vault_deleted')),
+        vault_id text not null,
+        vault_name text not null
+      );
+      alter table access_log drop constraint access_log_action;
+      alter table access_log add constraint access_log_action check (action in ('read', 'refused', 'push_created', 'push_applied', 'push_rejected', 'push_expired', 'variable_set', 'variable_deleted', 'member_added', 'member_changed', 'member_removed', 'environment_created', 'vault_created', 'history_revealed', 'change_reverted', 'environment_restored', 'vault_renamed', 'environment_changed'));
+    `.execute(db)
+  },
+}
+
+const MIGRATIONS: Record<string, Migration> = { '001_schema': m001, '002_rate_counters': m002, '003_history': m003, '004_vault_admin': m004 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }
 

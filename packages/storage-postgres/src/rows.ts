@@ -42,6 +42,7 @@ export interface ImportRow {
   expires_at: string
   decided_at: string | null
   decided_by: string | null
+  reason: string | null
 }
 
 export function toImport(r: ImportRow): ImportRecord {
@@ -59,6 +60,7 @@ export function toImport(r: ImportRow): ImportRecord {
     expiresAt: new Date(ms(r.expires_at)),
     decidedAt: r.decided_at === null ? null : new Date(ms(r.decided_at)),
     decidedBy: r.decided_by,
+    reason: r.reason ?? null,
   }
 }
 

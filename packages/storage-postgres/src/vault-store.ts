@@ -42,7 +42,7 @@ type Q = Kysely<unknown>
  * rules checked in the transaction (last owner, limit, expect, sealedUnder) hold under any
  * number of concurrent writers in any number of processes; other vaults never wait.
  */
-export class PostgresVaultStore implements VaultStore {
+export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'deleteVault' | 'listAudit' | 'setEnvironmentRules'> {
   readonly #db: Q
 
   constructor(db: Q) {
@@ -85,13 +85,13 @@ export class PostgresVaultStore implements VaultStore {
   async #environments(db: Q, vaultIds: readonly string[]): Promise<Map<string, EnvironmentInfo[]>> {
     const out = new Map<string, EnvironmentInfo[]>()
     if (vaultIds.length === 0) return out
-    const list = await rows<{ vault_id: string; name: string; owners_only: boolean }>(
+    const list = await rows<{ vault_id: string; name: string; owners_only: boolean; second_person: boolean }>(
       db,
-      sql`select vault_id, name, owners_only from environments where vault_id = any(${[...vaultIds]}::text[]) order by vault_id, name collate "C"`,
+      sql`select vault_id, name, owners_only, second_person from environments where vault_id = any(${[...vaultIds]}::text[]) order by vault_id, name collate "C"`,
     )
     for (const e of list) {
       const l = out.get(e.vault_id) ?? []
-      l.push({ name: e.name, ownersOnly: e.owners_only })
+      l.push({ name: e.name, ownersOnly: e.owners_only, secondPerson: e.second_person })
       out.set(e.vault_id, l)
     }
     return out
@@ -103,7 +103,7 @@ export class PostgresVaultStore implements VaultStore {
       const vs = await rows<VaultRow & { environments: EnvironmentInfo[] }>(
         this.#db,
         sql`select v.id, v.name, v.plan, v.require_second_person, v.created_at, m.role,
-            coalesce((select jsonb_agg(jsonb_build_object('name', e.name, 'ownersOnly', e.owners_only) order by e.name collate "C") from environments e where e.vault_id = v.id), '[]'::jsonb) as environments
+            coalesce((select jsonb_agg(jsonb_build_object('name', e.name, 'ownersOnly', e.owners_only, 'secondPerson', e.second_person) order by e.name collate "C") from environments e where e.vault_id = v.id), '[]'::jsonb) as environments
           from vaults v join members m on m.vault_id = v.id where ${where} order by v.name collate "C", v.id collate "C"`,
       )
       return vs.map((v) => ({ ...record(v), environments: v.environments, role: v.role! }))
@@ -121,7 +121,7 @@ export class PostgresVaultStore implements VaultStore {
       )
       await sql`insert into members (vault_id, person_id, role) values (${input.id}, ${input.ownerId}, 'owner')`.execute(trx)
       for (const e of input.environments) {
-        await sql`insert into environments (vault_id, name, owners_only, version, created_at) values (${input.id}, ${e.name}, ${e.ownersOnly}, 0, ${input.now.getTime()})`.execute(
+        await sql`insert into environments (vault_id, name, owners_only, second_person, version, created_at) values (${input.id}, ${e.name}, ${e.ownersOnly}, ${e.secondPerson ?? e.ownersOnly}, 0, ${input.now.getTime()})`.execute(
           trx,
         )
       }
@@ -243,7 +243,7 @@ export class PostgresVaultStore implements VaultStore {
       if (!(await this.#lockVault(trx, input.vaultId))) throw new StorageError('23503', 'environments')
       const exists = await rows(trx, sql`select 1 from environments where vault_id = ${input.vaultId} and name = ${input.name}`)
       if (exists.length > 0) return { ok: false, reason: 'exists' }
-      await sql`insert into environments (vault_id, name, owners_only, version, created_at) values (${input.vaultId}, ${input.name}, ${input.ownersOnly}, 0, ${input.now.getTime()})`.execute(
+      await sql`insert into environments (vault_id, name, owners_only, second_person, version, created_at) values (${input.vaultId}, ${input.name}, ${input.ownersOnly}, ${input.secondPerson ?? input.ownersOnly}, 0, ${input.now.getTime()})`.execute(
         trx,
       )
       await insertLog(trx, log)
@@ -454,6 +454,7 @@ export class PostgresVaultStore implements VaultStore {
           expiresAt: input.expiresAt,
           decidedAt: null,
           decidedBy: null,
+          reason: null,
         },
       }
     })
@@ -512,9 +513,12 @@ export class PostgresVaultStore implements VaultStore {
         if (staged.length > 0) await this.#bump(trx, imp.vaultId, imp.environment)
       }
       await sql`delete from import_values where import_id = ${imp.id}`.execute(trx)
-      await sql`update imports set status = ${d.decision}, decided_at = ${d.now.getTime()}, decided_by = ${d.by} where id = ${imp.id}`.execute(trx)
+      const reason = d.decision === 'rejected' ? (d.reason ?? null) : null
+      await sql`update imports set status = ${d.decision}, decided_at = ${d.now.getTime()}, decided_by = ${d.by}, reason = ${reason} where id = ${imp.id}`.execute(
+        trx,
+      )
       await insertLog(trx, log)
-      return { ok: true, import: { ...imp, status: d.decision, decidedAt: d.now, decidedBy: d.by } }
+      return { ok: true, import: { ...imp, status: d.decision, decidedAt: d.now, decidedBy: d.by, reason } }
     })
   }
 

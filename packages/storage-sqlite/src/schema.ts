@@ -28,6 +28,8 @@ export interface EnvironmentsTable {
   vault_id: string
   name: string
   owners_only: number
+  /** 007: "Require a second person" */
+  second_person: Generated<number>
   version: Generated<number>
   created_at: number
 }
@@ -58,6 +60,8 @@ export interface ImportsTable {
   expires_at: number
   decided_at: number | null
   decided_by: string | null
+  /** 007: why it was rejected */
+  reason?: string | null
 }
 
 export interface ImportValuesTable {
@@ -203,4 +207,19 @@ export interface ChangeEntriesTable {
 export interface DB {
   change_sets: ChangeSetsTable
   change_entries: ChangeEntriesTable
+}
+
+// 007_vault_admin
+
+export interface AuditLogTable {
+  id: Generated<number>
+  at: number
+  person_id: string | null
+  action: 'vault_deleted'
+  vault_id: string
+  vault_name: string
+}
+
+export interface DB {
+  audit_log: AuditLogTable
 }

@@ -17,7 +17,7 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   const vaults = createSqliteVaultStore(database)
   const oauth = createSqliteOAuthStore(database)
   const ci = createSqliteCiIdentityStore(database)
-  const storage = Object.assign(Object.create(null) as object, bindAll(vaults), bindAll(oauth), ci, bindAll(createSqliteHistoryStore(database)), {
+  const storage = Object.assign(Object.create(null) as object, vaults, bindAll(oauth), ci, bindAll(createSqliteHistoryStore(database)), {
     database,
     close: () => database.close(),
   })

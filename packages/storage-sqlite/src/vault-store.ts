@@ -35,6 +35,7 @@ import { sql, type Compilable } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import type { ImportsTable } from './schema.js'
 import { insertChangeSet } from './history-store.js'
+import { createSqliteVaultAdminStore } from './vault-admin-store.js'
 import { overLimit, usageOf } from './limits.js'
 import { runSync, wrapStorage, type TransactionMode } from './sqlite-errors.js'
 
@@ -47,8 +48,17 @@ import { runSync, wrapStorage, type TransactionMode } from './sqlite-errors.js'
  * which are hand-written and prepared once: compiling costs more than running.
  */
 export function createSqliteVaultStore(d: OpenDatabase): VaultStore {
-  return new SqliteVaultStore(d)
+  const store = new SqliteVaultStore(d)
+  const methods: Record<string, unknown> = {}
+  for (const k of Object.getOwnPropertyNames(SqliteVaultStore.prototype)) {
+    const v = (store as unknown as Record<string, unknown>)[k]
+    if (k !== 'constructor' && typeof v === 'function') methods[k] = (v as (...a: unknown[]) => unknown).bind(store)
+  }
+  return { ...(methods as unknown as VaultCore), ...createSqliteVaultAdminStore(d) }
 }
+
+/** The vault store but its administration (vault-admin-store.ts). */
+type VaultCore = Omit<VaultStore, 'renameVault' | 'deleteVault' | 'listAudit' | 'setEnvironmentRules'>
 
 /** better-sqlite3 binds Buffers, not plain Uint8Arrays; this view copies nothing. */
 function bytes(u: Uint8Array): Buffer {
@@ -72,6 +82,7 @@ interface EnvRow {
   vault_id: string
   name: string
   owners_only: number
+  second_person: number
 }
 
 type ImportRow = ImportsTable
@@ -91,6 +102,7 @@ function toImport(r: ImportRow): ImportRecord {
     expiresAt: new Date(r.expires_at),
     decidedAt: r.decided_at === null ? null : new Date(r.decided_at),
     decidedBy: r.decided_by,
+    reason: r.reason ?? null,
   }
 }
 
@@ -108,9 +120,9 @@ const ACCESS_VAULTS_SQL = {
   name: 'select v.id, v.name, v.plan, v.require_second_person, v.created_at, m.role from vaults v join members m on m.vault_id = v.id where m.person_id = ? and v.name = ? order by v.name, v.id',
 } as const
 const ACCESS_ENVIRONMENTS_SQL = {
-  all: 'select e.vault_id, e.name, e.owners_only from environments e join members m on m.vault_id = e.vault_id where m.person_id = ? order by e.vault_id, e.name',
-  id: 'select e.vault_id, e.name, e.owners_only from environments e join members m on m.vault_id = e.vault_id where m.person_id = ? and e.vault_id = ? order by e.name',
-  name: 'select e.vault_id, e.name, e.owners_only from environments e join members m on m.vault_id = e.vault_id join vaults v on v.id = e.vault_id where m.person_id = ? and v.name = ? order by e.vault_id, e.name',
+  all: 'select e.vault_id, e.name, e.owners_only, e.second_person from environments e join members m on m.vault_id = e.vault_id where m.person_id = ? order by e.vault_id, e.name',
+  id: 'select e.vault_id, e.name, e.owners_only, e.second_person from environments e join members m on m.vault_id = e.vault_id where m.person_id = ? and e.vault_id = ? order by e.name',
+  name: 'select e.vault_id, e.name, e.owners_only, e.second_person from environments e join members m on m.vault_id = e.vault_id join vaults v on v.id = e.vault_id where m.person_id = ? and v.name = ? order by e.vault_id, e.name',
 } as const
 
 /** Prepared statements are cached by SQL text; past this many the cache starts over. */
@@ -129,7 +141,7 @@ interface PendingRead {
   reject(err: unknown): void
 }
 
-class SqliteVaultStore implements VaultStore {
+class SqliteVaultStore implements VaultCore {
   readonly #d: OpenDatabase
   readonly #statements = new Map<string, Statement>()
   #pendingReads: PendingRead[] = []
@@ -214,7 +226,7 @@ class SqliteVaultStore implements VaultStore {
         list = []
         envs.set(e.vault_id, list)
       }
-      list.push({ name: e.name, ownersOnly: e.owners_only === 1 })
+      list.push({ name: e.name, ownersOnly: e.owners_only === 1, secondPerson: e.second_person === 1 })
     }
     return vaults.map((v) => ({
       id: v.id,
@@ -269,7 +281,14 @@ class SqliteVaultStore implements VaultStore {
       this.#run(this.#db.insertInto('members').values({ vault_id: input.id, person_id: input.ownerId, role: 'owner' }))
       for (const e of input.environments) {
         this.#run(
-          this.#db.insertInto('environments').values({ vault_id: input.id, name: e.name, owners_only: e.ownersOnly ? 1 : 0, version: 0, created_at: at }),
+          this.#db.insertInto('environments').values({
+            vault_id: input.id,
+            name: e.name,
+            owners_only: e.ownersOnly ? 1 : 0,
+            second_person: (e.secondPerson ?? e.ownersOnly) ? 1 : 0,
+            version: 0,
+            created_at: at,
+          }),
         )
       }
       this.#log(log)
@@ -465,9 +484,12 @@ class SqliteVaultStore implements VaultStore {
         plan: v.plan,
         requireSecondPerson: v.require_second_person === 1,
         createdAt: new Date(v.created_at),
-        environments: this.#all(this.#db.selectFrom('environments').select(['name', 'owners_only']).where('vault_id', '=', v.id).orderBy('name')).map((e) => ({
+        environments: this.#all(
+          this.#db.selectFrom('environments').select(['name', 'owners_only', 'second_person']).where('vault_id', '=', v.id).orderBy('name'),
+        ).map((e) => ({
           name: e.name,
           ownersOnly: e.owners_only === 1,
+          secondPerson: e.second_person === 1,
         })),
       }))
     })
@@ -483,6 +505,7 @@ class SqliteVaultStore implements VaultStore {
           vault_id: input.vaultId,
           name: input.name,
           owners_only: input.ownersOnly ? 1 : 0,
+          second_person: (input.secondPerson ?? input.ownersOnly) ? 1 : 0,
           version: 0,
           created_at: input.now.getTime(),
         }),
@@ -821,10 +844,17 @@ class SqliteVaultStore implements VaultStore {
       }
       this.#run(this.#db.deleteFrom('import_values').where('import_id', '=', importId))
       this.#run(
-        this.#db.updateTable('imports').set({ status: decision, decided_at: at, decided_by: by }).where('id', '=', importId).where('status', '=', 'pending'),
+        this.#db
+          .updateTable('imports')
+          .set({ status: decision, decided_at: at, decided_by: by, reason: decision === 'rejected' ? (d.reason ?? null) : null })
+          .where('id', '=', importId)
+          .where('status', '=', 'pending'),
       )
       this.#log(log)
-      return { ok: true, import: toImport({ ...r, status: decision, decided_at: at, decided_by: by }) }
+      return {
+        ok: true,
+        import: toImport({ ...r, status: decision, decided_at: at, decided_by: by, reason: decision === 'rejected' ? (d.reason ?? null) : null }),
+      }
     })
   }
 

@@ -29,6 +29,11 @@ export type Role = 'owner' | 'editor' | 'viewer'
 export interface EnvironmentInfo {
   readonly name: string
   readonly ownersOnly: boolean
+  /**
+   * "Require a second person": the sender of a push may not decide it here.
+   * Storage always answers it; given at creation it defaults to `ownersOnly`.
+   */
+  readonly secondPerson?: boolean
 }
 
 export interface VaultRecord {
@@ -82,6 +87,8 @@ export type AccessAction =
   | 'history_revealed'
   | 'change_reverted'
   | 'environment_restored'
+  | 'vault_renamed'
+  | 'environment_changed'
 
 /**
  * One entry of a vault's access log. Who: a person (`personId`, with the
@@ -131,6 +138,8 @@ export interface ImportRecord {
   readonly expiresAt: Date
   readonly decidedAt: Date | null
   readonly decidedBy: string | null
+  /** why it was rejected, in the decider's words (never a value); null otherwise */
+  readonly reason: string | null
 }
 
 /**
@@ -174,10 +183,23 @@ export interface NewEnvironment {
   readonly vaultId: string
   readonly name: string
   readonly ownersOnly: boolean
+  /** default: `ownersOnly` */
+  readonly secondPerson?: boolean
   readonly now: Date
 }
 
 export type CreateEnvironmentResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'exists' }
+
+/** A server-level audit line: what happened to a vault that has no access log any more. */
+export interface AuditRow {
+  readonly id: number
+  readonly at: Date
+  /** who did it; null for the server administrator */
+  readonly personId: string | null
+  readonly action: 'vault_deleted'
+  readonly vaultId: string
+  readonly vaultName: string
+}
 
 export interface MemberChange {
   readonly vaultId: string
@@ -279,6 +301,8 @@ export interface ImportDecision {
   readonly decision: 'applied' | 'rejected'
   readonly by: string
   readonly now: Date
+  /** for `rejected`: the decider's reason, stored with the push */
+  readonly reason?: string | null
   /**
    * For `applied`: the environment's version the change set was computed
    * at (HistoryStore.readCurrent); another version now → `changed`, nothing written.
@@ -355,7 +379,34 @@ export interface VaultStore {
    */
   findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]>
 
+  /**
+   * Renames a vault and appends `log` (`vault_renamed`, detail: the new
+   * name), in one transaction. False for an unknown vault.
+   */
+  renameVault(input: { readonly vaultId: string; readonly name: string }, log: AccessLogEntry): Promise<boolean>
+
+  /**
+   * Deletes a vault with everything it holds (members, environments,
+   * values, pushes, history, CI identities, its access log) and appends one
+   * server-level audit row, in one transaction. False for an unknown vault
+   * (nothing written).
+   */
+  deleteVault(input: { readonly vaultId: string; readonly by: string | null; readonly at: Date }): Promise<boolean>
+
+  /** Server-level audit rows, newest first. */
+  listAudit(filter: { readonly limit: number }): Promise<AuditRow[]>
+
   // ---- environments and members ------------------------------------------------
+
+  /**
+   * Changes an environment's rules (`ownersOnly`, `secondPerson`; an absent
+   * one is kept) and appends `log` (`environment_changed`), in one
+   * transaction. False for an unknown environment (nothing written).
+   */
+  setEnvironmentRules(
+    input: { readonly vaultId: string; readonly name: string; readonly ownersOnly?: boolean; readonly secondPerson?: boolean },
+    log: AccessLogEntry,
+  ): Promise<boolean>
 
   /**
    * Adds an environment and appends `log` (`environment_created`), in one

@@ -7,6 +7,7 @@ import { changeOfPush, listHistory, loadChange, planRollback, revealChange, roll
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
 import { createPush, decidePush, loadPush, mayDecide, pushStatus, revealPush, type PushView } from './pushes.js'
 import { deleteVariable, listVariableNames, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
+import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
 import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 
 /**
@@ -25,6 +26,9 @@ export function createDomain(d: DomainDeps) {
     findVaultForAdministrator: (ref: string) => findVaultForAdministrator(d, ref),
     listVaults: (personId: string) => listVaults(d, personId),
     createVault: (actor: Actor, input: { name: string; ownerId?: string }) => createVault(d, actor, input),
+    renameVault: (actor: Actor, input: { vaultId: string; name: string }) => renameVault(d, actor, input),
+    deleteVault: (actor: Actor, input: { vaultId: string; confirmName: string }) => deleteVault(d, actor, input),
+    setEnvironmentRules: (actor: Actor, input: Parameters<typeof setEnvironmentRules>[2]) => setEnvironmentRules(d, actor, input),
     // environments and members
     createEnvironment: (actor: Actor, input: { vaultId: string; name: string; ownersOnly: boolean }) => createEnvironment(d, actor, input),
     addMember: (actor: Actor, input: { vaultId: string; email: string; role: string; mode?: 'new' | 'any' }) => addMember(d, actor, input),
@@ -44,7 +48,8 @@ export function createDomain(d: DomainDeps) {
     pushStatus: (actor: PersonActor, importId: string) => pushStatus(d, actor, importId),
     loadPush: (actor: Actor, input: { vaultId: string; importId: string }) => loadPush(d, actor, input),
     mayDecide: (actor: Actor, view: PushView) => mayDecide(actor, view),
-    decidePush: (actor: PersonActor, input: { vaultId: string; importId: string; decision: 'applied' | 'rejected' }) => decidePush(d, actor, input),
+    decidePush: (actor: PersonActor, input: { vaultId: string; importId: string; decision: 'applied' | 'rejected'; reason?: string }) =>
+      decidePush(d, actor, input),
     revealPush: (actor: Actor, input: { vaultId: string; importId: string }) => revealPush(d, actor, input),
     // history
     listHistory: (actor: Actor, input: Parameters<typeof listHistory>[2]) => listHistory(d, actor, input),
@@ -82,7 +87,8 @@ export {
   roleRefusal,
   writeRefusal,
 } from './permissions.js'
-export { pushProblem, PUSH_NOT_FOUND, type PushInput, type PushView } from './pushes.js'
+export { MAX_REJECT_REASON, pushProblem, PUSH_NOT_FOUND, type PushInput, type PushView } from './pushes.js'
+export { sameVaultName, secondPersonRequired } from './vault-admin.js'
 export {
   DEFAULT_ENVIRONMENTS,
   ENVIRONMENT_NAME_RE,

@@ -4,6 +4,7 @@ import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { canManageVault } from './permissions.js'
 import { isRole, ROLES } from './rules.js'
+import { requireFreeName } from './vault-admin.js'
 import { locateVault } from './vaults.js'
 
 /**
@@ -52,6 +53,7 @@ export async function addMember(
   const who = await d.people.findPersonByEmail(email)
   if (!who) throw fail.notFound('there is no account with that email address; the person needs an account first')
   const expect = input.mode ?? 'new'
+  if (!(await d.storage.listMembers(vault.id)).some((m) => m.personId === who.id)) await requireFreeName(d, who.id, vault.name, 'they', vault.id)
   const r = await d.storage.setMember(
     { vaultId: vault.id, personId: who.id, role, expect },
     entryFor(actor, { vaultId: vault.id, action: 'member_added', at: d.now(), subject: who.id, detail: role }),

@@ -10,12 +10,16 @@ import { limitOf, overLimit } from './limits.js'
 import { canDecideImport, canReadEnvironment, decideRefusal, roleRefusal } from './permissions.js'
 import { isWellFormed, MAX_NAME_LENGTH, nameProblem, valueProblem } from './rules.js'
 import { withCurrentKey, type Located } from './variables.js'
+import { secondPersonRequired } from './vault-admin.js'
 import { locateEnvironment, locateVault } from './vaults.js'
 
 /**
  * Pushes: a .env file sent from the command line waits as a pending push
  * until a person with write access applies or rejects it (decisions.md).
  */
+
+/** Longest reason a person may give when rejecting a push. */
+export const MAX_REJECT_REASON = 500
 
 export const PUSH_NOT_FOUND = 'this push does not exist or is not shared with you'
 
@@ -117,7 +121,7 @@ export async function loadPush(d: DomainDeps, actor: Actor, input: { vaultId: st
 /** Whether the actor may decide this push now (for offering the buttons). */
 export function mayDecide(actor: Actor, view: PushView): boolean {
   const isSender = actor.kind === 'person' && view.push.senderId === actor.personId
-  return view.push.status === 'pending' && canDecideImport(view.vault.role, view.env, isSender, view.vault.requireSecondPerson)
+  return view.push.status === 'pending' && canDecideImport(view.vault.role, view.env, isSender, secondPersonRequired(view.vault, view.env))
 }
 
 /**
@@ -128,11 +132,15 @@ export function mayDecide(actor: Actor, view: PushView): boolean {
 export async function decidePush(
   d: DomainDeps,
   actor: PersonActor,
-  input: { vaultId: string; importId: string; decision: 'applied' | 'rejected' },
+  input: { vaultId: string; importId: string; decision: 'applied' | 'rejected'; reason?: string },
 ): Promise<ImportRecord> {
+  const reason = input.decision === 'rejected' ? (input.reason ?? '').replace(/\r\n?/g, '\n').trim() : ''
+  if (reason.length > MAX_REJECT_REASON) throw fail.invalid(`a reason must be at most ${MAX_REJECT_REASON} characters`)
+  if (!isWellFormed(reason)) throw fail.invalid('a reason must be valid Unicode')
   const view = await loadPush(d, actor, input)
   const { vault, push, env } = view
-  if (!canDecideImport(vault.role, env, push.senderId === actor.personId, vault.requireSecondPerson)) throw fail.forbidden(decideRefusal(vault.role, env))
+  if (!canDecideImport(vault.role, env, push.senderId === actor.personId, secondPersonRequired(vault, env)))
+    throw fail.forbidden(decideRefusal(vault.role, env))
   if (push.status !== 'pending') throw fail.conflict(`this push is already ${push.status}`)
   if (input.decision === 'applied' && !d.hasKey) throw errors.notConfigured() // the values it replaces are kept in history, sealed
   for (let attempt = 1; ; attempt++) {
@@ -144,7 +152,7 @@ export async function decidePush(
       environment: push.environment,
       names: push.names,
     })
-    const decision = { importId: push.id, decision: input.decision, by: actor.personId, now }
+    const decision = { importId: push.id, decision: input.decision, by: actor.personId, now, reason: reason || null }
     const r = await d.storage.decideImport(input.decision === 'applied' ? { ...decision, ...(await pushChangeSet(d, actor, view, now)) } : decision, log)
     if (r.ok) return r.import
     if (r.reason === 'not_pending') throw fail.conflict(`this push is already ${r.import.status}`)

@@ -3,6 +3,7 @@ import type { EnvironmentInfo, VaultAccess, VaultRecord } from '../adapters/vaul
 import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
+import { requireFreeName } from './vault-admin.js'
 import { defaultPlan } from './limits.js'
 import { ciVault, isCiPrincipal } from './ci-identities.js'
 import { DEFAULT_ENVIRONMENTS, vaultNameProblem } from './rules.js'
@@ -85,6 +86,7 @@ export async function createVault(d: DomainDeps, actor: Actor, input: { name: st
   if (problem) throw fail.invalid(problem)
   const ownerId = input.ownerId ?? authorOf(actor)
   if (ownerId === null) throw fail.invalid('a vault needs an owner')
+  await requireFreeName(d, ownerId, name, input.ownerId === undefined ? 'you' : 'they')
   const id = randomUUID()
   const now = d.now()
   return d.storage.createVault(

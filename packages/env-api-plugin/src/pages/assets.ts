@@ -82,6 +82,10 @@ input:not([type=checkbox]), textarea { width: 100%; }
 textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 button { font: inherit; font-weight: 600; cursor: pointer; padding: .45rem .9rem; min-height: 2.5rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-fg); margin-top: .5rem; }
 button.secondary { background: var(--card); color: var(--accent); }
+mark { background: var(--warn-bg); color: inherit; border-bottom: 2px solid var(--warn-line); }
+form.reject { display: flex; flex-direction: column; gap: .25rem; }
+form.reject textarea { min-width: 16rem; }
+.danger-zone { border-color: var(--danger); }
 a.button { display: inline-block; font-weight: 600; padding: .45rem .9rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--card); color: var(--accent); text-decoration: none; }
 button.danger { background: var(--card); color: var(--danger); border-color: var(--danger); }
 button.primary { min-width: 7rem; }

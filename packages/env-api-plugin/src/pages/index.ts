@@ -7,6 +7,7 @@ import type { PageDeps } from './context.js'
 import { sendErrorPage, toPageFailure } from './error.js'
 import { ciAccessRoutes } from './ci-access.js'
 import { historyRoutes } from './history.js'
+import { settingsRoutes } from './settings.js'
 import { reviewRoutes } from './review.js'
 import { signInRoutes } from './sign-ins.js'
 import { cliDoneRoutes } from './cli-done.js'
@@ -84,6 +85,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
       vaultRoutes(app, deps)
       reviewRoutes(app, deps)
       historyRoutes(app, deps)
+      settingsRoutes(app, deps)
       signInRoutes(app, deps)
       ciAccessRoutes(app, deps)
       cliDoneRoutes(app, deps)

@@ -2,13 +2,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
-import { canReadEnvironment } from '../domain/permissions.js'
+import { canReadEnvironment, canWriteEnvironment } from '../domain/permissions.js'
+import { MAX_REJECT_REASON } from '../domain/pushes.js'
+import { secondPersonRequired } from '../domain/vault-admin.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { changePath } from './history.js'
-import { html } from './html.js'
+import { html, type SafeHtml } from './html.js'
 import { vaultUrl } from './vault.js'
 
 type Params = { vault: string; import: string }
@@ -75,9 +77,11 @@ ${
   pending
     ? html`<td data-label="Value">${
         value !== undefined
-          ? html`<code class="value" data-name="${name}">${value}</code>${
+          ? html`<code class="value" data-name="${name}">${Object.hasOwn(current, name) ? markedDiff(current[name] as string, value).new : value}</code>${
               Object.hasOwn(current, name)
-                ? html`<span class="small muted">now:</span> <code class="value current" data-current="${name}">${current[name]}</code>`
+                ? html`<span class="small muted">now:</span> <code class="value current" data-current="${name}">${markedDiff(current[name] as string, value).old}</code>${
+                    current[name] === value ? html`<span class="small muted">(unchanged)</span>` : ''
+                  }`
                 : ''
             }`
           : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`
@@ -108,6 +112,7 @@ ${
 <h2>${OUTCOME[push.status]}</h2>
 <p>${OUTCOME[push.status]} ${when(push.decidedAt)}, ${who}.</p>
 ${push.status === 'applied' ? html`<p>The variables were written to ${push.environment}.</p>` : html`<p>No variable was changed.</p>`}
+${push.status === 'rejected' && push.reason ? html`<p class="reason">Reason: ${push.reason}</p>` : ''}
 ${applied ? html`<p><a href="${pagePath(deps, changePath(vault.id, applied.change.id))}">The change it made</a> (to revert it, open it and choose Revert this change).</p>` : ''}
 ${reverts}
 </section>`
@@ -158,14 +163,21 @@ ${
   canDecide
     ? html`<section class="decide card">
 <h2>Decision</h2>
-<p>Apply writes every variable above to ${push.environment} at once${push.overwrites.length ? `, replacing ${push.overwrites.length} existing value${push.overwrites.length === 1 ? '' : 's'}` : ''}. Reject discards the push.</p>
+<p>Apply writes every variable above to ${push.environment} at once${push.overwrites.length ? `, replacing ${push.overwrites.length} existing value${push.overwrites.length === 1 ? '' : 's'}` : ''}. Variables of ${push.environment} that are not in this push stay as they are. Reject discards the push.</p>
 <div class="buttons">
 <form method="post" action="${action}/apply" class="inline">${csrfField(token)}<button type="submit" class="primary">Apply</button></form>
-<form method="post" action="${action}/reject" class="inline">${csrfField(token)}<button type="submit" class="danger">Reject</button></form>
+<form method="post" action="${action}/reject" class="reject">${csrfField(token)}
+<label for="reject-reason">Reason (optional, shown with the push)</label>
+<textarea id="reject-reason" name="reason" rows="2" maxlength="${String(MAX_REJECT_REASON)}"></textarea>
+<button type="submit" class="danger">Reject</button></form>
 </div>
 </section>`
     : pending
-      ? html`<p class="hint">${vault.requireSecondPerson && push.senderId === person.id ? 'This vault requires a second person to decide your own push.' : `Your role (${vault.role}) cannot decide this push.`}</p>`
+      ? html`<p class="hint">${
+          secondPersonRequired(vault, env) && push.senderId === person.id && canWriteEnvironment(vault.role, env)
+            ? `${push.environment} requires a second person: someone else with write access must apply or reject your push.`
+            : `Your role (${vault.role}) cannot decide this push.`
+        }</p>`
       : ''
 }`
     return sendPage(deps, reply, { status: extra.problem?.status ?? 200, title: 'Review a push', body, person })
@@ -219,10 +231,32 @@ ${
     reviewForm(
       `/${verb}`,
       (tag) => `${decision === 'applied' ? 'applying' : 'rejecting'} a push to vault ${tag}`,
-      async (_request, reply, ctx) => {
-        await domain.decidePush(ctx.actor, { vaultId: ctx.vault.id, importId: ctx.push.id, decision })
+      async (request, reply, ctx) => {
+        const reason = decision === 'rejected' ? field(request.body, 'reason') : undefined
+        await domain.decidePush(ctx.actor, { vaultId: ctx.vault.id, importId: ctx.push.id, decision, ...(reason ? { reason } : {}) })
         return seeOther(deps, reply, reviewPath(ctx.vault.id, ctx.push.id))
       },
     )
   }
+}
+
+/**
+ * An overwrite's old and new value with the part that changed marked: the
+ * common start and end stay plain, the middle of each is a <mark> (by code
+ * point, so no surrogate pair is split).
+ */
+export function markedDiff(before: string, after: string): { old: SafeHtml; new: SafeHtml } {
+  const a = [...before]
+  const b = [...after]
+  let start = 0
+  while (start < a.length && start < b.length && a[start] === b[start]) start++
+  let end = 0
+  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++
+  const part = (cps: string[]) => {
+    const head = cps.slice(0, start).join('')
+    const mid = cps.slice(start, cps.length - end).join('')
+    const tail = cps.slice(cps.length - end).join('')
+    return html`${head}${mid ? html`<mark>${mid}</mark>` : ''}${tail}`
+  }
+  return { old: part(a), new: part(b) }
 }

@@ -9,6 +9,7 @@ import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, s
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { historyPath } from './history.js'
+import { settingsPath } from './settings.js'
 import { html, type SafeHtml } from './html.js'
 
 export { ENVIRONMENT_NAME_RE, ROLES }
@@ -163,7 +164,7 @@ ${csrf}<input type="hidden" name="person" value="${m.personId}">
 ${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}
 <p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a></p>
 <h1>${vault.name}</h1>
-<p>Your role: <span class="role role-${vault.role}">${vault.role}</span></p>
+<p>Your role: <span class="role role-${vault.role}">${vault.role}</span> · <a href="${pagePath(deps, settingsPath(vault.id))}">Settings</a></p>
 ${vault.role === 'viewer' ? html`<p class="hint">As a viewer you see the names of variables, not their values.</p>` : ''}
 
 <nav class="toc" aria-label="On this page"><a href="#environments">Environments</a> <a href="#pushes">Pending pushes</a> <a href="#members">Members</a> <a href="#access-log">Access log</a></nav>

@@ -12,7 +12,7 @@ export { DEFAULT_ENVIRONMENTS, MAX_VAULT_NAME, vaultNameProblem } from '../domai
 /** `/`: the person's vaults, and a form to create one. */
 export function vaultListRoutes(app: FastifyInstance, deps: PageDeps): void {
   const domain = pageDomain(deps)
-  async function render(reply: FastifyReply, person: Person, problem: PageFailure | null) {
+  async function render(reply: FastifyReply, person: Person, problem: PageFailure | null, notice: string | null = null) {
     const vaults = await domain.listVaults(person.id)
     const token = reply.generateCsrf()
     const rows = vaults.map(
@@ -20,7 +20,7 @@ export function vaultListRoutes(app: FastifyInstance, deps: PageDeps): void {
 <span class="role role-${v.role}">${v.role}</span>
 <span class="muted">${v.environments.filter((e) => canReadEnvironment(v.role, e)).length} of ${v.environments.length} environments readable</span></li>`,
     )
-    const body = html`${problem ? refusalBox(problem) : ''}
+    const body = html`${problem ? refusalBox(problem) : ''}${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <h1>Your vaults</h1>
 ${vaults.length === 0 ? html`<p class="muted">You are not a member of any vault yet.</p>` : html`<ul class="vaults">${rows}</ul>`}
 <section class="card">
@@ -39,7 +39,8 @@ ${csrfField(token)}
   app.get('/', async function vaultListPage(request, reply) {
     const person = await personOrSignIn(deps, request, reply)
     if (!person) return reply
-    return render(reply, person, null)
+    const done = (request.query as Record<string, unknown> | undefined)?.done
+    return render(reply, person, null, done === 'vault_deleted' ? 'The vault was deleted.' : null)
   })
 
   app.post('/vaults', { preHandler: app.csrfProtection }, async function createVault(request, reply) {

@@ -1,7 +1,7 @@
 import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { AuthorizationCodeRecord } from '../adapters/oauth-store.js'
 import type { ChangeEntry, NewChangeSet } from '../adapters/history-store.js'
-import type { AccessLogRow, ImportRecord, Role, SealedVariable } from '../adapters/vault-store.js'
+import type { AccessLogRow, AuditRow, ImportRecord, Role, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 
 /**
@@ -26,6 +26,7 @@ export interface VaultRow {
 
 export interface EnvironmentRow {
   readonly ownersOnly: boolean
+  readonly secondPerson: boolean
   readonly version: number
   readonly createdAt: number
 }
@@ -76,6 +77,8 @@ export interface State {
   importValues: Map<string, Map<string, Uint8Array>>
   accessLog: AccessLogRow[]
   nextLogId: number
+  /** server-level audit rows, oldest first */
+  audit: AuditRow[]
   /** in seq order */
   changeSets: ChangeSetRow[]
   nextChangeSeq: number
@@ -98,6 +101,7 @@ export function emptyState(): State {
     importValues: new Map(),
     accessLog: [],
     nextLogId: 1,
+    audit: [],
     changeSets: [],
     nextChangeSeq: 1,
     codes: new Map(),
@@ -125,6 +129,7 @@ function draftOf(s: State): State {
     importValues: cloneNested(s.importValues),
     accessLog: [...s.accessLog],
     nextLogId: s.nextLogId,
+    audit: [...s.audit],
     changeSets: [...s.changeSets],
     nextChangeSeq: s.nextChangeSeq,
     codes: new Map(s.codes),

@@ -1,6 +1,7 @@
 import type {
   AccessLogEntry,
   AccessLogRow,
+  AuditRow,
   CreateEnvironmentResult,
   CreateImportResult,
   DecideImportResult,
@@ -38,7 +39,9 @@ function record(v: VaultRow): VaultRecord {
 }
 
 function environmentsOf(s: State, vaultId: string): EnvironmentInfo[] {
-  return [...(s.environments.get(vaultId) ?? new Map()).entries()].sort(([a], [b]) => byKey(a, b)).map(([name, e]) => ({ name, ownersOnly: e.ownersOnly }))
+  return [...(s.environments.get(vaultId) ?? new Map()).entries()]
+    .sort(([a], [b]) => byKey(a, b))
+    .map(([name, e]) => ({ name, ownersOnly: e.ownersOnly, secondPerson: e.secondPerson }))
 }
 
 function info(s: State, v: VaultRow): VaultInfo {
@@ -107,7 +110,7 @@ export class MemoryVaultStore implements VaultStore {
 
   /** Moves a pending push to expired in the draft, with its log entry. */
   #expire(s: State, imp: ImportRecord): ImportRecord {
-    const expired: ImportRecord = Object.freeze({ ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null })
+    const expired: ImportRecord = Object.freeze({ ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null, reason: null })
     s.imports.set(imp.id, expired)
     s.importValues.delete(imp.id)
     this.#db.appendLog(s, {
@@ -144,7 +147,7 @@ export class MemoryVaultStore implements VaultStore {
       const envs = new Map()
       for (const e of input.environments) {
         if (envs.has(e.name)) throw new StorageError('23505', 'environments_pk')
-        envs.set(e.name, Object.freeze({ ownersOnly: e.ownersOnly, version: 0, createdAt: input.now.getTime() }))
+        envs.set(e.name, Object.freeze({ ownersOnly: e.ownersOnly, secondPerson: e.secondPerson ?? e.ownersOnly, version: 0, createdAt: input.now.getTime() }))
       }
       s.environments.set(input.id, envs)
       await this.#db.step()
@@ -252,6 +255,58 @@ export class MemoryVaultStore implements VaultStore {
     )
   }
 
+  renameVault(input: { readonly vaultId: string; readonly name: string }, log: AccessLogEntry): Promise<boolean> {
+    return this.#db.write('vaults', async (s) => {
+      const v = s.vaults.get(input.vaultId)
+      if (!v) return false
+      await this.#db.step()
+      s.vaults.set(v.id, Object.freeze({ ...v, name: input.name }))
+      this.#db.appendLog(s, log)
+      return true
+    })
+  }
+
+  deleteVault(input: { readonly vaultId: string; readonly by: string | null; readonly at: Date }): Promise<boolean> {
+    return this.#db.write('vaults', async (s) => {
+      const v = s.vaults.get(input.vaultId)
+      if (!v) return false
+      await this.#db.step()
+      s.vaults.delete(v.id)
+      s.members.delete(v.id)
+      for (const env of s.environments.get(v.id)?.keys() ?? []) s.variables.delete(varKey(v.id, env))
+      s.environments.delete(v.id)
+      for (const imp of [...s.imports.values()]) {
+        if (imp.vaultId !== v.id) continue
+        s.imports.delete(imp.id)
+        s.importValues.delete(imp.id)
+      }
+      s.accessLog = s.accessLog.filter((r) => r.vaultId !== v.id)
+      s.changeSets = s.changeSets.filter((c) => c.vaultId !== v.id)
+      for (const [id, c] of [...s.ciIdentities]) if (c.vaultId === v.id) s.ciIdentities.delete(id)
+      s.audit.push(Object.freeze({ id: s.audit.length + 1, at: input.at, personId: input.by, action: 'vault_deleted', vaultId: v.id, vaultName: v.name }))
+      return true
+    })
+  }
+
+  listAudit(filter: { readonly limit: number }): Promise<AuditRow[]> {
+    return this.#db.read('audit', (s) => [...s.audit].reverse().slice(0, Math.max(0, Math.trunc(filter.limit))))
+  }
+
+  setEnvironmentRules(
+    input: { readonly vaultId: string; readonly name: string; readonly ownersOnly?: boolean; readonly secondPerson?: boolean },
+    log: AccessLogEntry,
+  ): Promise<boolean> {
+    return this.#db.write('environments', async (s) => {
+      const envs = s.environments.get(input.vaultId)
+      const e = envs?.get(input.name)
+      if (!envs || !e) return false
+      await this.#db.step()
+      envs.set(input.name, Object.freeze({ ...e, ownersOnly: input.ownersOnly ?? e.ownersOnly, secondPerson: input.secondPerson ?? e.secondPerson }))
+      this.#db.appendLog(s, log)
+      return true
+    })
+  }
+
   // ---- environments and members -----------------------------------------------
 
   createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult> {
@@ -260,7 +315,10 @@ export class MemoryVaultStore implements VaultStore {
       const envs = s.environments.get(input.vaultId) ?? new Map()
       if (envs.has(input.name)) return { ok: false, reason: 'exists' }
       await this.#db.step()
-      envs.set(input.name, Object.freeze({ ownersOnly: input.ownersOnly, version: 0, createdAt: input.now.getTime() }))
+      envs.set(
+        input.name,
+        Object.freeze({ ownersOnly: input.ownersOnly, secondPerson: input.secondPerson ?? input.ownersOnly, version: 0, createdAt: input.now.getTime() }),
+      )
       s.environments.set(input.vaultId, envs)
       this.#db.appendLog(s, log)
       return { ok: true }
@@ -427,6 +485,7 @@ export class MemoryVaultStore implements VaultStore {
         expiresAt: input.expiresAt,
         decidedAt: null,
         decidedBy: null,
+        reason: null,
       })
       s.imports.set(imp.id, imp)
       const staged = new Map<string, Uint8Array>()
@@ -476,7 +535,13 @@ export class MemoryVaultStore implements VaultStore {
         if (staged.length > 0) this.#db.bumpVersion(s, imp.vaultId, imp.environment)
       }
       s.importValues.delete(imp.id)
-      const decided: ImportRecord = Object.freeze({ ...imp, status: d.decision, decidedAt: d.now, decidedBy: d.by })
+      const decided: ImportRecord = Object.freeze({
+        ...imp,
+        status: d.decision,
+        decidedAt: d.now,
+        decidedBy: d.by,
+        reason: d.decision === 'rejected' ? (d.reason ?? null) : null,
+      })
       s.imports.set(imp.id, decided)
       this.#db.appendLog(s, log)
       return { ok: true, import: decided }

@@ -12,6 +12,7 @@ import type {
   VaultSecrets,
   VaultStore,
 } from '../adapters/vault-store.js'
+import { vaultAdminContract } from './vault-admin-contract.js'
 
 /**
  * The contract every vault store must meet (adapters/vault-store.ts), as
@@ -68,7 +69,7 @@ export interface ContractRunner {
 
 /** Runs every case of the contract as a subtest of `t` (a case fails by throwing). */
 export function runVaultStoreContract(t: ContractRunner, make: MakeVaultStore): void {
-  for (const c of vaultStoreContract) {
+  for (const c of [...vaultStoreContract, ...vaultAdminContract]) {
     t.test(c.name, async (t) => {
       await c.run(make)
       t.pass('the case holds')
@@ -208,11 +209,15 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
         assert.equal(v.plan, 'self-hosted')
         assert.equal(v.requireSecondPerson, false)
         assert.equal(v.createdAt.getTime(), T0.getTime())
-        assert.deepEqual(v.environments, [
-          { name: 'development', ownersOnly: false },
-          { name: 'preview', ownersOnly: false },
-          { name: 'production', ownersOnly: true },
-        ])
+        assert.deepEqual(
+          v.environments,
+          [
+            { name: 'development', ownersOnly: false, secondPerson: false },
+            { name: 'preview', ownersOnly: false, secondPerson: false },
+            { name: 'production', ownersOnly: true, secondPerson: true },
+          ],
+          'secondPerson defaults to ownersOnly',
+        )
         assert.equal(await store.getVault(id, STRANGER), null)
         assert.equal(await store.getVault(randomUUID(), OWNER), null)
         assert.deepEqual(await store.listVaults(STRANGER), [])
@@ -367,9 +372,9 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
           requireSecondPerson: false,
           createdAt: T0,
           environments: [
-            { name: 'development', ownersOnly: false },
-            { name: 'preview', ownersOnly: false },
-            { name: 'production', ownersOnly: true },
+            { name: 'development', ownersOnly: false, secondPerson: false },
+            { name: 'preview', ownersOnly: false, secondPerson: false },
+            { name: 'production', ownersOnly: true, secondPerson: true },
           ],
         })
         assert.deepEqual(
@@ -1016,6 +1021,7 @@ export const vaultStoreContract: readonly VaultStoreContractCase[] = [
           expiresAt: at(7 * DAY),
           decidedAt: null,
           decidedBy: null,
+          reason: null,
         })
         assert.deepEqual(await store.getImport(input.id, T0), r.import, 'read back the same')
         const staged = await store.getImportValues(input.id)

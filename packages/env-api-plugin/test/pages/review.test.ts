@@ -72,7 +72,11 @@ t.test('the review page shows environment, sender, times, new/overwrite, refused
   const reveal = await s.post(`${url}/reveal`, {})
   t.equal(reveal.statusCode, 200)
   t.match(reveal.body, `<code class="value" data-name="NEW_ONE">${CANARY}</code>`)
-  t.match(reveal.body, '<code class="value current" data-current="OLD">old-value</code>', 'an overwrite shows the value it replaces')
+  t.match(
+    reveal.body,
+    '<code class="value current" data-current="OLD"><mark>old-value</mark></code>',
+    'an overwrite shows the value it replaces, the change marked',
+  )
   t.notMatch(reveal.body, 'data-current="NEW_ONE"')
   const log = await b.storage.listAccessLog(b.vaultId, { limit: 1 })
   t.equal(log[0]?.action, 'read')

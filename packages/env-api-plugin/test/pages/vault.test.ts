@@ -227,8 +227,8 @@ t.test('environments: an owner adds one, optionally owners-only; bad or taken na
   t.same(
     vault?.environments.filter((e) => e.name === 'staging' || e.name === 'qa'),
     [
-      { name: 'qa', ownersOnly: false },
-      { name: 'staging', ownersOnly: true },
+      { name: 'qa', ownersOnly: false, secondPerson: false },
+      { name: 'staging', ownersOnly: true, secondPerson: true },
     ],
   )
   t.equal((await session(b.app, 'editor').post(`${url}/environments`, { name: 'x' })).statusCode, 403, 'editor (no token) refused')

@@ -41,9 +41,9 @@ t.test('creating a vault makes the person its owner with the three environments'
   const vault = await b.storage.getVault(m![1]!, PEOPLE.outsider!.id)
   t.equal(vault?.role, 'owner')
   t.same(vault?.environments, [
-    { name: 'development', ownersOnly: false },
-    { name: 'preview', ownersOnly: false },
-    { name: 'production', ownersOnly: true },
+    { name: 'development', ownersOnly: false, secondPerson: false },
+    { name: 'preview', ownersOnly: false, secondPerson: false },
+    { name: 'production', ownersOnly: true, secondPerson: true },
   ])
   const list = await s.get('/')
   t.notMatch(list.body, '<script>alert(1)</script>', 'the name is escaped')

@@ -20,3 +20,19 @@ export async function adminVaultCreate(ctx: CommandContext): Promise<number> {
     await data.close()
   }
 }
+
+/** `admin audit`: the server-level audit log (deleted vaults: who, which, when), newest first. */
+export async function adminAudit(ctx: CommandContext): Promise<number> {
+  const data = await openData(ctx.config)
+  try {
+    const rows = await data.storage.listAudit({ limit: 500 })
+    const who = async (id: string | null) => (id === null ? 'server administrator' : ((await data.accounts.getAccount(id))?.email ?? id))
+    const entries = await Promise.all(
+      rows.map(async (r) => ({ at: r.at.toISOString(), by: await who(r.personId), action: r.action, vault: { id: r.vaultId, name: r.vaultName } })),
+    )
+    const text = entries.length === 0 ? 'no audit entry' : entries.map((e) => `${e.at}  ${e.action}  ${e.vault.name} (${e.vault.id})  by ${e.by}`).join('\n')
+    return report(ctx, text, { entries })
+  } finally {
+    await data.close()
+  }
+}

@@ -1,0 +1,89 @@
+import type { EnvironmentInfo, VaultAccess, VaultRecord } from '../adapters/vault-store.js'
+import { authorOf, entryFor, type Actor } from './actor.js'
+import type { DomainDeps } from './deps.js'
+import { fail } from './failure.js'
+import { canManageVault } from './permissions.js'
+import { vaultNameProblem } from './rules.js'
+import { environmentOf, locateVault } from './vaults.js'
+
+/**
+ * Vault administration (issue 14): names unique (case-insensitive) among
+ * the vaults a person reaches; rename and delete by owners; an
+ * environment's rules (owners-only, "Require a second person").
+ */
+
+/** Case-insensitive comparison of vault names, as people read them. */
+export function sameVaultName(a: string, b: string): boolean {
+  return a.normalize('NFC').toLocaleLowerCase('en') === b.normalize('NFC').toLocaleLowerCase('en')
+}
+
+/** Refuses when `personId` reaches a vault (other than `except`) with this name. */
+export async function requireFreeName(d: DomainDeps, personId: string, name: string, who: 'you' | 'they', except?: string): Promise<void> {
+  const clash = (await d.storage.listVaults(personId)).find((v) => v.id !== except && sameVaultName(v.name, name))
+  if (!clash) return
+  throw fail.conflict(
+    who === 'you'
+      ? `you already have a vault named "${clash.name}"; choose another name`
+      : `that person already has a vault named "${clash.name}"; rename one of the two first`,
+  )
+}
+
+function requireOwner(vault: VaultAccess, what: string): void {
+  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
+}
+
+/** Renames a vault (owners): the name rules, unique among every member's vaults. */
+export async function renameVault(d: DomainDeps, actor: Actor, input: { vaultId: string; name: string }): Promise<VaultRecord> {
+  const vault = await locateVault(d, actor, input.vaultId)
+  requireOwner(vault, 'rename the vault')
+  const name = input.name.trim()
+  const problem = vaultNameProblem(name)
+  if (problem) throw fail.invalid(problem)
+  if (name === vault.name) return vault
+  for (const m of await d.storage.listMembers(vault.id)) {
+    await requireFreeName(d, m.personId, name, m.personId === authorOf(actor) ? 'you' : 'they', vault.id)
+  }
+  const now = d.now()
+  const ok = await d.storage.renameVault({ vaultId: vault.id, name }, entryFor(actor, { vaultId: vault.id, action: 'vault_renamed', at: now, detail: name }))
+  if (!ok) throw fail.notFound('this vault does not exist or is not shared with you', 'the vault')
+  return { ...vault, name }
+}
+
+/**
+ * Deletes a vault with its values, pushes, history and access log
+ * (owners), after the person typed its name; one server-level audit line
+ * says who deleted which vault when.
+ */
+export async function deleteVault(d: DomainDeps, actor: Actor, input: { vaultId: string; confirmName: string }): Promise<VaultAccess> {
+  const vault = await locateVault(d, actor, input.vaultId)
+  requireOwner(vault, 'delete the vault')
+  if (input.confirmName.trim() !== vault.name) throw fail.invalid(`type the vault's name, ${vault.name}, to delete it`)
+  if (!(await d.storage.deleteVault({ vaultId: vault.id, by: authorOf(actor), at: d.now() }))) {
+    throw fail.notFound('this vault does not exist or is not shared with you', 'the vault')
+  }
+  return vault
+}
+
+/** Changes an environment's rules (owners): owners-only, and whether a push's sender may decide it. */
+export async function setEnvironmentRules(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; environment: string; ownersOnly?: boolean; secondPerson?: boolean },
+): Promise<EnvironmentInfo> {
+  const vault = await locateVault(d, actor, input.vaultId)
+  requireOwner(vault, 'change environments')
+  const env = environmentOf(vault, input.environment)
+  const next = { ownersOnly: input.ownersOnly ?? env.ownersOnly, secondPerson: input.secondPerson ?? env.secondPerson ?? env.ownersOnly }
+  const words = [`owners only: ${next.ownersOnly ? 'on' : 'off'}`, `second person: ${next.secondPerson ? 'on' : 'off'}`].join(', ')
+  const ok = await d.storage.setEnvironmentRules(
+    { vaultId: vault.id, name: env.name, ...next },
+    entryFor(actor, { vaultId: vault.id, action: 'environment_changed', at: d.now(), environment: env.name, detail: words }),
+  )
+  if (!ok) throw fail.notFound('this environment does not exist in the vault')
+  return { name: env.name, ...next }
+}
+
+/** Whether the sender of a push may not decide it: the vault's rule or the environment's. */
+export function secondPersonRequired(vault: VaultAccess, env: EnvironmentInfo): boolean {
+  return vault.requireSecondPerson || (env.secondPerson ?? env.ownersOnly)
+}
