@@ -1,5 +1,6 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, StorageError, errors } from './errors.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { type ApiError, errors } from './errors.js'
+import { classifyFailure } from './failure-class.js'
 import { logFailure } from './failure-log.js'
 import { PUSH_BODY_LIMIT } from './options.js'
 
@@ -9,33 +10,28 @@ export const API_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 })
 
 /**
- * Turns anything thrown on an API route into an ApiError: our own errors
- * pass through, storage failures keep their SQLSTATE, Fastify's body and
- * media-type errors become the spec's codes, everything else is a bug.
+ * Anything thrown on an API route as an ApiError, from its class
+ * (failure-class.ts): our own errors pass through, storage failures keep
+ * their SQLSTATE, the framework's client errors become the spec's codes
+ * (their message, which may quote the request, never reaches the wire),
+ * everything else is a bug.
  */
 export function toApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err
-  // By shape too: a storage adapter may hold another copy of this package.
-  if (err instanceof StorageError || isStorageError(err)) return errors.database(err)
-  // A client error Fastify raises itself (body over the limit, a media type
-  // with no parser, QUERY without a content type): its status holds, its
-  // message (which may quote the request) never reaches the wire. JSON
-  // syntax errors never get here: the API's own parser answers them.
-  const fe = err as Partial<FastifyError> | null
-  if (fe && typeof fe.code === 'string' && fe.code.startsWith('FST_ERR_') && typeof fe.statusCode === 'number') {
-    if (fe.statusCode === 413) return errors.tooLarge(PUSH_BODY_LIMIT)
-    if (fe.statusCode === 415) return errors.unsupportedMediaType()
-    if (fe.code === 'FST_ERR_VALIDATION') return errors.invalidRequest('the request does not match the expected shape')
-    if (fe.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') return errors.invalidRequest('the content length does not match the body')
-    if (fe.statusCode >= 400 && fe.statusCode < 500) return errors.invalidRequest('the request is malformed')
+  const c = classifyFailure(err)
+  switch (c.kind) {
+    case 'known':
+      return c.error
+    case 'database':
+      return errors.database(c.error)
+    case 'bug':
+      return errors.internal(c.cause)
+    case 'client':
+      if (c.problem === 'too_large') return errors.tooLarge(PUSH_BODY_LIMIT)
+      if (c.problem === 'media_type') return errors.unsupportedMediaType()
+      if (c.problem === 'validation') return errors.invalidRequest('the request does not match the expected shape')
+      if (c.problem === 'content_length') return errors.invalidRequest('the content length does not match the body')
+      return errors.invalidRequest('the request is malformed')
   }
-  return errors.internal(err)
-}
-
-function isStorageError(err: unknown): err is StorageError {
-  if (!(err instanceof Error) || err.name !== 'StorageError') return false
-  const e = err as Partial<StorageError>
-  return typeof e.sqlstate === 'string' && typeof e.status === 'number'
 }
 
 declare module 'fastify' {

@@ -1,4 +1,5 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { classifyFailure } from '../failure-class.js'
 import { logFailure } from '../failure-log.js'
 
 /** RFC 6749 / RFC 8707 error codes used by the token and revocation endpoints, plus our 405 and 500. */
@@ -65,22 +66,19 @@ export const oauthErrors = {
   serverError: (cause: unknown): OAuthError => new OAuthError(500, 'server_error', 'an internal error occurred; quote the reference in a report', { cause }),
 } as const
 
-/** Anything thrown on an OAuth route, as an OAuthError: Fastify's own errors never reach the wire in their shape. */
+/** Anything thrown on an OAuth route, as an OAuthError (classified once, failure-class.ts): Fastify's own errors never reach the wire in their shape. */
 export function toOAuthError(err: unknown): OAuthError {
   if (err instanceof OAuthError) return err
-  const fe = err as Partial<FastifyError> | null
-  const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500
-  if (status >= 400 && status < 500) {
-    if (fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return oauthErrors.invalidRequest('the body is too large')
+  const c = classifyFailure(err)
+  if (c.kind === 'client') {
+    if (c.problem === 'too_large') return oauthErrors.invalidRequest('the body is too large')
     return oauthErrors.invalidRequest('the request is malformed; send application/x-www-form-urlencoded parameters')
   }
   // a storage failure keeps its status (503/504) but never its detail
-  const sqlStatus = (err as { status?: unknown } | null)?.status
-  const e = oauthErrors.serverError(err)
-  if (typeof sqlStatus === 'number' && (sqlStatus === 503 || sqlStatus === 504)) {
-    return new OAuthError(sqlStatus, 'server_error', 'the database did not answer in time; quote the reference in a report', { cause: err })
+  if (c.kind === 'database' && (c.status === 503 || c.status === 504)) {
+    return new OAuthError(c.status, 'server_error', 'the database did not answer in time; quote the reference in a report', { cause: err })
   }
-  return e
+  return oauthErrors.serverError(err)
 }
 
 /**

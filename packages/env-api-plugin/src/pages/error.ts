@@ -1,5 +1,6 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, StorageError, type Where } from '../errors.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, type Where } from '../errors.js'
+import { classifyFailure, type FailureClass } from '../failure-class.js'
 import { logFailure } from '../failure-log.js'
 import { html, PAGE_HEADERS, type SafeHtml } from './html.js'
 import { layout } from './layout.js'
@@ -159,39 +160,8 @@ export function pageError(status: number, where: Where, reason: string, cause?: 
  */
 export function toPageFailure(err: unknown, request: FastifyRequest, what?: string): PageFailure {
   const operation = what ?? request.envkeepOperation ?? defaultOperation(request)
-  let status: number
-  let where: string
-  let why: string
-  const fe = err as Partial<FastifyError> | null
-  if (err instanceof ApiError) {
-    status = err.status
-    where = err.where
-    why = err.reason
-  } else if (err instanceof StorageError) {
-    status = err.sqlstate === '23505' ? 409 : err.status
-    where = 'database'
-    why = err.message
-  } else if (fe?.code === 'FST_CSRF_INVALID_TOKEN' || fe?.code === 'FST_CSRF_MISSING_SECRET') {
-    status = 403
-    where = 'web app'
-    why = 'the form was not sent from this site or has gone stale; reload the page and try again'
-  } else if (fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    status = 413
-    where = 'web app'
-    why = 'the form is larger than the server accepts'
-  } else if (fe?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    status = 400
-    where = 'web app'
-    why = 'the form was sent in a format the server does not accept'
-  } else if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 && typeof fe.code === 'string' && fe.code.startsWith('FST_')) {
-    status = fe.statusCode
-    where = 'web app'
-    why = 'the request could not be read'
-  } else {
-    status = 500
-    where = 'web app'
-    why = 'an internal error occurred; quote the reference in a report'
-  }
+  const { status: raw, where, why } = pageWords(classifyFailure(err))
+  let status = raw
   status = pageStatus(status)
   const cause = err instanceof ApiError && err.cause !== undefined ? err.cause : err
   const ref = logFailure(request, 'page', { status, where, reason: why, cause })
@@ -200,4 +170,22 @@ export function toPageFailure(err: unknown, request: FastifyRequest, what?: stri
 
 function defaultOperation(request: FastifyRequest): string {
   return request.method === 'GET' || request.method === 'HEAD' ? 'showing this page' : 'sending this form'
+}
+
+/** A failure's class in a person's words. */
+function pageWords(c: FailureClass): { status: number; where: string; why: string } {
+  switch (c.kind) {
+    case 'known':
+      return { status: c.error.status, where: c.error.where, why: c.error.reason }
+    case 'database':
+      return { status: c.status, where: 'database', why: c.error.message }
+    case 'bug':
+      return { status: 500, where: 'web app', why: 'an internal error occurred; quote the reference in a report' }
+    case 'client':
+      if (c.problem === 'csrf')
+        return { status: 403, where: 'web app', why: 'the form was not sent from this site or has gone stale; reload the page and try again' }
+      if (c.problem === 'too_large') return { status: 413, where: 'web app', why: 'the form is larger than the server accepts' }
+      if (c.problem === 'media_type') return { status: 400, where: 'web app', why: 'the form was sent in a format the server does not accept' }
+      return { status: c.status, where: 'web app', why: 'the request could not be read' }
+  }
 }

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { classifyFailure } from '../../failure-class.js'
 import { tokenHash } from '../../crypto/token-hash.js'
 import fastifyFormbody from '@fastify/formbody'
 import type { ResolvedOptions } from '../../options.js'
@@ -151,8 +152,9 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
       void reply.headers(err.headers)
       return errorPage(request, reply, 429, err.description)
     }
-    const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500
-    if (status >= 500) {
+    const c = classifyFailure(err)
+    if (c.kind === 'bug' || c.kind === 'database' || (c.kind === 'known' && c.error.status >= 500)) {
+      const status = 500
       const ref = newRef()
       request.log.error({ ref, route: path, method: request.method, status, where: 'OAuth', kind: err.name, stack: err.stack }, 'envkeep authorization failed')
       return reply
@@ -169,7 +171,7 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
           }),
         )
     }
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') {
+    if (c.kind === 'client' && c.problem === 'csrf') {
       return errorPage(request, reply, 403, 'the form check failed (the page was too old or not ours); start the sign-in again')
     }
     return errorPage(request, reply, 400, 'the request is malformed')
