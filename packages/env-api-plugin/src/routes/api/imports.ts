@@ -28,6 +28,7 @@ export function importsRoutes(app: FastifyInstance, opts: ResolvedOptions, domai
     bodyLimit: PUSH_BODY_LIMIT,
     config: {
       envkeepPhrase: (r: FastifyRequest) => `sending a push to ${vaultPhrase((r.params as { vault: string }).vault)}`,
+      envkeepResource: (params) => `the pushes of ${vaultPhrase(params.vault ?? '')}`,
     },
     onRequest: [requirePushScope],
     handler: async function createPush(request: PushRequest, reply) {
@@ -59,6 +60,7 @@ export function importsRoutes(app: FastifyInstance, opts: ResolvedOptions, domai
         const id = uuidOrNull((r.params as { import: string }).import)
         return id ? `reading the status of push ${id.slice(0, 8)}` : 'reading the status of a push'
       },
+      envkeepResource: () => 'the status of a push',
     },
     handler: async function pushStatus(request: StatusRequest) {
       const id = uuidOrNull(request.params.import)

@@ -10,7 +10,7 @@ import { createVaultCrypto } from '../../vault-service.js'
 import { createDomain } from '../../domain/index.js'
 import { apiErrorOf } from './context.js'
 import { importsRoutes } from './imports.js'
-import { matchApiPath, notAllowedRoutes } from './not-allowed.js'
+import { collectDeclaredPaths, matchDeclaredPath, notAllowedRoutes, resourcePhrase } from './not-allowed.js'
 import { variablesRoutes } from './variables.js'
 import { vaultsRoutes } from './vaults.js'
 
@@ -79,12 +79,14 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   api.addHook('onRequest', createAuthenticate(opts))
   api.addHook('onRequest', rateLimit)
   const prefix = `${opts.basePath}/api/env`
+  // each route is declared once; the 405 and 404 answers are derived from the declarations
+  const declared = collectDeclaredPaths(api, prefix)
   /** 405 for a method the router does not know (PROPFIND…) on an API path, else 404. */
   function unknownPathError(request: FastifyRequest): ApiError {
     const pathname = request.url.split('?')[0] ?? ''
-    const m = pathname.startsWith(prefix) ? matchApiPath(pathname.slice(prefix.length)) : null
+    const m = pathname.startsWith(prefix) ? matchDeclaredPath(declared.paths, pathname.slice(prefix.length)) : null
     if (m) {
-      request.envkeepOperation = m.path.phrase(m.segments)
+      request.envkeepOperation = resourcePhrase(m.path, m.segments)
       return errors.methodNotAllowed(m.path.allow)
     }
     request.envkeepOperation = 'finding a path of the env API'
@@ -112,5 +114,5 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   vaultsRoutes(api, domain)
   variablesRoutes(api, domain)
   importsRoutes(api, opts, domain)
-  notAllowedRoutes(api)
+  notAllowedRoutes(api, declared.paths)
 }

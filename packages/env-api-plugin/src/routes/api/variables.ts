@@ -16,6 +16,7 @@ export function variablesRoutes(app: FastifyInstance, domain: Domain): void {
     schema: readVariablesSchema,
     config: {
       envkeepPhrase: (r: FastifyRequest) => `reading an environment of ${vaultPhrase((r.params as { vault: string }).vault)}`,
+      envkeepResource: (params) => `an environment of ${vaultPhrase(params.vault ?? '')}`,
     },
     handler: async function readEnvironment(request: EnvRequest) {
       const r = await domain.readEnvironment(actorOf(request), { vaultId: request.params.vault, environment: request.params.environment }, (vault, env) => {

@@ -8,7 +8,7 @@ import { listVaultsSchema } from '../../schemas/vaults.js'
 export function vaultsRoutes(app: FastifyInstance, domain: Domain): void {
   app.get('/vaults', {
     schema: listVaultsSchema,
-    config: { envkeepPhrase: () => 'listing vaults' },
+    config: { envkeepPhrase: () => 'listing vaults', envkeepResource: () => 'the vault list' },
     handler: async function listVaults(request: FastifyRequest) {
       const vaults = await domain.listVaults(signInOf(request).personId)
       return {
