@@ -52,10 +52,10 @@ t.test("the framework's client errors: their status, never their message", async
   ]
   for (const [err, api, page, oauth] of cases) {
     const a = toApiError(err)
-    t.equal(a.status, api, `API ${(err as { code: string }).code}`)
+    t.equal(a.status, api, `API ${(err as unknown as { code: string }).code}`)
     t.notMatch(a.reason, 'canary-echoed', 'the message is not quoted')
     const p = toPageFailure(err, request)
-    t.equal(p.status, page, `page ${(err as { code: string }).code}`)
+    t.equal(p.status, page, `page ${(err as unknown as { code: string }).code}`)
     t.notMatch(p.why, 'canary-echoed')
     const o = toOAuthError(err)
     t.equal(o.status, oauth)
