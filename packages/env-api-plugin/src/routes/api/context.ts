@@ -36,3 +36,9 @@ export function apiErrorOf(err: unknown): unknown {
       return new ApiError({ status: 409, code: 'conflict', where: 'env API', reason: err.reason })
   }
 }
+
+/** A path parameter of a request whose route the caller does not know (hooks, phrases); '' when absent. */
+export function param(request: FastifyRequest, name: string): string {
+  const v = (request.params as Record<string, unknown> | undefined)?.[name]
+  return typeof v === 'string' ? v : ''
+}

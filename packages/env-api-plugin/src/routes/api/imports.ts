@@ -1,18 +1,11 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { RefusedLine } from '../../adapters/storage.js'
 import type { Domain } from '../../domain/index.js'
 import { requirePushScope } from '../../hooks/authenticate.js'
 import { errors, vaultTag } from '../../errors.js'
 import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../../options.js'
 import { createImportSchema, importStatusSchema } from '../../schemas/imports.js'
-import { actorOf, uuidOrNull, vaultPhrase } from './context.js'
-
-interface PushBody {
-  variables: Record<string, string>
-  refused?: RefusedLine[]
-}
-type PushRequest = FastifyRequest<{ Params: { vault: string; environment: string }; Body: PushBody }>
-type StatusRequest = FastifyRequest<{ Params: { import: string } }>
+import { actorOf, param, uuidOrNull, vaultPhrase } from './context.js'
 
 export { pushProblem } from '../../domain/pushes.js'
 
@@ -22,16 +15,18 @@ export { pushProblem } from '../../domain/pushes.js'
  * Who may push, the name and value rules and the plan's limit are the
  * domain layer's; here the body's scope, shape and answer.
  */
-export function importsRoutes(app: FastifyInstance, opts: ResolvedOptions, domain: Domain): void {
+export function importsRoutes(untyped: FastifyInstance, opts: ResolvedOptions, domain: Domain): void {
+  // request and reply types come from the route's TypeBox schema
+  const app = untyped.withTypeProvider<TypeBoxTypeProvider>()
   app.post('/:vault/:environment/imports', {
     schema: createImportSchema,
     bodyLimit: PUSH_BODY_LIMIT,
     config: {
-      envkeepPhrase: (r: FastifyRequest) => `sending a push to ${vaultPhrase((r.params as { vault: string }).vault)}`,
+      envkeepPhrase: (r: FastifyRequest) => `sending a push to ${vaultPhrase(param(r, 'vault'))}`,
       envkeepResource: (params) => `the pushes of ${vaultPhrase(params.vault ?? '')}`,
     },
     onRequest: [requirePushScope],
-    handler: async function createPush(request: PushRequest, reply) {
+    handler: async function createPush(request, reply) {
       const imp = await domain.createPush(
         actorOf(request),
         { vaultId: request.params.vault, environment: request.params.environment, body: request.body },
@@ -57,12 +52,12 @@ export function importsRoutes(app: FastifyInstance, opts: ResolvedOptions, domai
     schema: importStatusSchema,
     config: {
       envkeepPhrase: (r: FastifyRequest) => {
-        const id = uuidOrNull((r.params as { import: string }).import)
+        const id = uuidOrNull(param(r, 'import'))
         return id ? `reading the status of push ${id.slice(0, 8)}` : 'reading the status of a push'
       },
       envkeepResource: () => 'the status of a push',
     },
-    handler: async function pushStatus(request: StatusRequest) {
+    handler: async function pushStatus(request) {
       const id = uuidOrNull(request.params.import)
       if (!id) throw errors.notFound('the push')
       const imp = await domain.pushStatus(actorOf(request), id)
