@@ -117,7 +117,7 @@ export class PostgresHistoryStore implements HistoryStore {
       const [env] = await rows<{ version: number }>(trx, sql`select version from environments where vault_id = ${vaultId} and name = ${environment}`)
       if (!vault || !env) throw new StorageError('23503', 'variables_environment')
       if (Number(env.version) !== change.ifVersion) return { ok: false, reason: 'changed' }
-      if (change.sealedUnder && (!vault.wrapped_key || !vault.wrapped_key.equals(bytes(change.sealedUnder)))) return { ok: false, reason: 'stale_key' }
+      if (change.sealedUnder && !vault.wrapped_key?.equals(bytes(change.sealedUnder))) return { ok: false, reason: 'stale_key' }
       const touched = [...change.set.map((v) => v.name), ...change.delete]
       const sizes = new Map(
         (

@@ -121,3 +121,14 @@ export function toLogRow(r: LogRow): AccessLogRow {
     detail: r.detail,
   }
 }
+
+/** Locks a vault's row for the transaction (every change of a vault starts here); null when there is no such vault. */
+export async function lockVault(trx: Q, vaultId: string): Promise<{ wrapped_key: Buffer | null } | null> {
+  const r = await rows<{ wrapped_key: Buffer | null }>(trx, sql`select wrapped_key from vaults where id = ${vaultId} for update`)
+  return r[0] ?? null
+}
+
+/** A change of an environment's variables moves its version. */
+export async function bumpVersion(trx: Q, vaultId: string, environment: string): Promise<void> {
+  await sql`update environments set version = version + 1 where vault_id = ${vaultId} and name = ${environment}`.execute(trx)
+}

@@ -1,6 +1,7 @@
 import type { CiIdentityStore, Storage } from '@envkeep/env-api-plugin'
 import { PostgresCiIdentityStore } from './ci-identity-store.js'
 import { PostgresHistoryStore } from './history-store.js'
+import { PostgresImportStore } from './import-store.js'
 import { PostgresVaultAdminStore } from './vault-admin-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { PostgresOAuthStore } from './oauth-store.js'
@@ -22,6 +23,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     new PostgresOAuthStore(database.db),
     new PostgresCiIdentityStore(database.db),
     new PostgresHistoryStore(database.db),
+    new PostgresImportStore(database.db),
     new PostgresVaultAdminStore(database.db),
     new PostgresRateCounters(database.db),
   ]

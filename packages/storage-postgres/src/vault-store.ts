@@ -2,15 +2,10 @@ import type {
   AccessLogEntry,
   AccessLogRow,
   CreateEnvironmentResult,
-  CreateImportResult,
-  DecideImportResult,
   DeleteVariableResult,
   EnvironmentInfo,
-  ImportDecision,
-  ImportRecord,
   MemberChange,
   NewEnvironment,
-  NewImport,
   NewVault,
   RemoveMemberResult,
   Role,
@@ -26,11 +21,11 @@ import type {
   VaultSecrets,
   VaultStore,
 } from '@envkeep/env-api-plugin'
+import type { ImportStore } from '@envkeep/env-api-plugin'
 import { StorageError } from '@envkeep/env-api-plugin'
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import { inTransaction, read } from './database.js'
-import { insertChangeSet } from './history-store.js'
-import { bytes, copy, insertLog, json, ms, overLimit, record, rows, toImport, toLogRow, usageOf, type ImportRow, type LogRow, type VaultRow } from './rows.js'
+import { bumpVersion, bytes, copy, insertLog, lockVault, ms, overLimit, record, rows, toLogRow, usageOf, type LogRow, type VaultRow } from './rows.js'
 
 export { insertLog, rows } from './rows.js'
 
@@ -42,7 +37,7 @@ type Q = Kysely<unknown>
  * rules checked in the transaction (last owner, limit, expect, sealedUnder) hold under any
  * number of concurrent writers in any number of processes; other vaults never wait.
  */
-export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'deleteVault' | 'listAudit' | 'setEnvironmentRules'> {
+export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'deleteVault' | 'listAudit' | 'setEnvironmentRules' | keyof ImportStore> {
   readonly #db: Q
 
   constructor(db: Q) {
@@ -50,36 +45,16 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
   }
 
   /** Locks the vault row; false when there is no such vault. */
-  async #lockVault(trx: Q, vaultId: string): Promise<{ wrapped_key: Buffer | null } | null> {
-    const r = await rows<{ wrapped_key: Buffer | null }>(trx, sql`select wrapped_key from vaults where id = ${vaultId} for update`)
-    return r[0] ?? null
+  #lockVault(trx: Q, vaultId: string): Promise<{ wrapped_key: Buffer | null } | null> {
+    return lockVault(trx, vaultId)
   }
 
   #usage(trx: Q, vaultId: string): Promise<{ n: number; bytes: number }> {
     return usageOf(trx, vaultId)
   }
 
-  async #bump(trx: Q, vaultId: string, environment: string): Promise<void> {
-    await sql`update environments set version = version + 1 where vault_id = ${vaultId} and name = ${environment}`.execute(trx)
-  }
-
-  async #expire(trx: Q, imp: ImportRecord): Promise<ImportRecord> {
-    await sql`update imports set status = 'expired', decided_at = expires_at, decided_by = null where id = ${imp.id}`.execute(trx)
-    await sql`delete from import_values where import_id = ${imp.id}`.execute(trx)
-    await insertLog(trx, {
-      vaultId: imp.vaultId,
-      at: imp.expiresAt,
-      personId: null,
-      signInId: null,
-      clientId: null,
-      action: 'push_expired',
-      environment: imp.environment,
-      names: imp.names,
-      address: null,
-      subject: null,
-      detail: null,
-    })
-    return { ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null }
+  #bump(trx: Q, vaultId: string, environment: string): Promise<void> {
+    return bumpVersion(trx, vaultId, environment)
   }
 
   async #environments(db: Q, vaultIds: readonly string[]): Promise<Map<string, EnvironmentInfo[]>> {
@@ -406,143 +381,5 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
       )
       return list.map(toLogRow)
     })
-  }
-
-  // ---- pushes -----------------------------------------------------------------
-
-  createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
-    return inTransaction(this.#db, async (trx): Promise<CreateImportResult> => {
-      const vault = await this.#lockVault(trx, input.vaultId)
-      if (input.sealedUnder && !(vault?.wrapped_key && Buffer.from(vault.wrapped_key).equals(bytes(input.sealedUnder))))
-        return { ok: false, reason: 'stale_key' }
-      const before = await this.#usage(trx, input.vaultId)
-      const add = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
-      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + add }, input.limit)
-      if (over) return over
-      const names = input.values.map((v) => v.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-      const current = new Set(
-        (
-          await rows<{ name: string }>(
-            trx,
-            sql`select name from variables where vault_id = ${input.vaultId} and environment = ${input.environment} and name = any(${names}::text[])`,
-          )
-        ).map((r) => r.name),
-      )
-      const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
-      const overwrites = names.filter((n) => current.has(n))
-      await sql`insert into imports (id, vault_id, environment, sender_id, sign_in_id, status, names, overwrites, refused, created_at, expires_at)
-        values (${input.id}, ${input.vaultId}, ${input.environment}, ${input.senderId}, ${input.signInId}, 'pending', ${json(names)}, ${json(overwrites)}, ${json(refused)}, ${input.createdAt.getTime()}, ${input.expiresAt.getTime()})`.execute(
-        trx,
-      )
-      for (const v of input.values) {
-        await sql`insert into import_values (import_id, name, sealed) values (${input.id}, ${v.name}, ${bytes(v.sealed)})`.execute(trx)
-      }
-      await insertLog(trx, log)
-      return {
-        ok: true,
-        import: {
-          id: input.id,
-          vaultId: input.vaultId,
-          environment: input.environment,
-          senderId: input.senderId,
-          signInId: input.signInId,
-          status: 'pending',
-          names,
-          overwrites,
-          refused,
-          createdAt: input.createdAt,
-          expiresAt: input.expiresAt,
-          decidedAt: null,
-          decidedBy: null,
-          reason: null,
-        },
-      }
-    })
-  }
-
-  async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
-    const [r] = await read(() => rows<ImportRow>(this.#db, sql`select * from imports where id = ${importId}`))
-    if (!r) return null
-    const imp = toImport(r)
-    if (imp.status !== 'pending' || now.getTime() < imp.expiresAt.getTime()) return imp
-    return inTransaction(this.#db, async (trx) => {
-      await this.#lockVault(trx, imp.vaultId)
-      const [fresh] = await rows<ImportRow>(trx, sql`select * from imports where id = ${importId}`)
-      if (!fresh) return null
-      const f = toImport(fresh)
-      return f.status === 'pending' ? this.#expire(trx, f) : f
-    })
-  }
-
-  getImportValues(importId: string): Promise<SealedVariable[]> {
-    return read(async () =>
-      (
-        await rows<{ name: string; sealed: Buffer }>(
-          this.#db,
-          sql`select name, sealed from import_values where import_id = ${importId} order by name collate "C"`,
-        )
-      ).map((v) => ({
-        name: v.name,
-        sealed: copy(v.sealed),
-      })),
-    )
-  }
-
-  decideImport(d: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult> {
-    return inTransaction(this.#db, async (trx): Promise<DecideImportResult> => {
-      const [head] = await rows<{ vault_id: string }>(trx, sql`select vault_id from imports where id = ${d.importId}`)
-      if (!head) throw new StorageError('23503', 'imports')
-      await this.#lockVault(trx, head.vault_id)
-      const [r] = await rows<ImportRow>(trx, sql`select * from imports where id = ${d.importId}`)
-      const imp = toImport(r!)
-      if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
-      if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: await this.#expire(trx, imp) }
-      if (d.decision === 'applied' && d.ifVersion !== undefined) {
-        const [v] = await rows<{ version: number }>(trx, sql`select version from environments where vault_id = ${imp.vaultId} and name = ${imp.environment}`)
-        if (Number(v?.version ?? 0) !== d.ifVersion) return { ok: false, reason: 'changed', import: imp }
-      }
-      if (d.decision === 'applied') {
-        if (d.changeSet) await insertChangeSet(trx, d.changeSet)
-        const staged = await rows<{ name: string }>(
-          trx,
-          sql`insert into variables (vault_id, environment, name, sealed, updated_at, updated_by)
-            select ${imp.vaultId}, ${imp.environment}, name, sealed, ${d.now.getTime()}, ${d.by} from import_values where import_id = ${imp.id}
-            on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by
-            returning name`,
-        )
-        if (staged.length > 0) await this.#bump(trx, imp.vaultId, imp.environment)
-      }
-      await sql`delete from import_values where import_id = ${imp.id}`.execute(trx)
-      const reason = d.decision === 'rejected' ? (d.reason ?? null) : null
-      await sql`update imports set status = ${d.decision}, decided_at = ${d.now.getTime()}, decided_by = ${d.by}, reason = ${reason} where id = ${imp.id}`.execute(
-        trx,
-      )
-      await insertLog(trx, log)
-      return { ok: true, import: { ...imp, status: d.decision, decidedAt: d.now, decidedBy: d.by, reason } }
-    })
-  }
-
-  expireImports(now: Date): Promise<number> {
-    return inTransaction(this.#db, async (trx) => {
-      // skip locked: several processes sweep at once, each push expires exactly once
-      const due = await rows<ImportRow>(
-        trx,
-        sql`select * from imports where status = 'pending' and expires_at <= ${now.getTime()} order by expires_at for update skip locked`,
-      )
-      for (const r of due) await this.#expire(trx, toImport(r))
-      return due.length
-    })
-  }
-
-  listImports(vaultId: string, filter: { status?: ImportRecord['status']; limit: number }): Promise<ImportRecord[]> {
-    return read(async () =>
-      (
-        await rows<ImportRow>(
-          this.#db,
-          sql`select * from imports where vault_id = ${vaultId} ${filter.status !== undefined ? sql`and status = ${filter.status}` : sql``}
-            order by created_at desc, id desc limit ${Math.max(0, Math.trunc(filter.limit))}`,
-        )
-      ).map(toImport),
-    )
   }
 }

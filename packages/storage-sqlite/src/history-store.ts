@@ -137,7 +137,7 @@ class SqliteHistoryStore implements HistoryStore {
         if (env.version !== change.ifVersion) return { ok: false, reason: 'changed' }
         if (change.sealedUnder) {
           const k = this.#q('select wrapped_key from vaults where id = ?').get(vaultId) as { wrapped_key: Buffer | null } | undefined
-          if (!k?.wrapped_key || !k.wrapped_key.equals(bytes(change.sealedUnder))) return { ok: false, reason: 'stale_key' }
+          if (!k?.wrapped_key?.equals(bytes(change.sealedUnder))) return { ok: false, reason: 'stale_key' }
         }
         const one = this.#q('select length(sealed) as size from variables where vault_id = ? and environment = ? and name = ?')
         const before = usageOf(this.#d, vaultId)

@@ -3,18 +3,11 @@ import type {
   AccessLogEntry,
   AccessLogRow,
   CreateEnvironmentResult,
-  CreateImportResult,
-  DecideImportResult,
   DeleteVariableResult,
   EnvironmentInfo,
-  ImportDecision,
-  ImportRecord,
-  ImportStatus,
   MemberChange,
   NewEnvironment,
-  NewImport,
   NewVault,
-  RefusedLine,
   RemoveMemberResult,
   Role,
   SealedVariable,
@@ -26,18 +19,17 @@ import type {
   VaultAccess,
   VaultInfo,
   VaultRecord,
-  VaultSecrets,
   VaultStore,
+  ImportStore,
 } from '@envkeep/env-api-plugin'
 import { StorageError } from '@envkeep/env-api-plugin'
-import type { Statement } from 'better-sqlite3'
-import { sql, type Compilable } from 'kysely'
+import { sql } from 'kysely'
 import type { OpenDatabase } from './database.js'
-import type { ImportsTable } from './schema.js'
-import { insertChangeSet } from './history-store.js'
+import { SqliteImportStore } from './import-store.js'
+import { SqliteKeyStore } from './key-store.js'
+import { SqliteStoreBase } from './sqlite-store-base.js'
 import { createSqliteVaultAdminStore } from './vault-admin-store.js'
-import { overLimit, usageOf } from './limits.js'
-import { runSync, wrapStorage, type TransactionMode } from './sqlite-errors.js'
+import { overLimit } from './limits.js'
 
 /**
  * The vault store on SQLite. Every method runs synchronous better-sqlite3
@@ -54,20 +46,20 @@ export function createSqliteVaultStore(d: OpenDatabase): VaultStore {
     const v = (store as unknown as Record<string, unknown>)[k]
     if (k !== 'constructor' && typeof v === 'function') methods[k] = (v as (...a: unknown[]) => unknown).bind(store)
   }
-  return { ...(methods as unknown as VaultCore), ...createSqliteVaultAdminStore(d) }
+  for (const part of [new SqliteImportStore(d), new SqliteKeyStore(d)]) {
+    for (const k of Object.getOwnPropertyNames(Object.getPrototypeOf(part))) {
+      const v = (part as unknown as Record<string, unknown>)[k]
+      if (k !== 'constructor' && typeof v === 'function') methods[k] = (v as (...a: unknown[]) => unknown).bind(part)
+    }
+  }
+  return { ...(methods as unknown as VaultStore), ...createSqliteVaultAdminStore(d) }
 }
 
 /** The vault store but its administration (vault-admin-store.ts). */
-type VaultCore = Omit<VaultStore, 'renameVault' | 'deleteVault' | 'listAudit' | 'setEnvironmentRules'>
-
-/** better-sqlite3 binds Buffers, not plain Uint8Arrays; this view copies nothing. */
-function bytes(u: Uint8Array): Buffer {
-  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength)
-}
-
-function byName(a: { name: string }, b: { name: string }): number {
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
-}
+type VaultCore = Omit<
+  VaultStore,
+  'renameVault' | 'deleteVault' | 'listAudit' | 'setEnvironmentRules' | 'getWrappedKey' | 'ensureWrappedKey' | 'rewrapKeys' | 'resealVault' | keyof ImportStore
+>
 
 interface VaultRow {
   id: string
@@ -83,27 +75,6 @@ interface EnvRow {
   name: string
   owners_only: number
   second_person: number
-}
-
-type ImportRow = ImportsTable
-
-function toImport(r: ImportRow): ImportRecord {
-  return {
-    id: r.id,
-    vaultId: r.vault_id,
-    environment: r.environment,
-    senderId: r.sender_id,
-    signInId: r.sign_in_id,
-    status: r.status,
-    names: JSON.parse(r.names) as string[],
-    overwrites: JSON.parse(r.overwrites) as string[],
-    refused: JSON.parse(r.refused) as RefusedLine[],
-    createdAt: new Date(r.created_at),
-    expiresAt: new Date(r.expires_at),
-    decidedAt: r.decided_at === null ? null : new Date(r.decided_at),
-    decidedBy: r.decided_by,
-    reason: r.reason ?? null,
-  }
 }
 
 /** Statements of the hot read path, written by hand and prepared once. */
@@ -125,9 +96,6 @@ const ACCESS_ENVIRONMENTS_SQL = {
   name: 'select e.vault_id, e.name, e.owners_only, e.second_person from environments e join members m on m.vault_id = e.vault_id join vaults v on v.id = e.vault_id where m.person_id = ? and v.name = ? order by e.vault_id, e.name',
 } as const
 
-/** Prepared statements are cached by SQL text; past this many the cache starts over. */
-const STATEMENT_CACHE_MAX = 256
-
 /** Variables one group commit may hold before the remaining reads wait for the next (see #commitReads). */
 const GROUP_COMMIT_ROWS = 1000
 
@@ -141,74 +109,10 @@ interface PendingRead {
   reject(err: unknown): void
 }
 
-class SqliteVaultStore implements VaultCore {
-  readonly #d: OpenDatabase
-  readonly #statements = new Map<string, Statement>()
+class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
   #pendingReads: PendingRead[] = []
   /** variables found by the last read of each environment ("vault/env"), to keep large reads out of group commits */
   readonly #lastReadSize = new Map<string, number>()
-
-  constructor(d: OpenDatabase) {
-    this.#d = d
-  }
-
-  // ---- plumbing -----------------------------------------------------------
-
-  #stmt(text: string): Statement {
-    let s = this.#statements.get(text)
-    if (!s) {
-      if (this.#statements.size >= STATEMENT_CACHE_MAX) this.#statements.clear()
-      s = this.#d.sqlite.prepare(text)
-      this.#statements.set(text, s)
-    }
-    return s
-  }
-
-  #all<O>(q: Compilable<O>): O[] {
-    const c = q.compile()
-    return this.#stmt(c.sql).all(...c.parameters) as O[]
-  }
-
-  #first<O>(q: Compilable<O>): O | undefined {
-    const c = q.compile()
-    return this.#stmt(c.sql).get(...c.parameters) as O | undefined
-  }
-
-  #run(q: Compilable<unknown>): number {
-    const c = q.compile()
-    return this.#stmt(c.sql).run(...c.parameters).changes
-  }
-
-  #tx<T>(mode: TransactionMode, table: string, fn: () => T): Promise<T> {
-    return runSync(this.#d, mode, fn, table)
-  }
-
-  get #db() {
-    return this.#d.db
-  }
-
-  #log(e: AccessLogEntry): void {
-    this.#stmt(INSERT_LOG_SQL).run(...logParams(e))
-  }
-
-  #bumpVersion(vaultId: string, environment: string): void {
-    this.#run(this.#db.updateTable('environments').set({ version: sql<number>`"version" + 1` }).where('vault_id', '=', vaultId).where('name', '=', environment))
-  }
-
-  #upsertVariable(vaultId: string, environment: string, v: SealedVariable, by: string | null, at: number): void {
-    this.#run(
-      this.#db
-        .insertInto('variables')
-        .values({ vault_id: vaultId, environment, name: v.name, sealed: bytes(v.sealed), updated_at: at, updated_by: by })
-        .onConflict((oc) =>
-          oc.columns(['vault_id', 'environment', 'name']).doUpdateSet({
-            sealed: (eb) => eb.ref('excluded.sealed'),
-            updated_at: (eb) => eb.ref('excluded.updated_at'),
-            updated_by: (eb) => eb.ref('excluded.updated_by'),
-          }),
-        ),
-    )
-  }
 
   /**
    * The vaults a person sees, with role and environments. Hand-written,
@@ -217,10 +121,10 @@ class SqliteVaultStore implements VaultCore {
   #access(personId: string, filter: { vaultId?: string; name?: string }): VaultAccess[] {
     const by = filter.vaultId !== undefined ? 'id' : filter.name !== undefined ? 'name' : 'all'
     const args = by === 'id' ? [personId, filter.vaultId] : by === 'name' ? [personId, filter.name] : [personId]
-    const vaults = this.#stmt(ACCESS_VAULTS_SQL[by]).all(...args) as VaultRow[]
+    const vaults = this.stmt(ACCESS_VAULTS_SQL[by]).all(...args) as VaultRow[]
     if (vaults.length === 0) return []
     const envs = new Map<string, EnvironmentInfo[]>()
-    for (const e of this.#stmt(ACCESS_ENVIRONMENTS_SQL[by]).all(...args) as EnvRow[]) {
+    for (const e of this.stmt(ACCESS_ENVIRONMENTS_SQL[by]).all(...args) as EnvRow[]) {
       let list = envs.get(e.vault_id)
       if (!list) {
         list = []
@@ -239,49 +143,18 @@ class SqliteVaultStore implements VaultCore {
     }))
   }
 
-  #importRow(importId: string): ImportRow | undefined {
-    return this.#first<ImportRow>(this.#db.selectFrom('imports').selectAll().where('id', '=', importId))
-  }
-
-  /** Moves a pending push to `expired` (decided at its expiry), drops its staged values, logs it. */
-  #expire(r: ImportRow): ImportRow {
-    const changed = this.#run(
-      this.#db
-        .updateTable('imports')
-        .set({ status: 'expired', decided_at: r.expires_at, decided_by: null })
-        .where('id', '=', r.id)
-        .where('status', '=', 'pending'),
-    )
-    if (changed === 0) return this.#importRow(r.id) ?? r
-    this.#run(this.#db.deleteFrom('import_values').where('import_id', '=', r.id))
-    this.#log({
-      vaultId: r.vault_id,
-      at: new Date(r.expires_at),
-      personId: null,
-      signInId: null,
-      clientId: null,
-      action: 'push_expired',
-      environment: r.environment,
-      names: JSON.parse(r.names) as string[],
-      address: null,
-      subject: null,
-      detail: null,
-    })
-    return { ...r, status: 'expired', decided_at: r.expires_at, decided_by: null }
-  }
-
   // ---- vaults -------------------------------------------------------------
 
   createVault(input: NewVault, log: AccessLogEntry): Promise<VaultRecord> {
     const at = input.now.getTime()
-    return this.#tx('immediate', 'vaults', () => {
-      this.#run(
-        this.#db.insertInto('vaults').values({ id: input.id, name: input.name, plan: input.plan, require_second_person: 0, wrapped_key: null, created_at: at }),
+    return this.tx('immediate', 'vaults', () => {
+      this.run(
+        this.db.insertInto('vaults').values({ id: input.id, name: input.name, plan: input.plan, require_second_person: 0, wrapped_key: null, created_at: at }),
       )
-      this.#run(this.#db.insertInto('members').values({ vault_id: input.id, person_id: input.ownerId, role: 'owner' }))
+      this.run(this.db.insertInto('members').values({ vault_id: input.id, person_id: input.ownerId, role: 'owner' }))
       for (const e of input.environments) {
-        this.#run(
-          this.#db.insertInto('environments').values({
+        this.run(
+          this.db.insertInto('environments').values({
             vault_id: input.id,
             name: e.name,
             owners_only: e.ownersOnly ? 1 : 0,
@@ -291,7 +164,7 @@ class SqliteVaultStore implements VaultCore {
           }),
         )
       }
-      this.#log(log)
+      this.log(log)
       return {
         id: input.id,
         name: input.name,
@@ -302,190 +175,31 @@ class SqliteVaultStore implements VaultCore {
     })
   }
 
-  getWrappedKey(vaultId: string): Promise<Uint8Array | null> {
-    return this.#tx('none', 'vaults', () => {
-      const r = this.#first(this.#db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
-      return r?.wrapped_key ?? null
-    })
-  }
-
-  /**
-   * Holds the connection (kysely's mutex, an IMMEDIATE transaction) across
-   * the awaited `wrap`, like rewrapKeys: a rotation in this or another
-   * process commits either before the key is wrapped or after it is stored.
-   */
-  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array> {
-    return wrapStorage(
-      () =>
-        this.#db.connection().execute(async (conn) => {
-          await sql`begin immediate`.execute(conn)
-          try {
-            const r = await conn.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId).executeTakeFirst()
-            if (!r) throw new StorageError('23503', 'vaults')
-            let key = r.wrapped_key
-            if (!key) {
-              key = await wrap()
-              await conn
-                .updateTable('vaults')
-                .set({ wrapped_key: bytes(key) })
-                .where('id', '=', vaultId)
-                .execute()
-            }
-            await sql`commit`.execute(conn)
-            return key
-          } catch (err) {
-            if (this.#d.sqlite.inTransaction) await sql`rollback`.execute(conn)
-            throw err
-          }
-        }),
-      'vaults',
-    )
-  }
-
-  /**
-   * Holds the connection (kysely's mutex, an IMMEDIATE transaction) across
-   * the awaited `rewrap` calls, so no data key can be created or read
-   * half-rotated meanwhile; any failure rolls every key back.
-   */
-  rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number> {
-    return wrapStorage(
-      () =>
-        this.#db.connection().execute(async (conn) => {
-          await sql`begin immediate`.execute(conn)
-          try {
-            const rows = await conn.selectFrom('vaults').select(['id', 'wrapped_key']).where('wrapped_key', 'is not', null).orderBy('id').execute()
-            for (const r of rows) {
-              const next = await rewrap(r.wrapped_key as Uint8Array, r.id)
-              await conn
-                .updateTable('vaults')
-                .set({ wrapped_key: bytes(next) })
-                .where('id', '=', r.id)
-                .execute()
-            }
-            await sql`commit`.execute(conn)
-            return rows.length
-          } catch (err) {
-            if (this.#d.sqlite.inTransaction) await sql`rollback`.execute(conn)
-            throw err
-          }
-        }),
-      'vaults',
-    )
-  }
-
-  /** Holds the connection in one IMMEDIATE transaction across the awaited `reseal`, like rewrapKeys. */
-  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean> {
-    return wrapStorage(
-      () =>
-        this.#db.connection().execute(async (conn) => {
-          await sql`begin immediate`.execute(conn)
-          try {
-            const v = await conn.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId).executeTakeFirst()
-            if (!v?.wrapped_key) {
-              await sql`commit`.execute(conn)
-              return false
-            }
-            const variables = await conn
-              .selectFrom('variables')
-              .select(['environment', 'name', 'sealed'])
-              .where('vault_id', '=', vaultId)
-              .orderBy('environment')
-              .orderBy('name')
-              .execute()
-            const staged = await conn
-              .selectFrom('import_values as iv')
-              .innerJoin('imports as i', 'i.id', 'iv.import_id')
-              .select(['iv.import_id as importId', 'i.environment', 'iv.name', 'iv.sealed'])
-              .where('i.vault_id', '=', vaultId)
-              .where('i.status', '=', 'pending')
-              .execute()
-            const kept = await conn
-              .selectFrom('change_entries as e')
-              .innerJoin('change_sets as c', 'c.seq', 'e.change_set_seq')
-              .select(['c.id as changeSetId', 'c.environment', 'e.name', 'e.before', 'e.after'])
-              .where('c.vault_id', '=', vaultId)
-              .orderBy('c.seq')
-              .orderBy('e.name')
-              .execute()
-            const history = kept.flatMap((h) => [
-              ...(h.before ? [{ changeSetId: h.changeSetId, environment: h.environment, name: h.name, side: 'before' as const, sealed: h.before }] : []),
-              ...(h.after ? [{ changeSetId: h.changeSetId, environment: h.environment, name: h.name, side: 'after' as const, sealed: h.after }] : []),
-            ])
-            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged, history })
-            await conn
-              .updateTable('vaults')
-              .set({ wrapped_key: bytes(next.wrappedKey) })
-              .where('id', '=', vaultId)
-              .execute()
-            for (const n of next.variables) {
-              const r = await conn
-                .updateTable('variables')
-                .set({ sealed: bytes(n.sealed) })
-                .where('vault_id', '=', vaultId)
-                .where('environment', '=', n.environment)
-                .where('name', '=', n.name)
-                .executeTakeFirst()
-              if (r.numUpdatedRows !== 1n) throw new StorageError('23503', 'variables')
-            }
-            for (const n of next.staged) {
-              const r = await conn
-                .updateTable('import_values')
-                .set({ sealed: bytes(n.sealed) })
-                .where('import_id', '=', n.importId)
-                .where('name', '=', n.name)
-                .executeTakeFirst()
-              if (r.numUpdatedRows !== 1n) throw new StorageError('23503', 'import_values')
-            }
-            for (const n of next.history) {
-              const r = await sql`update change_entries set ${sql.ref(n.side)} = ${bytes(n.sealed)}
-                where name = ${n.name} and ${sql.ref(n.side)} is not null
-                  and change_set_seq = (select seq from change_sets where id = ${n.changeSetId} and vault_id = ${vaultId})`.execute(conn)
-              if (r.numAffectedRows !== 1n) throw new StorageError('23503', 'change_entries')
-            }
-            await conn.updateTable('environments').set({ version: sql<number>`"version" + 1` }).where('vault_id', '=', vaultId).execute()
-            await sql`commit`.execute(conn)
-            return true
-          } catch (err) {
-            if (this.#d.sqlite.inTransaction) await sql`rollback`.execute(conn)
-            throw err
-          }
-        }),
-      'vaults',
-    )
-  }
-
-  /** True when the vault's stored key is not the one the caller sealed under. */
-  #staleKey(vaultId: string, sealedUnder: Uint8Array | undefined): boolean {
-    if (!sealedUnder) return false
-    const r = this.#first(this.#db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
-    return !r?.wrapped_key || !Buffer.from(r.wrapped_key).equals(bytes(sealedUnder))
-  }
-
   listVaults(personId: string): Promise<VaultAccess[]> {
-    return this.#tx('deferred', 'vaults', () => this.#access(personId, {}))
+    return this.tx('deferred', 'vaults', () => this.#access(personId, {}))
   }
 
   getVault(vaultId: string, personId: string): Promise<VaultAccess | null> {
-    return this.#tx('deferred', 'vaults', () => this.#access(personId, { vaultId })[0] ?? null)
+    return this.tx('deferred', 'vaults', () => this.#access(personId, { vaultId })[0] ?? null)
   }
 
   findVaultsByName(name: string, personId: string): Promise<VaultAccess[]> {
-    return this.#tx('deferred', 'vaults', () => this.#access(personId, { name }))
+    return this.tx('deferred', 'vaults', () => this.#access(personId, { name }))
   }
 
   findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
-    return this.#tx('deferred', 'vaults', () => {
-      let q = this.#db.selectFrom('vaults').select(['id', 'name', 'plan', 'require_second_person', 'created_at'])
+    return this.tx('deferred', 'vaults', () => {
+      let q = this.db.selectFrom('vaults').select(['id', 'name', 'plan', 'require_second_person', 'created_at'])
       if ('id' in filter) q = q.where('id', '=', filter.id)
       else if ('name' in filter) q = q.where('name', '=', filter.name)
-      return this.#all(q.orderBy('id')).map((v) => ({
+      return this.all(q.orderBy('id')).map((v) => ({
         id: v.id,
         name: v.name,
         plan: v.plan,
         requireSecondPerson: v.require_second_person === 1,
         createdAt: new Date(v.created_at),
-        environments: this.#all(
-          this.#db.selectFrom('environments').select(['name', 'owners_only', 'second_person']).where('vault_id', '=', v.id).orderBy('name'),
+        environments: this.all(
+          this.db.selectFrom('environments').select(['name', 'owners_only', 'second_person']).where('vault_id', '=', v.id).orderBy('name'),
         ).map((e) => ({
           name: e.name,
           ownersOnly: e.owners_only === 1,
@@ -496,12 +210,12 @@ class SqliteVaultStore implements VaultCore {
   }
 
   createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult> {
-    return this.#tx('immediate', 'environments', (): CreateEnvironmentResult => {
+    return this.tx('immediate', 'environments', (): CreateEnvironmentResult => {
       if (!this.#vaultExists(input.vaultId)) throw new StorageError('23503', 'environments')
-      const exists = this.#first(this.#db.selectFrom('environments').select('name').where('vault_id', '=', input.vaultId).where('name', '=', input.name))
+      const exists = this.first(this.db.selectFrom('environments').select('name').where('vault_id', '=', input.vaultId).where('name', '=', input.name))
       if (exists) return { ok: false, reason: 'exists' }
-      this.#run(
-        this.#db.insertInto('environments').values({
+      this.run(
+        this.db.insertInto('environments').values({
           vault_id: input.vaultId,
           name: input.name,
           owners_only: input.ownersOnly ? 1 : 0,
@@ -510,7 +224,7 @@ class SqliteVaultStore implements VaultCore {
           created_at: input.now.getTime(),
         }),
       )
-      this.#log(log)
+      this.log(log)
       return { ok: true }
     })
   }
@@ -518,20 +232,20 @@ class SqliteVaultStore implements VaultCore {
   // ---- members ------------------------------------------------------------
 
   #vaultExists(vaultId: string): boolean {
-    return this.#first(this.#db.selectFrom('vaults').select('id').where('id', '=', vaultId)) !== undefined
+    return this.first(this.db.selectFrom('vaults').select('id').where('id', '=', vaultId)) !== undefined
   }
 
   #roleOf(vaultId: string, personId: string): Role | null {
-    return this.#first(this.#db.selectFrom('members').select('role').where('vault_id', '=', vaultId).where('person_id', '=', personId))?.role ?? null
+    return this.first(this.db.selectFrom('members').select('role').where('vault_id', '=', vaultId).where('person_id', '=', personId))?.role ?? null
   }
 
   #ownerCount(vaultId: string): number {
-    return this.#first(this.#db.selectFrom('members').select(sql<number>`count(*)`.as('n')).where('vault_id', '=', vaultId).where('role', '=', 'owner'))?.n ?? 0
+    return this.first(this.db.selectFrom('members').select(sql<number>`count(*)`.as('n')).where('vault_id', '=', vaultId).where('role', '=', 'owner'))?.n ?? 0
   }
 
   /** Both checks inside the caller's IMMEDIATE transaction: no other writer can change the owners meanwhile. */
   setMember(change: MemberChange, log: AccessLogEntry): Promise<SetMemberResult> {
-    return this.#tx('immediate', 'members', (): SetMemberResult => {
+    return this.tx('immediate', 'members', (): SetMemberResult => {
       if (!this.#vaultExists(change.vaultId)) throw new StorageError('23503', 'members')
       const previous = this.#roleOf(change.vaultId, change.personId)
       const expect = change.expect ?? 'any'
@@ -539,31 +253,31 @@ class SqliteVaultStore implements VaultCore {
       if (expect === 'existing' && previous === null) return { ok: false, reason: 'not_member' }
       if (previous === change.role) return { ok: true, previous }
       if (previous === 'owner' && this.#ownerCount(change.vaultId) <= 1) return { ok: false, reason: 'last_owner' }
-      this.#run(
-        this.#db
+      this.run(
+        this.db
           .insertInto('members')
           .values({ vault_id: change.vaultId, person_id: change.personId, role: change.role })
           .onConflict((oc) => oc.columns(['vault_id', 'person_id']).doUpdateSet({ role: change.role })),
       )
-      this.#log({ ...log, action: previous === null ? 'member_added' : 'member_changed' })
+      this.log({ ...log, action: previous === null ? 'member_added' : 'member_changed' })
       return { ok: true, previous }
     })
   }
 
   removeMember(input: { readonly vaultId: string; readonly personId: string }, log: AccessLogEntry): Promise<RemoveMemberResult> {
-    return this.#tx('immediate', 'members', (): RemoveMemberResult => {
+    return this.tx('immediate', 'members', (): RemoveMemberResult => {
       const previous = this.#roleOf(input.vaultId, input.personId)
       if (previous === null) return { ok: false, reason: 'not_member' }
       if (previous === 'owner' && this.#ownerCount(input.vaultId) <= 1) return { ok: false, reason: 'last_owner' }
-      this.#run(this.#db.deleteFrom('members').where('vault_id', '=', input.vaultId).where('person_id', '=', input.personId))
-      this.#log(log)
+      this.run(this.db.deleteFrom('members').where('vault_id', '=', input.vaultId).where('person_id', '=', input.personId))
+      this.log(log)
       return { ok: true, previous }
     })
   }
 
   listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]> {
-    return this.#tx('none', 'members', () =>
-      this.#all(this.#db.selectFrom('members').select(['person_id', 'role']).where('vault_id', '=', vaultId).orderBy('person_id')).map((r) => ({
+    return this.tx('none', 'members', () =>
+      this.all(this.db.selectFrom('members').select(['person_id', 'role']).where('vault_id', '=', vaultId).orderBy('person_id')).map((r) => ({
         personId: r.person_id,
         role: r.role,
       })),
@@ -584,7 +298,7 @@ class SqliteVaultStore implements VaultCore {
     // held over to the next turn, its rows outlive a young-generation GC
     // and cost more than the shared commit saves.
     if (names !== undefined || (this.#lastReadSize.get(`${vaultId}/${environment}`) ?? 0) >= GROUP_COMMIT_ROWS) {
-      return this.#tx('immediate', 'variables', () => this.#readOne(r))
+      return this.tx('immediate', 'variables', () => this.#readOne(r))
     }
     return new Promise((resolve, reject) => {
       this.#pendingReads.push({ ...r, resolve, reject })
@@ -596,18 +310,18 @@ class SqliteVaultStore implements VaultCore {
   #readOne(r: Omit<PendingRead, 'resolve' | 'reject'>): { variables: SealedVariable[]; version: number } {
     let variables: SealedVariable[]
     if (r.names === undefined) {
-      variables = this.#stmt(READ_VARIABLES_SQL).all(r.vaultId, r.environment) as SealedVariable[]
+      variables = this.stmt(READ_VARIABLES_SQL).all(r.vaultId, r.environment) as SealedVariable[]
       if (this.#lastReadSize.size >= 10_000) this.#lastReadSize.clear()
       this.#lastReadSize.set(`${r.vaultId}/${r.environment}`, variables.length)
     } else {
-      const one = this.#stmt(READ_ONE_VARIABLE_SQL)
+      const one = this.stmt(READ_ONE_VARIABLE_SQL)
       variables = [...new Set(r.names)]
         .sort()
         .map((n) => one.get(r.vaultId, r.environment, n) as SealedVariable | undefined)
         .filter((v) => v !== undefined)
     }
-    const v = this.#stmt(ENV_VERSION_SQL).get(r.vaultId, r.environment) as { version: number } | undefined
-    this.#log({ ...r.log, names: variables.map((x) => x.name) }) // the log names exactly what was read
+    const v = this.stmt(ENV_VERSION_SQL).get(r.vaultId, r.environment) as { version: number } | undefined
+    this.log({ ...r.log, names: variables.map((x) => x.name) }) // the log names exactly what was read
     return { variables, version: v?.version ?? 0 }
   }
 
@@ -625,7 +339,7 @@ class SqliteVaultStore implements VaultCore {
     const queue = this.#pendingReads
     this.#pendingReads = []
     const alone = (r: PendingRead): void => {
-      this.#tx('immediate', 'variables', () => this.#readOne(r)).then(r.resolve, r.reject)
+      this.tx('immediate', 'variables', () => this.#readOne(r)).then(r.resolve, r.reject)
     }
     if (queue.length === 1) {
       alone(queue[0] as PendingRead)
@@ -640,7 +354,7 @@ class SqliteVaultStore implements VaultCore {
       this.#pendingReads = [...rest, ...this.#pendingReads]
       if (wasIdle) setImmediate(() => this.#commitReads())
     }
-    this.#tx('immediate', 'variables', () => {
+    this.tx('immediate', 'variables', () => {
       const results: { variables: SealedVariable[]; version: number }[] = []
       let rows = 0
       for (const r of queue) {
@@ -665,9 +379,9 @@ class SqliteVaultStore implements VaultCore {
   }
 
   listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]> {
-    return this.#tx('none', 'variables', () =>
-      this.#all(
-        this.#db
+    return this.tx('none', 'variables', () =>
+      this.all(
+        this.db
           .selectFrom('variables')
           .select(['name', 'updated_at', 'updated_by'])
           .where('vault_id', '=', vaultId)
@@ -678,9 +392,9 @@ class SqliteVaultStore implements VaultCore {
   }
 
   getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
-    return this.#tx('none', 'variables', () => {
-      const r = this.#first(
-        this.#db
+    return this.tx('none', 'variables', () => {
+      const r = this.first(
+        this.db
           .selectFrom('variables')
           .select(['name', 'sealed'])
           .where('vault_id', '=', vaultId)
@@ -691,19 +405,15 @@ class SqliteVaultStore implements VaultCore {
     })
   }
 
-  #usage(vaultId: string): { n: number; bytes: number } {
-    return usageOf(this.#d, vaultId)
-  }
-
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
     const { vaultId, environment, value } = write
-    return this.#tx('immediate', 'variables', (): SetVariableResult => {
-      if (this.#staleKey(vaultId, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
-      const old = this.#stmt(READ_ONE_VARIABLE_SQL).get(vaultId, environment, value.name) as SealedVariable | undefined
+    return this.tx('immediate', 'variables', (): SetVariableResult => {
+      if (this.staleKey(vaultId, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
+      const old = this.stmt(READ_ONE_VARIABLE_SQL).get(vaultId, environment, value.name) as SealedVariable | undefined
       const expect = write.expect ?? 'any'
       if (expect === 'new' && old) return { ok: false, reason: 'exists' }
       if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
-      const before = this.#usage(vaultId)
+      const before = this.usage(vaultId)
       const over = overLimit(
         before,
         {
@@ -713,21 +423,21 @@ class SqliteVaultStore implements VaultCore {
         write.limit,
       )
       if (over) return over
-      this.#upsertVariable(vaultId, environment, value, write.by, write.now.getTime())
-      this.#bumpVersion(vaultId, environment)
-      this.#log(log)
+      this.upsertVariable(vaultId, environment, value, write.by, write.now.getTime())
+      this.bumpVersion(vaultId, environment)
+      this.log(log)
       return { ok: true, created: !old }
     })
   }
 
   deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
-    return this.#tx('immediate', 'variables', (): DeleteVariableResult => {
-      const n = this.#run(
-        this.#db.deleteFrom('variables').where('vault_id', '=', input.vaultId).where('environment', '=', input.environment).where('name', '=', input.name),
+    return this.tx('immediate', 'variables', (): DeleteVariableResult => {
+      const n = this.run(
+        this.db.deleteFrom('variables').where('vault_id', '=', input.vaultId).where('environment', '=', input.environment).where('name', '=', input.name),
       )
       if (n === 0) return { ok: false, reason: 'absent' }
-      this.#bumpVersion(input.vaultId, input.environment)
-      this.#log(log)
+      this.bumpVersion(input.vaultId, input.environment)
+      this.log(log)
       return { ok: true }
     })
   }
@@ -735,17 +445,17 @@ class SqliteVaultStore implements VaultCore {
   // ---- access log ---------------------------------------------------------
 
   appendAccessLog(entry: AccessLogEntry): Promise<void> {
-    return this.#tx('none', 'access_log', () => this.#log(entry))
+    return this.tx('none', 'access_log', () => this.log(entry))
   }
 
   listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessAction; limit: number; before?: number }): Promise<AccessLogRow[]> {
-    return this.#tx('none', 'access_log', () => {
-      let q = this.#db.selectFrom('access_log').selectAll().where('vault_id', '=', vaultId)
+    return this.tx('none', 'access_log', () => {
+      let q = this.db.selectFrom('access_log').selectAll().where('vault_id', '=', vaultId)
       if (filter.environment !== undefined) q = q.where('environment', '=', filter.environment)
       if (filter.action !== undefined) q = q.where('action', '=', filter.action)
       if (filter.before !== undefined) q = q.where('id', '<', filter.before)
       const limit = Math.max(0, Math.trunc(filter.limit))
-      return this.#all(q.orderBy('id', 'desc').limit(limit)).map((r) => ({
+      return this.all(q.orderBy('id', 'desc').limit(limit)).map((r) => ({
         id: r.id,
         vaultId: r.vault_id,
         at: new Date(r.at),
@@ -759,121 +469,6 @@ class SqliteVaultStore implements VaultCore {
         subject: r.subject,
         detail: r.detail,
       }))
-    })
-  }
-
-  // ---- pushes (imports) ---------------------------------------------------
-
-  createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
-    return this.#tx('immediate', 'imports', (): CreateImportResult => {
-      if (this.#staleKey(input.vaultId, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
-      const before = this.#usage(input.vaultId)
-      const newBytes = input.values.reduce((s, v) => s + v.sealed.byteLength, 0)
-      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + newBytes }, input.limit)
-      if (over) return over
-
-      const existing = new Set(
-        this.#all(this.#db.selectFrom('variables').select('name').where('vault_id', '=', input.vaultId).where('environment', '=', input.environment)).map(
-          (r) => r.name,
-        ),
-      )
-      const values = [...input.values].sort(byName)
-      const names = values.map((v) => v.name)
-      const overwrites = names.filter((n) => existing.has(n))
-      const row: ImportRow = {
-        id: input.id,
-        vault_id: input.vaultId,
-        environment: input.environment,
-        sender_id: input.senderId,
-        sign_in_id: input.signInId,
-        status: 'pending',
-        names: JSON.stringify(names),
-        overwrites: JSON.stringify(overwrites),
-        refused: JSON.stringify(input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))),
-        created_at: input.createdAt.getTime(),
-        expires_at: input.expiresAt.getTime(),
-        decided_at: null,
-        decided_by: null,
-      }
-      this.#run(this.#db.insertInto('imports').values(row))
-      for (const v of values) {
-        this.#run(this.#db.insertInto('import_values').values({ import_id: input.id, name: v.name, sealed: bytes(v.sealed) }))
-      }
-      this.#log(log)
-      return { ok: true, import: toImport(row) }
-    })
-  }
-
-  async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
-    const r = await this.#tx('none', 'imports', () => this.#importRow(importId))
-    if (!r) return null
-    if (r.status !== 'pending' || now.getTime() < r.expires_at) return toImport(r)
-    return this.#tx('immediate', 'imports', () => {
-      const fresh = this.#importRow(importId)
-      if (!fresh) return null
-      return toImport(fresh.status === 'pending' ? this.#expire(fresh) : fresh)
-    })
-  }
-
-  getImportValues(importId: string): Promise<SealedVariable[]> {
-    return this.#tx('none', 'import_values', () =>
-      this.#all(this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name')).map((r) => ({
-        name: r.name,
-        sealed: r.sealed,
-      })),
-    )
-  }
-
-  decideImport(d: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult> {
-    const { importId, decision, by } = d
-    const at = d.now.getTime()
-    return this.#tx('immediate', 'imports', (): DecideImportResult => {
-      const r = this.#importRow(importId)
-      if (!r) throw new StorageError('23503', 'imports')
-      if (r.status !== 'pending') return { ok: false, reason: 'not_pending', import: toImport(r) }
-      if (at >= r.expires_at) return { ok: false, reason: 'not_pending', import: toImport(this.#expire(r)) }
-      if (decision === 'applied' && d.ifVersion !== undefined) {
-        const v = this.#stmt(ENV_VERSION_SQL).get(r.vault_id, r.environment) as { version: number } | undefined
-        if ((v?.version ?? 0) !== d.ifVersion) return { ok: false, reason: 'changed', import: toImport(r) }
-      }
-      if (decision === 'applied') {
-        if (d.changeSet) insertChangeSet(this.#d, d.changeSet)
-        const staged = this.#all(this.#db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'))
-        for (const v of staged) this.#upsertVariable(r.vault_id, r.environment, v, by, at)
-        if (staged.length > 0) this.#bumpVersion(r.vault_id, r.environment)
-      }
-      this.#run(this.#db.deleteFrom('import_values').where('import_id', '=', importId))
-      this.#run(
-        this.#db
-          .updateTable('imports')
-          .set({ status: decision, decided_at: at, decided_by: by, reason: decision === 'rejected' ? (d.reason ?? null) : null })
-          .where('id', '=', importId)
-          .where('status', '=', 'pending'),
-      )
-      this.#log(log)
-      return {
-        ok: true,
-        import: toImport({ ...r, status: decision, decided_at: at, decided_by: by, reason: decision === 'rejected' ? (d.reason ?? null) : null }),
-      }
-    })
-  }
-
-  expireImports(now: Date): Promise<number> {
-    return this.#tx('immediate', 'imports', () => {
-      const due = this.#all<ImportRow>(
-        this.#db.selectFrom('imports').selectAll().where('status', '=', 'pending').where('expires_at', '<=', now.getTime()).orderBy('expires_at'),
-      )
-      for (const r of due) this.#expire(r)
-      return due.length
-    })
-  }
-
-  listImports(vaultId: string, filter: { status?: ImportStatus; limit: number }): Promise<ImportRecord[]> {
-    return this.#tx('none', 'imports', () => {
-      let q = this.#db.selectFrom('imports').selectAll().where('vault_id', '=', vaultId)
-      if (filter.status !== undefined) q = q.where('status', '=', filter.status)
-      const limit = Math.max(0, Math.trunc(filter.limit))
-      return this.#all<ImportRow>(q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit)).map(toImport)
     })
   }
 }

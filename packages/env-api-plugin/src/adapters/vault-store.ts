@@ -22,7 +22,9 @@
  * - values only ever cross this interface sealed (`Uint8Array`), never plain.
  */
 
-import type { NewChangeSet } from './history-store.js'
+import type { ImportStore } from './import-store.js'
+
+export type * from './import-store.js'
 
 export type Role = 'owner' | 'editor' | 'viewer'
 
@@ -114,32 +116,6 @@ export interface AccessLogEntry {
 
 export interface AccessLogRow extends AccessLogEntry {
   readonly id: number
-}
-
-export type ImportStatus = 'pending' | 'applied' | 'rejected' | 'expired'
-
-export interface RefusedLine {
-  readonly line: number
-  readonly name: string
-  readonly reason: string
-}
-
-export interface ImportRecord {
-  readonly id: string
-  readonly vaultId: string
-  readonly environment: string
-  readonly senderId: string
-  readonly signInId: string | null
-  readonly status: ImportStatus
-  readonly names: readonly string[]
-  readonly overwrites: readonly string[]
-  readonly refused: readonly RefusedLine[]
-  readonly createdAt: Date
-  readonly expiresAt: Date
-  readonly decidedAt: Date | null
-  readonly decidedBy: string | null
-  /** why it was rejected, in the decider's words (never a value); null otherwise */
-  readonly reason: string | null
 }
 
 /**
@@ -264,23 +240,6 @@ export interface VariableDelete {
 
 export type DeleteVariableResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'absent' }
 
-export interface NewImport {
-  readonly id: string
-  readonly vaultId: string
-  readonly environment: string
-  readonly senderId: string
-  readonly signInId: string | null
-  readonly values: readonly SealedVariable[]
-  readonly refused: readonly RefusedLine[]
-  readonly createdAt: Date
-  readonly expiresAt: Date
-  readonly limit: StorageLimit
-  /** as in VariableWrite: the wrapped data key the staged values were sealed under */
-  readonly sealedUnder?: Uint8Array
-}
-
-export type CreateImportResult = { readonly ok: true; readonly import: ImportRecord } | OverLimit | StaleKey
-
 /** Every secret of a vault: its wrapped data key and every sealed value (variables and staged values of pending pushes). */
 export interface VaultSecrets {
   readonly wrappedKey: Uint8Array
@@ -296,30 +255,7 @@ export interface VaultSecrets {
   }[]
 }
 
-export interface ImportDecision {
-  readonly importId: string
-  readonly decision: 'applied' | 'rejected'
-  readonly by: string
-  readonly now: Date
-  /** for `rejected`: the decider's reason, stored with the push */
-  readonly reason?: string | null
-  /**
-   * For `applied`: the environment's version the change set was computed
-   * at (HistoryStore.readCurrent); another version now → `changed`, nothing written.
-   */
-  readonly ifVersion?: number
-  /** For `applied`: the change set of the values written, in the same transaction. */
-  readonly changeSet?: NewChangeSet
-}
-
-export type DecideImportResult =
-  | { readonly ok: true; readonly import: ImportRecord }
-  /** `ifVersion` was given and the environment has another version now: nothing changed */
-  | { readonly ok: false; readonly reason: 'changed'; readonly import: ImportRecord }
-  /** the push was not pending (already decided, or expired now): nothing changed but the expiry */
-  | { readonly ok: false; readonly reason: 'not_pending'; readonly import: ImportRecord }
-
-export interface VaultStore {
+export interface VaultStore extends ImportStore {
   // ---- vaults and keys --------------------------------------------------------
 
   /**
@@ -472,46 +408,4 @@ export interface VaultStore {
 
   /** Newest first (by id); `before` is an id cursor. */
   listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessAction; limit: number; before?: number }): Promise<AccessLogRow[]>
-
-  // ---- pushes (imports) ----------------------------------------------------------
-
-  /**
-   * Creates a pending push with its staged (sealed) values and appends `log`
-   * (`push_created`), in one transaction, after checking `input.limit`
-   * inside it (the staged values count). Computes `overwrites` from the
-   * environment's current variables; `names` are sorted. An existing id
-   * throws 23505.
-   */
-  createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult>
-
-  /**
-   * A push by id, or null. If it is pending and `now >= expiresAt`, it is
-   * first moved to `expired` (decidedAt = expiresAt, staged values deleted,
-   * `push_expired` logged with `personId: null` and the push's names),
-   * atomically.
-   */
-  getImport(importId: string, now: Date): Promise<ImportRecord | null>
-
-  /** The staged sealed values of a pending push, in name order (empty once decided). */
-  getImportValues(importId: string): Promise<SealedVariable[]>
-
-  /**
-   * Decides a pending push and appends `log`, atomically: for `applied`,
-   * every staged value is written to the environment's variables (all or
-   * none; `updatedBy` = `decision.by`); then staged values are deleted and status, decidedAt and decidedBy set.
-   * A push that is not pending, or has expired by `now`, is left unchanged
-   * (the expiry is recorded as in getImport) → `not_pending`. Unknown push:
-   * throws 23503.
-   */
-  decideImport(decision: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult>
-
-  /**
-   * Moves every pending push with expiresAt <= now to expired, each with its
-   * `push_expired` entry, atomically per push at least. Returns how many.
-   * Safe to run from several processes at once: each push expires once.
-   */
-  expireImports(now: Date): Promise<number>
-
-  /** Pushes of a vault, newest first (createdAt, then id), optionally by status. */
-  listImports(vaultId: string, filter: { status?: ImportStatus; limit: number }): Promise<ImportRecord[]>
 }

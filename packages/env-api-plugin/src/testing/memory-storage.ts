@@ -2,6 +2,7 @@ import type { Storage } from '../adapters/storage.js'
 import { MemoryDb, varKey, type MemoryDbOptions, type State } from './memory-state.js'
 import { MemoryCiIdentityStore } from './memory-ci-identity-store.js'
 import { MemoryHistoryStore } from './memory-history-store.js'
+import { MemoryImportStore } from './memory-import-store.js'
 import { MemoryOAuthStore } from './memory-oauth-store.js'
 import { MemoryVaultStore } from './memory-vault-store.js'
 import type { VaultStoreProbe } from './vault-store-contract.js'
@@ -40,6 +41,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
     bindAll(new MemoryOAuthStore(db)),
     bindAll(new MemoryCiIdentityStore(db)),
     bindAll(new MemoryHistoryStore(db)),
+    bindAll(new MemoryImportStore(db)),
     {
       probe: memoryProbe(db),
       edit: (fn: (state: MemoryState) => void) => db.write('edit', fn),

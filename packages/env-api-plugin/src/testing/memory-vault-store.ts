@@ -3,15 +3,10 @@ import type {
   AccessLogRow,
   AuditRow,
   CreateEnvironmentResult,
-  CreateImportResult,
-  DecideImportResult,
   DeleteVariableResult,
   EnvironmentInfo,
-  ImportDecision,
-  ImportRecord,
   MemberChange,
   NewEnvironment,
-  NewImport,
   NewVault,
   OverLimit,
   RemoveMemberResult,
@@ -29,6 +24,7 @@ import type {
   VaultSecrets,
   VaultStore,
 } from '../adapters/vault-store.js'
+import type { ImportStore } from '../adapters/import-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, varKey, type MemoryDb, type State, type VaultRow } from './memory-state.js'
 
@@ -93,7 +89,7 @@ export function overLimit(before: { n: number; bytes: number }, after: { n: numb
  * more, on plain maps (see memory-state.ts for its transactions). Written
  * to be read: a new backend can follow it method by method.
  */
-export class MemoryVaultStore implements VaultStore {
+export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
   readonly #db: MemoryDb
 
   constructor(db: MemoryDb) {
@@ -106,27 +102,6 @@ export class MemoryVaultStore implements VaultStore {
     const v = s.vaults.get(vaultId)
     if (!v) throw new StorageError('23503', table)
     return v
-  }
-
-  /** Moves a pending push to expired in the draft, with its log entry. */
-  #expire(s: State, imp: ImportRecord): ImportRecord {
-    const expired: ImportRecord = Object.freeze({ ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null, reason: null })
-    s.imports.set(imp.id, expired)
-    s.importValues.delete(imp.id)
-    this.#db.appendLog(s, {
-      vaultId: imp.vaultId,
-      at: imp.expiresAt,
-      personId: null,
-      signInId: null,
-      clientId: null,
-      action: 'push_expired',
-      environment: imp.environment,
-      names: imp.names,
-      address: null,
-      subject: null,
-      detail: null,
-    })
-    return expired
   }
 
   // ---- vaults and keys ----------------------------------------------------------
@@ -455,115 +430,5 @@ export class MemoryVaultStore implements VaultStore {
       }
       return out
     })
-  }
-
-  // ---- pushes -----------------------------------------------------------------
-
-  createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
-    return this.#db.write('imports', async (s): Promise<CreateImportResult> => {
-      if (input.sealedUnder && !sameBytes(s.vaults.get(input.vaultId)?.wrappedKey ?? null, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
-      const before = usage(s, input.vaultId)
-      const bytes = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
-      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + bytes }, input.limit)
-      if (over) return over
-      await this.#db.step()
-      if (s.imports.has(input.id)) throw new StorageError('23505', 'imports_pk')
-      if (!s.environments.get(input.vaultId)?.has(input.environment)) throw new StorageError('23503', 'imports_environment')
-      const current = s.variables.get(varKey(input.vaultId, input.environment)) ?? new Map()
-      const names = input.values.map((v) => v.name).sort(byKey)
-      const imp: ImportRecord = Object.freeze({
-        id: input.id,
-        vaultId: input.vaultId,
-        environment: input.environment,
-        senderId: input.senderId,
-        signInId: input.signInId,
-        status: 'pending',
-        names,
-        overwrites: names.filter((n) => current.has(n)),
-        refused: input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason })),
-        createdAt: input.createdAt,
-        expiresAt: input.expiresAt,
-        decidedAt: null,
-        decidedBy: null,
-        reason: null,
-      })
-      s.imports.set(imp.id, imp)
-      const staged = new Map<string, Uint8Array>()
-      for (const v of input.values) {
-        this.#db.checkWrite('import_values', v.name)
-        if (staged.has(v.name)) throw new StorageError('23505', 'import_values_pk')
-        staged.set(v.name, copyBytes(v.sealed))
-      }
-      s.importValues.set(imp.id, staged)
-      this.#db.appendLog(s, log)
-      return { ok: true, import: imp }
-    })
-  }
-
-  async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
-    const imp = await this.#db.read('imports', (s) => s.imports.get(importId) ?? null)
-    if (!imp || imp.status !== 'pending' || now.getTime() < imp.expiresAt.getTime()) return imp
-    return this.#db.write('imports', (s) => {
-      const fresh = s.imports.get(importId)
-      if (!fresh) return null
-      return fresh.status === 'pending' ? this.#expire(s, fresh) : fresh
-    })
-  }
-
-  getImportValues(importId: string): Promise<SealedVariable[]> {
-    return this.#db.read('import_values', (s) =>
-      [...(s.importValues.get(importId) ?? new Map<string, Uint8Array>()).entries()]
-        .sort(([a], [b]) => byKey(a, b))
-        .map(([name, sealed]) => ({ name, sealed: copyBytes(sealed) })),
-    )
-  }
-
-  decideImport(d: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult> {
-    return this.#db.write('imports', async (s): Promise<DecideImportResult> => {
-      const imp = s.imports.get(d.importId)
-      if (!imp) throw new StorageError('23503', 'imports')
-      if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
-      if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: this.#expire(s, imp) }
-      const version = s.environments.get(imp.vaultId)?.get(imp.environment)?.version ?? 0
-      if (d.decision === 'applied' && d.ifVersion !== undefined && d.ifVersion !== version) return { ok: false, reason: 'changed', import: imp }
-      await this.#db.step()
-      const at = d.now.getTime()
-      if (d.decision === 'applied') {
-        if (d.changeSet) this.#db.putChangeSet(s, d.changeSet)
-        const staged = [...(s.importValues.get(imp.id) ?? new Map<string, Uint8Array>()).entries()].sort(([a], [b]) => byKey(a, b))
-        for (const [name, sealed] of staged) this.#db.putVariable(s, imp.vaultId, imp.environment, { name, sealed }, d.by, at)
-        if (staged.length > 0) this.#db.bumpVersion(s, imp.vaultId, imp.environment)
-      }
-      s.importValues.delete(imp.id)
-      const decided: ImportRecord = Object.freeze({
-        ...imp,
-        status: d.decision,
-        decidedAt: d.now,
-        decidedBy: d.by,
-        reason: d.decision === 'rejected' ? (d.reason ?? null) : null,
-      })
-      s.imports.set(imp.id, decided)
-      this.#db.appendLog(s, log)
-      return { ok: true, import: decided }
-    })
-  }
-
-  expireImports(now: Date): Promise<number> {
-    return this.#db.write('imports', (s) => {
-      const due = [...s.imports.values()]
-        .filter((i) => i.status === 'pending' && i.expiresAt.getTime() <= now.getTime())
-        .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime())
-      for (const imp of due) this.#expire(s, imp)
-      return due.length
-    })
-  }
-
-  listImports(vaultId: string, filter: { status?: ImportRecord['status']; limit: number }): Promise<ImportRecord[]> {
-    return this.#db.read('imports', (s) =>
-      [...s.imports.values()]
-        .filter((i) => i.vaultId === vaultId && (filter.status === undefined || i.status === filter.status))
-        .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || byKey(b.id, a.id))
-        .slice(0, Math.max(0, Math.trunc(filter.limit))),
-    )
   }
 }

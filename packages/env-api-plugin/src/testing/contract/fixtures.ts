@@ -1,0 +1,133 @@
+// Fixtures of the vault store contract (../vault-store-contract.ts): times, people, sealed-looking bytes, helpers.
+import assert from 'node:assert/strict'
+import { randomBytes, randomUUID } from 'node:crypto'
+import type {
+  AccessAction,
+  AccessLogEntry,
+  EnvironmentInfo,
+  NewImport,
+  SealedVariable,
+  StorageLimit,
+  VariableWrite,
+  VaultStore,
+} from '../../adapters/vault-store.js'
+import type { MakeVaultStore, VaultStoreFixture } from '../vault-store-contract.js'
+
+// ---- fixtures -----------------------------------------------------------------
+
+export const T0 = new Date('2026-11-21T10:00:00.000Z')
+export const MINUTE = 60_000
+export const DAY = 24 * 60 * MINUTE
+export const OWNER = 'person-owner'
+export const EDITOR = 'person-editor'
+export const STRANGER = 'person-stranger'
+export const LIMIT: StorageLimit = { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 }
+export const ENVS: readonly EnvironmentInfo[] = [
+  { name: 'production', ownersOnly: true },
+  { name: 'development', ownersOnly: false },
+  { name: 'preview', ownersOnly: false },
+]
+
+export const at = (ms: number): Date => new Date(T0.getTime() + ms)
+
+/** Sealed-looking bytes: random, so a stored value can be compared byte for byte. */
+export function sealed(n = 40): Uint8Array {
+  return new Uint8Array(randomBytes(n))
+}
+
+export function sv(name: string, n?: number): SealedVariable {
+  return { name, sealed: sealed(n) }
+}
+
+export function entry(vaultId: string, action: AccessAction, over: Partial<AccessLogEntry> = {}): AccessLogEntry {
+  return {
+    vaultId,
+    at: T0,
+    personId: OWNER,
+    signInId: 'sign-in-1',
+    clientId: 'https://envkeep.test/cli/oauth-client.json',
+    action,
+    environment: 'development',
+    names: [],
+    address: '127.0.0.1',
+    subject: null,
+    detail: null,
+    ...over,
+  }
+}
+
+/** A VariableWrite with the default limit (`over` sets expect or limit). */
+export function put(
+  vaultId: string,
+  environment: string,
+  value: SealedVariable,
+  by: string | null,
+  now: Date,
+  over: Partial<VariableWrite> = {},
+): VariableWrite {
+  return { vaultId, environment, value, by, now, limit: LIMIT, ...over }
+}
+
+export async function withStore(make: MakeVaultStore, fn: (f: VaultStoreFixture) => Promise<void>): Promise<void> {
+  const f = await make()
+  try {
+    await fn(f)
+  } finally {
+    await f.close()
+  }
+}
+
+export async function newVault(store: VaultStore, over: { name?: string; environments?: readonly EnvironmentInfo[] } = {}): Promise<string> {
+  const id = randomUUID()
+  await store.createVault(
+    {
+      id,
+      name: over.name ?? `vault-${id.slice(0, 8)}`,
+      ownerId: OWNER,
+      plan: 'self-hosted',
+      environments: over.environments ?? ENVS,
+      now: T0,
+    },
+    entry(id, 'vault_created', { environment: null }),
+  )
+  return id
+}
+
+export function newImport(vaultId: string, values: readonly SealedVariable[], over: Partial<NewImport> = {}): NewImport {
+  return {
+    id: randomUUID(),
+    vaultId,
+    environment: 'development',
+    senderId: EDITOR,
+    signInId: 'sign-in-2',
+    values,
+    refused: [],
+    createdAt: T0,
+    expiresAt: at(7 * DAY),
+    limit: LIMIT,
+    ...over,
+  }
+}
+
+/** Byte-for-byte equality that never prints the bytes (sealed values stay out of test output). */
+export function same(a: Uint8Array | null | undefined, b: Uint8Array | null | undefined, message?: string): void {
+  assert.ok(a && b, message ?? 'bytes present')
+  assert.ok(Buffer.from(a).equals(Buffer.from(b)), message ?? 'the same bytes')
+}
+
+/** Names of what the store returned, so a failing assertion never prints sealed bytes. */
+export const namesOf = (vs: readonly SealedVariable[]): string[] => vs.map((v) => v.name)
+
+export async function rejectsWith(p: Promise<unknown>, sqlstate: string, message?: string): Promise<Error & { sqlstate: string }> {
+  let caught: unknown
+  await p.then(
+    () => assert.fail(message ?? `expected a StorageError ${sqlstate}`),
+    (err: unknown) => {
+      caught = err
+    },
+  )
+  const e = caught as Error & { sqlstate: string }
+  assert.equal(e.name, 'StorageError', message ?? 'a StorageError')
+  assert.equal(e.sqlstate, sqlstate, message)
+  return e
+}
