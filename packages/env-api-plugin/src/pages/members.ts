@@ -92,7 +92,7 @@ function invitationLink(i: InvitationShown): SafeHtml {
 <p>For <span class="email">${i.email}</span> as <span class="role role-${i.role}">${i.role}</span>. ${
     i.emailed ? 'It was also sent to that address.' : 'Send it to them yourself.'
   } It is shown only this once and works once.</p>
-<p class="var-value"><code id="invitation-link" class="value">${i.link}</code> <button type="button" class="copy secondary" data-copy="invitation-link" aria-label="Copy the invitation link">Copy</button></p>
+<p class="invitation"><code id="invitation-link" class="value">${i.link}</code> <button type="button" class="copy secondary" data-copy="invitation-link" aria-label="Copy the invitation link">Copy</button></p>
 </section>`
 }
 
