@@ -22,6 +22,7 @@ const files = [
   'packages/env-api-plugin/test/pages/history.test.ts',
   'packages/env-api-plugin/test/pages/settings.test.ts',
   'packages/server/test/history-pages.test.ts',
+  'packages/server/test/invitations.test.ts',
   // the server's pages and API over buildTestApp (accounts, sessions, CSRF, not-found, proxies)
   'packages/server/test/account-pages.test.ts',
   'packages/server/test/build-app.test.ts',

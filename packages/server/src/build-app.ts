@@ -1,10 +1,21 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
-import envApi, { csrfPlugin, envkeepFrameworkErrors, envkeepNotFound, type Keyring, type Storage } from '@envkeep/env-api-plugin'
+import envApi, {
+  createDomain,
+  createVaultCrypto,
+  csrfPlugin,
+  envkeepFrameworkErrors,
+  envkeepNotFound,
+  type Keyring,
+  type Storage,
+} from '@envkeep/env-api-plugin'
 import type { AccountStore } from './accounts/account-store.js'
 import type { ServerConfig } from './config.js'
+import { createInvitationHooks } from './invitations.js'
+import { createMailer, type Mailer } from './mailer.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
 import { accountPages } from './pages/account-pages.js'
+import { invitePages } from './pages/invite-pages.js'
 
 export interface AppDeps {
   readonly config: ServerConfig
@@ -18,6 +29,8 @@ export interface AppDeps {
   readonly loginAttemptsPerMinute?: number
   /** true once shutdown began: answers then carry `Connection: close`, so kept-alive sockets end */
   readonly isShuttingDown?: () => boolean
+  /** sends invitation emails; default: nodemailer over config.smtp when set, else none */
+  readonly mailer?: Mailer | null
 }
 
 export interface BuiltApp {
@@ -62,12 +75,35 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   // one not-found answer for the whole server: a page or the error record, never quoting the query
   app.setNotFoundHandler(envkeepNotFound(config.baseUrl))
   await app.register(fastifyCookie)
-  const people = createLocalPeople({ accounts: deps.accounts, basePath: config.basePath, secureCookies, now })
+  const mailer = deps.mailer !== undefined ? deps.mailer : config.smtp ? createMailer(config.smtp) : null
+  if (mailer && deps.mailer === undefined) app.addHook('onClose', async () => mailer.close())
+  const people: LocalPeople = {
+    ...createLocalPeople({ accounts: deps.accounts, basePath: config.basePath, secureCookies, now }),
+    ...createInvitationHooks({ accounts: deps.accounts, baseUrl: config.baseUrl, now, mailer, log: app.log }),
+  }
   // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
   await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
   await app.register(accountPages, {
     accounts: deps.accounts,
     people,
+    basePath: config.basePath,
+    now,
+    ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
+  })
+  // an invitation's page: the membership goes through the plugin's domain layer (its rules, its log)
+  const domain = createDomain({
+    storage: deps.storage,
+    crypto: createVaultCrypto(deps.storage, deps.keyring),
+    hasKey: deps.keyring !== null,
+    plans: { ...config.plans },
+    now,
+    importTtlMs: config.importTtlSeconds * 1000,
+    people,
+  })
+  await app.register(invitePages, {
+    accounts: deps.accounts,
+    people,
+    domain,
     basePath: config.basePath,
     now,
     ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),

@@ -48,6 +48,18 @@ export interface ServerConfig {
   readonly databaseUrl: string | null
   /** ENVKEEP_DATABASE_POOL: PostgreSQL connections per process */
   readonly databasePool: number
+  /**
+   * ENVKEEP_SMTP_URL and ENVKEEP_SMTP_FROM: invitations are also sent by email; null without
+   * them. The URL may hold a password: it is never logged or repeated in an error.
+   */
+  readonly smtp: SmtpConfig | null
+}
+
+export interface SmtpConfig {
+  /** smtp://user:pass@host:587 (STARTTLS when offered) or smtps://…:465 */
+  readonly url: string
+  /** the From of the messages, e.g. `envkeep <envkeep@example.com>` */
+  readonly from: string
 }
 
 export interface Setting {
@@ -96,6 +108,12 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     default: '(none)',
     meaning: 'loopback: CI identities may name http://127.0.0.1:* OIDC issuers (tests only; https otherwise)',
   },
+  {
+    env: 'ENVKEEP_SMTP_URL',
+    default: '(none: invitations are links to copy)',
+    meaning: 'smtp://user:pass@host:587 or smtps://user:pass@host:465: invitations are also sent by email (never logged)',
+  },
+  { env: 'ENVKEEP_SMTP_FROM', default: '(none; needed with ENVKEEP_SMTP_URL)', meaning: 'sender of the emails, e.g. envkeep <envkeep@example.com>' },
   {
     env: 'ENVKEEP_TRUST_PROXY',
     default: 'false',
@@ -174,6 +192,33 @@ function parseDatabaseUrl(raw: string | undefined): string | null {
     throw new UsageError('ENVKEEP_DATABASE_URL (--database-url) must start with postgres:// (PostgreSQL is the only database besides the embedded SQLite)')
   }
   return raw
+}
+
+/**
+ * ENVKEEP_SMTP_URL and ENVKEEP_SMTP_FROM, checked; errors never repeat the URL (it may hold a
+ * password).
+ */
+function parseSmtp(rawUrl: string | undefined, rawFrom: string | undefined): SmtpConfig | null {
+  if (rawUrl === undefined) {
+    if (rawFrom !== undefined) throw new UsageError('ENVKEEP_SMTP_FROM is set but ENVKEEP_SMTP_URL is not: set both to send invitations by email')
+    return null
+  }
+  let u: URL
+  try {
+    u = new URL(rawUrl)
+  } catch {
+    throw new UsageError('ENVKEEP_SMTP_URL must be a URL like smtp://user:password@mail.example.com:587 (password percent-encoded)')
+  }
+  if ((u.protocol !== 'smtp:' && u.protocol !== 'smtps:') || u.hostname === '')
+    throw new UsageError('ENVKEEP_SMTP_URL must start with smtp:// (STARTTLS) or smtps:// (TLS) and name a host')
+  // nodemailer reads options from the query; these two would log the SMTP dialogue, password included
+  if (u.searchParams.has('logger') || u.searchParams.has('debug'))
+    throw new UsageError('ENVKEEP_SMTP_URL: the logger and debug options are refused (they would log the password)')
+  if (rawFrom === undefined) throw new UsageError('ENVKEEP_SMTP_URL is set: ENVKEEP_SMTP_FROM must name the sender, e.g. envkeep <envkeep@example.com>')
+  const from = rawFrom.trim()
+  if (from.length > 320 || /[\r\n]/.test(from) || !/^(?:[^<>@]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/.test(from))
+    throw new UsageError('ENVKEEP_SMTP_FROM must be an email address, or a name and <address>, e.g. envkeep <envkeep@example.com>')
+  return Object.freeze({ url: rawUrl, from })
 }
 
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal']
@@ -281,5 +326,6 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     databaseFile: resolve(dataDir, 'envkeep.db'),
     databaseUrl: parseDatabaseUrl(pick(flags, 'database-url', env, 'ENVKEEP_DATABASE_URL')),
     databasePool: integer('ENVKEEP_DATABASE_POOL', envValue(env, 'ENVKEEP_DATABASE_POOL'), 10, 1, 100),
+    smtp: parseSmtp(envValue(env, 'ENVKEEP_SMTP_URL'), envValue(env, 'ENVKEEP_SMTP_FROM')),
   })
 }

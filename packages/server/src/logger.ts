@@ -1,10 +1,14 @@
 import pino, { type DestinationStream, type Logger } from 'pino'
 
-/** The path of a URL without its query: queries may carry setup tokens, codes or state. */
+/**
+ * The path of a URL without its query (queries may carry setup tokens, codes or state), and
+ * with an invitation link's token (`/invite/<token>`) replaced.
+ */
 export function pathOnly(url: string | undefined): string {
   if (!url) return ''
   const q = url.indexOf('?')
-  return q === -1 ? url : url.slice(0, q)
+  const path = q === -1 ? url : url.slice(0, q)
+  return path.replace(/\/invite\/[^/]+/, '/invite/[redacted]')
 }
 
 interface RequestLike {

@@ -91,4 +91,79 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     t.equal(await accounts.findSession('s2', NOW), null)
     await t.rejects(accounts.createSession('s3', randomUUID(), NOW, later(1000)), { name: 'StorageError', sqlstate: '23503' })
   })
+
+  t.test(`${backend}: invitations: newest per email and vault, live until their end, revoked per vault, swept`, async (t) => {
+    const opened = await open(t, backend)
+    if (!opened) return
+    const { accounts } = opened
+    const owner = await accounts.createAccount(account('o@example.com'), NOW)
+    const [v1, v2] = [randomUUID(), randomUUID()]
+    const inv = (id: string, tokenHash: string, vaultId: string, email: string, ttl = 60_000) =>
+      accounts.createInvitation({ id, tokenHash, vaultId, email, role: 'editor', invitedBy: owner.id, createdAt: NOW, expiresAt: later(ttl) })
+    await inv('i1', 'h1', v1, 'Nina@example.com')
+    await inv('i2', 'h2', v1, 'nina@EXAMPLE.com') // replaces i1: only the newest link works
+    await inv('i3', 'h3', v2, 'nina@example.com')
+    await inv('i4', 'h4', v1, 'short@example.com', 1000)
+    t.equal(await accounts.findInvitation('h1', NOW), null, 'replaced')
+    t.same(await accounts.findInvitation('h2', NOW), {
+      id: 'i2',
+      vaultId: v1,
+      email: 'nina@EXAMPLE.com',
+      role: 'editor',
+      invitedBy: owner.id,
+      createdAt: NOW,
+      expiresAt: later(60_000),
+    })
+    t.same(
+      (await accounts.listInvitations(v1, NOW)).map((i) => i.id),
+      ['i2', 'i4'],
+    )
+    t.same(
+      (await accounts.listInvitations(v1, later(1000))).map((i) => i.id),
+      ['i2'],
+      'an expired one is not listed',
+    )
+    t.equal(await accounts.findInvitation('h4', later(1000)), null, 'nor found')
+    t.equal(await accounts.revokeInvitation(v2, 'i2'), false, 'revoked only through its own vault')
+    t.equal(await accounts.revokeInvitation(v1, 'i2'), true)
+    t.equal(await accounts.findInvitation('h2', NOW), null)
+    await accounts.deleteExpired(later(2000))
+    t.same(
+      (await accounts.listInvitations(v1, NOW)).map((i) => i.id),
+      [],
+      'swept',
+    )
+    t.ok(await accounts.findInvitation('h3', NOW), 'the other vault keeps its own')
+  })
+
+  t.test(`${backend}: accepting an invitation: once, live only, the account gets its email; a taken email changes nothing`, async (t) => {
+    const one = await open(t, backend, join(tempDir(t), 'invite.db'))
+    if (!one) return
+    const { accounts } = one
+    const owner = await accounts.createAccount(account('o@example.com'), NOW)
+    const vaultId = randomUUID()
+    const inv = (id: string, tokenHash: string, email: string) =>
+      accounts.createInvitation({ id, tokenHash, vaultId, email, role: 'viewer', invitedBy: owner.id, createdAt: NOW, expiresAt: later(60_000) })
+    await inv('i1', 'h1', 'Nina@example.com')
+    const newcomer = () => ({ id: randomUUID(), name: 'Nina', passwordHash: '$argon2id$n' })
+    t.same(await accounts.acceptInvitation('h1', newcomer(), later(60_000)), { ok: false, reason: 'not_live' }, 'expired')
+    await inv('i1b', 'h1b', 'Nina@example.com')
+    // two racing acceptances of one link: exactly one account
+    const results = await Promise.all([accounts.acceptInvitation('h1b', newcomer(), NOW), accounts.acceptInvitation('h1b', newcomer(), NOW)])
+    t.equal(results.filter((r) => r.ok).length, 1)
+    t.same(
+      results.filter((r) => !r.ok),
+      [{ ok: false, reason: 'not_live' }],
+    )
+    const ok = results.find((r) => r.ok)
+    t.equal(ok?.ok && ok.account.email, 'Nina@example.com')
+    t.equal(ok?.ok && ok.invitation.role, 'viewer')
+    t.equal((await accounts.findAccountByEmail('nina@example.com'))?.name, 'Nina')
+    t.same(await accounts.acceptInvitation('h1b', newcomer(), NOW), { ok: false, reason: 'not_live' }, 'used')
+    // an email that has an account: refused, and the invitation is left as it was
+    await inv('i2', 'h2', 'NINA@example.com')
+    t.same(await accounts.acceptInvitation('h2', newcomer(), NOW), { ok: false, reason: 'email_taken' })
+    t.ok(await accounts.findInvitation('h2', NOW), 'not consumed')
+    t.equal(await accounts.countAccounts(), 2)
+  })
 }

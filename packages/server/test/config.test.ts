@@ -179,3 +179,34 @@ t.test('--help and the README list every setting', async (t) => {
   ])
     t.ok(help.stdout.includes(cmd), `help: ${cmd}`)
 })
+
+t.test('ENVKEEP_SMTP_URL and ENVKEEP_SMTP_FROM: both or neither; errors never repeat the URL', async (t) => {
+  const secret = 'canary-smtp-pass'
+  t.equal(loadConfig({}, {}, '/srv').smtp, null)
+  const c = loadConfig({}, { ENVKEEP_SMTP_URL: `smtps://u:${secret}@mail.example.com:465`, ENVKEEP_SMTP_FROM: ' envkeep <keep@example.com> ' }, '/srv')
+  t.same(c.smtp, { url: `smtps://u:${secret}@mail.example.com:465`, from: 'envkeep <keep@example.com>' })
+  t.equal(loadConfig({}, { ENVKEEP_SMTP_URL: 'smtp://mail.example.com', ENVKEEP_SMTP_FROM: 'keep@example.com' }, '/srv').smtp?.from, 'keep@example.com')
+  const refused: [Record<string, string>, RegExp][] = [
+    [{ ENVKEEP_SMTP_URL: `smtp://u:${secret}@mail.example.com:587` }, /ENVKEEP_SMTP_FROM must name the sender/],
+    [{ ENVKEEP_SMTP_FROM: 'keep@example.com' }, /ENVKEEP_SMTP_URL is not/],
+    [{ ENVKEEP_SMTP_URL: `https://u:${secret}@mail.example.com`, ENVKEEP_SMTP_FROM: 'keep@example.com' }, /must start with smtp:\/\//],
+    [{ ENVKEEP_SMTP_URL: `not a url ${secret}`, ENVKEEP_SMTP_FROM: 'keep@example.com' }, /must be a URL like/],
+    [{ ENVKEEP_SMTP_URL: `smtp://u:${secret}@mail.example.com?debug=true`, ENVKEEP_SMTP_FROM: 'keep@example.com' }, /logger and debug options are refused/],
+    [{ ENVKEEP_SMTP_URL: `smtp://u:${secret}@mail.example.com?logger=true`, ENVKEEP_SMTP_FROM: 'keep@example.com' }, /logger and debug options are refused/],
+    [{ ENVKEEP_SMTP_URL: 'smtp://mail.example.com', ENVKEEP_SMTP_FROM: 'not an address' }, /ENVKEEP_SMTP_FROM must be an email address/],
+    [{ ENVKEEP_SMTP_URL: 'smtp://mail.example.com', ENVKEEP_SMTP_FROM: 'a@b.c\nBcc: x@y.z' }, /ENVKEEP_SMTP_FROM must be an email address/],
+  ]
+  for (const [env, re] of refused) {
+    const err = (() => {
+      try {
+        loadConfig({}, env, '/srv')
+      } catch (e) {
+        return e
+      }
+      return null
+    })()
+    t.ok(err instanceof UsageError, JSON.stringify(Object.keys(env)))
+    t.match((err as Error).message, re)
+    t.notOk((err as Error).message.includes(secret), 'the password is not repeated')
+  }
+})

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify'
+import type { Role } from './vault-store.js'
 
 /** A person as the plugin knows them. */
 export interface Person {
@@ -28,4 +29,39 @@ export interface PeopleAdapter {
   getPerson(id: string): Promise<Person | null>
   /** A person by email (case-insensitive), or null. */
   findPersonByEmail(email: string): Promise<Person | null>
+  /**
+   * Optional: invites someone who has no account yet (an owner used "Invite" on a vault's
+   * Members with an email no person has). Returns the link that lets them create an account
+   * and join the vault with `role`; the page shows it once, to copy, and the plugin never
+   * stores or logs it. `emailed: true` when the host also sent it to `email`. May throw a
+   * `DomainFailure` (exported by this package) to refuse in words the owner can act on.
+   * Without this hook the page says the person needs an account first.
+   */
+  invite?(input: InvitationRequest): Promise<{ readonly link: string; readonly emailed?: boolean }>
+  /** Optional: the pending (unused, unexpired, unrevoked) invitations to a vault; shown to its owners. */
+  listInvitations?(vaultId: string): Promise<PendingInvitation[]>
+  /** Optional: revokes a pending invitation of this vault; false when there is none with this id. */
+  revokeInvitation?(vaultId: string, invitationId: string): Promise<boolean>
+}
+
+/** What `invite` is asked: checked by the plugin already (an owner asks, the role is valid, no account has the email). */
+export interface InvitationRequest {
+  /** trimmed, as the owner typed it */
+  readonly email: string
+  readonly role: Role
+  readonly vaultId: string
+  readonly vaultName: string
+  /** the owner who invites */
+  readonly invitedBy: Person
+}
+
+/** A pending invitation as the Members section lists it (never its link). */
+export interface PendingInvitation {
+  readonly id: string
+  readonly email: string
+  readonly role: Role
+  /** the person id of who invited */
+  readonly invitedBy: string
+  readonly createdAt: Date
+  readonly expiresAt: Date
 }

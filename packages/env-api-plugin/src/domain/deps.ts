@@ -14,8 +14,8 @@ export interface DomainDeps {
   readonly now: () => Date
   /** lifetime of a pending push */
   readonly importTtlMs: number
-  /** finds the person to add as a member */
-  readonly people: Pick<PeopleAdapter, 'findPersonByEmail'>
+  /** finds the person to add as a member; the optional invitation hooks, when the host has them */
+  readonly people: Pick<PeopleAdapter, 'findPersonByEmail' | 'invite' | 'listInvitations' | 'revokeInvitation'>
   /** `ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback`: CI identities may name `http://127.0.0.1:*` issuers (tests only) */
   readonly ciAllowHttpLoopback?: boolean
 }

@@ -4,6 +4,8 @@ import { listAccessLog } from './access-log.js'
 import { addCiIdentity, listCiIdentities, removeCiIdentity, type NewCiIdentityInput } from './ci-identities.js'
 import { createEnvironment } from './environments.js'
 import { changeOfPush, listHistory, loadChange, planRollback, revealChange, rollBack, variableHistory } from './history.js'
+import type { Person } from '../adapters/people.js'
+import { canInvite, inviteMember, listInvitations, revokeInvitation } from './invitations.js'
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
 import { createPush, decidePush, loadPush, mayDecide, pushStatus, revealPush, type PushView } from './pushes.js'
 import { deleteVariable, listVariableNames, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
@@ -36,6 +38,11 @@ export function createDomain(d: DomainDeps) {
     removeMember: (actor: Actor, input: { vaultId: string; personId: string }) => removeMember(d, actor, input),
     removeMemberByEmail: (actor: Actor, input: { vaultId: string; email: string }) => removeMemberByEmail(d, actor, input),
     listMembers: (actor: Actor, vaultId: string) => listMembers(d, actor, vaultId),
+    // invitations (the people adapter's optional hooks)
+    canInvite: () => canInvite(d),
+    inviteMember: (actor: PersonActor, input: { vaultId: string; email: string; role: string; invitedBy: Person }) => inviteMember(d, actor, input),
+    listInvitations: (actor: PersonActor, vaultId: string) => listInvitations(d, actor, vaultId),
+    revokeInvitation: (actor: PersonActor, input: { vaultId: string; invitationId: string }) => revokeInvitation(d, actor, input),
     // variables
     readEnvironment: (actor: Actor, input: { vaultId: string; environment: string }, located?: Located) => readEnvironment(d, actor, input, located),
     revealValues: (actor: Actor, input: { vaultId: string; environment: string; name?: string }) => revealValues(d, actor, input),
@@ -74,6 +81,7 @@ export { ADMINISTRATOR, ADMINISTRATOR_CLIENT, authorOf, entryFor, personActor, t
 export type { DomainDeps } from './deps.js'
 export { CI_ISSUER_PRESETS, isCiPrincipal, mayReadEnvironment, type CiVaultAccess, type NewCiIdentityInput } from './ci-identities.js'
 export { DomainFailure, type FailureKind } from './failure.js'
+export { INVITATION_NOT_FOUND, NEEDS_ACCOUNT, type InviteOutcome } from './invitations.js'
 export { CHANGE_NOT_FOUND, HISTORY_PAGE, pruneHistory, type ChangeView, type RollbackPlan } from './history.js'
 export { ENVIRONMENT_CHANGED } from './changes.js'
 export { defaultPlan, limitOf } from './limits.js'

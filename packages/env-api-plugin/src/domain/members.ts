@@ -14,6 +14,7 @@ import { locateVault } from './vaults.js'
  * cannot leave a vault without one.
  */
 
+export const NEEDS_ACCOUNT = 'there is no account with that email address; the person needs an account first'
 export const MEMBER_NOT_FOUND = 'that person is not a member of this vault'
 export const LAST_OWNER_DEMOTED = 'a vault must keep at least one owner; make someone else owner first'
 export const LAST_OWNER_REMOVED = 'a vault must keep at least one owner; the last owner cannot be removed'
@@ -51,7 +52,7 @@ export async function addMember(
   const email = input.email.trim()
   if (email.length === 0 || email.length > 320) throw fail.invalid('an email address is needed')
   const who = await d.people.findPersonByEmail(email)
-  if (!who) throw fail.notFound('there is no account with that email address; the person needs an account first')
+  if (!who) throw fail.notFound(NEEDS_ACCOUNT)
   const expect = input.mode ?? 'new'
   if (!(await d.storage.listMembers(vault.id)).some((m) => m.personId === who.id)) await requireFreeName(d, who.id, vault.name, 'they', vault.id)
   const r = await d.storage.setMember(

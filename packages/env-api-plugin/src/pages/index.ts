@@ -30,7 +30,8 @@ const FORM_BODY_LIMIT = 256 * 1024
  *        (?environment=&action=&before= filter the log)
  *   POST /v/:vault/reveal                    environment [+ name]: shows values, logs `read`
  *   POST /v/:vault/variables/{add,change,delete}
- *   POST /v/:vault/members/{add,change,remove}, /v/:vault/environments   (owners)
+ *   POST /v/:vault/members/{invite,add,change,remove}, /v/:vault/environments   (owners)
+ *   POST /v/:vault/members/invitations/revoke   (owners; with the people adapter's hooks)
  *   GET  /v/:vault/variables/imports/:import  the review page; POST …/reveal, …/apply, …/reject
  *   GET  /sign-ins; POST /sign-ins/revoke
  *   GET  /v/:vault/ci                        CI access (owners); POST /v/:vault/ci/{add,remove}
@@ -51,7 +52,10 @@ const FORM_BODY_LIMIT = 256 * 1024
  *   Apply/Reject need canDecideImport; revealing an overwrite also shows the
  *   value it would replace (one `read` entry with the push's names);
  * - member changes and new environments are logged (member_*, environment_created);
- * - a vault keeps at least one owner: the last owner cannot be demoted or removed.
+ * - a vault keeps at least one owner: the last owner cannot be demoted or removed;
+ * - "Invite" adds someone who has an account at once; for anyone else it asks the people
+ *   adapter's optional `invite` hook and shows the link in that answer only (a POST, never
+ *   a redirect with the link in a URL); pending invitations are shown to owners only.
  */
 export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOptions }): Promise<void> {
   const { opts } = o

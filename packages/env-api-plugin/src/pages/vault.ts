@@ -11,6 +11,7 @@ import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './er
 import { historyPath } from './history.js'
 import { settingsPath } from './settings.js'
 import { html, type SafeHtml } from './html.js'
+import { membersSection, type InvitationShown } from './members.js'
 
 export { ENVIRONMENT_NAME_RE, ROLES }
 export const ACCESS_ACTIONS: readonly AccessAction[] = Object.freeze([
@@ -37,6 +38,7 @@ const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   member_added: 'The member was added.',
   member_changed: 'The role was changed.',
   member_removed: 'The member was removed.',
+  invitation_revoked: 'The invitation was revoked.',
   environment_created: 'The environment was added.',
 })
 
@@ -52,6 +54,8 @@ interface VaultView {
   /** values shown after "Reveal": environment → name → value */
   readonly revealed?: { readonly environment: string; readonly values: Readonly<Record<string, string>> } | null
   readonly query?: unknown
+  /** an invitation just made: its link, shown once in Members */
+  readonly invited?: InvitationShown | null
 }
 
 function logFilter(query: unknown, vault: VaultAccess): { environment?: string; action?: AccessAction; before?: number } {
@@ -88,7 +92,10 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
   const logPeople = await Promise.all(log.map((l) => people(l.personId)))
   const logSubjects = await Promise.all(log.map((l) => people(l.subject)))
   const pushPeople = await Promise.all(pushes.map((p) => people(p.senderId)))
-  const owners = members.filter((m) => m.role === 'owner').length
+  const domain = pageDomain(deps)
+  // pending invitations: owners only, when the host keeps them (people.listInvitations)
+  const invitations = owner ? await domain.listInvitations(pageActor(person, reply.request), vault.id) : null
+  const inviters = await Promise.all((invitations ?? []).map((inv) => people(inv.invitedBy)))
 
   const envSections = vault.environments.map((env, i) =>
     environmentSection(deps, vault, env, variables[i] ?? [], csrf, view.revealed?.environment === env.name ? view.revealed.values : null),
@@ -104,31 +111,6 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
 <td><a href="${`${base}/variables/imports/${encodeURIComponent(p.id)}`}">Review</a></td>
 </tr>`,
   )
-
-  const memberRows = members.map((m, i) => {
-    const p = memberPeople[i] ?? null
-    const lastOwner = m.role === 'owner' && owners <= 1
-    return html`<tr>
-<td data-label="Member">${personLabel(p, m.personId)}${m.personId === person.id ? html` <span class="muted">(you)</span>` : ''}</td>
-<td data-label="Role"><span class="role role-${m.role}">${m.role}</span></td>
-${
-  owner
-    ? html`<td class="actions">
-<form method="post" action="${base}/members/change" class="inline">
-${csrf}<input type="hidden" name="person" value="${m.personId}">
-<label class="vh" for="role-${m.personId}">Role</label>
-<select id="role-${m.personId}" name="role"${lastOwner ? html` disabled` : ''}>${ROLES.map((r) => html`<option value="${r}"${r === m.role ? html` selected` : ''}>${r}</option>`)}</select>
-<button type="submit" class="secondary"${lastOwner ? html` disabled` : ''}>Change role</button>
-</form>
-<form method="post" action="${base}/members/remove" class="inline" data-confirm="Remove this member from the vault?">
-${csrf}<input type="hidden" name="person" value="${m.personId}">
-<button type="submit" class="danger"${lastOwner ? html` disabled title="A vault keeps at least one owner"` : ''}>Remove</button>
-</form>
-</td>`
-    : ''
-}
-</tr>`
-  })
 
   const logRows = log.map(
     (l, i) => html`<tr>
@@ -199,25 +181,7 @@ ${
 </section>
 
 <section id="members">
-<h2>Members</h2>
-<table class="stack"><thead><tr><th>Member</th><th>Role</th>${owner ? html`<th></th>` : ''}</tr></thead><tbody>${memberRows}</tbody></table>
-${
-  owner
-    ? html`<section class="card">
-<h3>Add a member</h3>
-<form method="post" action="${base}/members/add">
-${csrf}
-<label for="member-email">Email</label>
-<input id="member-email" name="email" type="email" required autocomplete="off">
-<label for="member-role">Role</label>
-<select id="member-role" name="role">${ROLES.map((r) => html`<option value="${r}"${r === 'editor' ? html` selected` : ''}>${r}</option>`)}</select>
-<p class="hint">The person needs an account already.</p>
-<button type="submit">Add member</button>
-</form>
-</section>
-<p><a href="${base}/ci">CI access</a>: let CI runs read this vault with their own identity token, no stored secret.</p>`
-    : ''
-}
+${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null })}
 </section>
 
 <section id="access-log">
@@ -410,6 +374,27 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     async ({ request, reply, actor, vaultId }) => {
       const r = await domain.addMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), mode: 'new' })
       return seeOther(deps, reply, back(r.vault.id, 'done=member_added#members'))
+    },
+  )
+
+  vaultForm(
+    '/members/invite',
+    (tag) => `inviting someone to vault ${tag}`,
+    async ({ request, reply, person, actor, vaultId }) => {
+      const r = await domain.inviteMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), invitedBy: person })
+      if (r.kind === 'added') return seeOther(deps, reply, back(r.member.vault.id, 'done=member_added#members'))
+      // the link is in this answer only (never in a URL or the log): no redirect
+      const invited = { email: r.email, role: r.role, link: r.link, emailed: r.emailed }
+      return renderVault(deps, reply, { vault: r.vault, person, invited })
+    },
+  )
+
+  vaultForm(
+    '/members/invitations/revoke',
+    (tag) => `revoking an invitation to vault ${tag}`,
+    async ({ request, reply, actor, vaultId }) => {
+      const r = await domain.revokeInvitation(actor, { vaultId, invitationId: field(request.body, 'invitation') })
+      return seeOther(deps, reply, back(r.vault.id, 'done=invitation_revoked#members'))
     },
   )
 

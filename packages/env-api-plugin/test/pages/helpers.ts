@@ -81,6 +81,8 @@ export async function build(
     /** default: the reference memory store */
     storage?: Storage & { close(): Promise<void> }
     plans?: Record<string, StorageLimit>
+    /** default: createTestPeople() */
+    people?: PeopleAdapter
   } = {},
 ): Promise<Built> {
   const port = opts.listen ? await freePort() : 0
@@ -98,7 +100,7 @@ export async function build(
     baseUrl: opts.listen ? `http://127.0.0.1:${port}` : (opts.baseUrl ?? 'http://127.0.0.1'),
     storage,
     keyring: opts.noKey ? null : keyring,
-    people: createTestPeople(),
+    people: opts.people ?? createTestPeople(),
     now: () => clock.now,
     importTtlMs: TTL,
     ...(opts.plans ? { plans: opts.plans } : {}),

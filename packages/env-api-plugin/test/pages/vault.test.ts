@@ -10,7 +10,7 @@ t.test('an owner adds, reveals, changes and deletes a variable; each is logged, 
   const url = `/v/${b.vaultId}`
   const page = await s.get(url)
   t.equal(page.statusCode, 200)
-  for (const label of ['Environments', 'Pending pushes', 'Members', 'Access log', 'Add variable', 'Add member', 'Add environment', 'owners only']) {
+  for (const label of ['Environments', 'Pending pushes', 'Members', 'Access log', 'Add variable', '>Invite<', 'Add environment', 'owners only']) {
     t.match(page.body, label, `label ${label}`)
   }
 
@@ -111,7 +111,7 @@ t.test('a viewer sees names but no values and no value forms; their POSTs are re
     'Add variable',
     '>Delete<',
     '<summary>Change</summary>',
-    'Add member',
+    '>Invite<',
     'Add environment',
     'Change role',
     '>Remove<',

@@ -1,3 +1,5 @@
+import type { InvitationStore } from './invitation-store.js'
+
 /** A local account of the self-hosting server. */
 export interface AccountRecord {
   readonly id: string
@@ -22,16 +24,16 @@ export interface WebSession {
 }
 
 /**
- * Local accounts, web sessions and the one-time setup token of the
+ * Local accounts, web sessions, invitations and the one-time setup token of the
  * self-hosting server: the server's own store, not part of the plugin's
  * storage contract (a host that embeds the plugin brings its own people).
  * Same rules as that contract: all async, absent → null, what must be
  * atomic is one method, failures are StorageError. Tokens arrive here only
  * as SHA-256 hex hashes. Emails are unique case-insensitively.
  *
- * On SQLite: sqlite-account-store.ts. A PostgreSQL one goes beside it.
+ * On SQLite: sqlite-account-store.ts; on PostgreSQL: postgres-account-store.ts.
  */
-export interface AccountStore {
+export interface AccountStore extends InvitationStore {
   /** Creates an account. A taken email throws StorageError 23505 (accounts.email). */
   createAccount(account: NewAccount, now: Date): Promise<AccountRecord>
   /**
@@ -63,6 +65,6 @@ export interface AccountStore {
   deleteSession(tokenHash: string): Promise<boolean>
   /** Ends every session of an account; returns how many. */
   deleteSessionsOf(accountId: string): Promise<number>
-  /** Deletes sessions and setup tokens past their end; returns how many sessions. */
+  /** Deletes sessions, setup tokens and invitations past their end; returns how many sessions. */
   deleteExpired(now: Date): Promise<number>
 }

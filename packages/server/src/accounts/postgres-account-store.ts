@@ -2,6 +2,7 @@ import { inTransaction, toStorageError, type OpenPostgres } from '@envkeep/stora
 import { sql } from 'kysely'
 import type { AccountRecord, AccountStore } from './account-store.js'
 import { migrateAccountsPostgres } from './migrations/postgres.js'
+import { postgresInvitations } from './postgres-invitations.js'
 
 interface AccountRow {
   id: string
@@ -32,6 +33,7 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
   await guard(() => migrateAccountsPostgres(db, schema))
   const rows = async <T>(q: ReturnType<typeof sql>): Promise<T[]> => (await q.execute(db)).rows as T[]
   return {
+    ...postgresInvitations(db),
     createAccount: (a, now) =>
       guard(async () => {
         const [r] = await rows<AccountRow>(
@@ -94,6 +96,7 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
     deleteExpired: (now) =>
       guard(async () => {
         await sql`delete from setup_tokens where expires_at <= ${now.getTime()}`.execute(db)
+        await sql`delete from invitations where expires_at <= ${now.getTime()}`.execute(db)
         return Number((await sql`delete from web_sessions where expires_at <= ${now.getTime()}`.execute(db)).numAffectedRows ?? 0)
       }),
   }

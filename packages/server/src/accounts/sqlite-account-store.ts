@@ -3,6 +3,7 @@ import type { OpenDatabase } from '@envkeep/storage-sqlite'
 import type { Kysely } from 'kysely'
 import type { AccountRecord, AccountStore } from './account-store.js'
 import { migrateAccounts, type AccountsDB } from './migrations/sqlite.js'
+import { sqliteInvitations } from './sqlite-invitations.js'
 
 interface AccountRow {
   id: string
@@ -48,6 +49,7 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
   const db = database.db as unknown as Kysely<AccountsDB>
   await migrateAccounts(database.db as unknown as Kysely<unknown>)
   return {
+    ...sqliteInvitations(db, guard),
     createAccount: (a, now) =>
       guard('accounts.email', async () => {
         const row = { id: a.id, email: a.email, name: a.name, password_hash: a.passwordHash, created_at: ms(now) }
@@ -172,6 +174,7 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
     deleteExpired: (now) =>
       guard('web_sessions', async () => {
         await db.deleteFrom('setup_tokens').where('expires_at', '<=', ms(now)).execute()
+        await db.deleteFrom('invitations').where('expires_at', '<=', ms(now)).execute()
         const r = await db.deleteFrom('web_sessions').where('expires_at', '<=', ms(now)).executeTakeFirst()
         return Number(r.numDeletedRows)
       }),

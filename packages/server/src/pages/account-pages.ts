@@ -25,7 +25,7 @@ function emailProblem(email: string): string | null {
   return null
 }
 
-function nameProblem(name: string): string | null {
+export function nameProblem(name: string): string | null {
   if (name.length < 1 || name.length > 100) return 'a name must be 1 to 100 characters'
   return null
 }

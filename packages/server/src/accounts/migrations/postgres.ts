@@ -30,10 +30,30 @@ const m001Accounts: Migration = {
   },
 }
 
+/** Invitations to a vault for people without an account (see sqlite.ts). */
+const m002Invitations: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table invitations (
+        id text primary key,
+        token_hash text not null unique,
+        vault_id text not null,
+        email text not null,
+        role text not null check (role in ('owner', 'editor', 'viewer')),
+        invited_by text not null references accounts (id) on delete cascade,
+        created_at bigint not null,
+        expires_at bigint not null
+      );
+      create index invitations_vault on invitations (vault_id, expires_at);
+      create index invitations_email on invitations (vault_id, lower(email));
+    `.execute(db)
+  },
+}
+
 export async function migrateAccountsPostgres(db: Kysely<unknown>, schema?: string): Promise<void> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => ({ '001_accounts': m001Accounts }) },
+    provider: { getMigrations: async () => ({ '001_accounts': m001Accounts, '002_invitations': m002Invitations }) },
     migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: MIGRATION_LOCK_TABLE,
     ...(schema ? { migrationTableSchema: schema } : {}),

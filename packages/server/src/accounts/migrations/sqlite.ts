@@ -37,9 +37,31 @@ const m001Accounts: Migration = {
   },
 }
 
+/**
+ * Invitations to a vault for people without an account: the link's token only as its
+ * SHA-256 hex. The vault id is the storage's, without a foreign key (the server's migrations
+ * never depend on the storage's tables): a deleted vault's invitations fail on acceptance.
+ */
+const m002Invitations: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`create table invitations (
+      id text primary key,
+      token_hash text not null unique,
+      vault_id text not null,
+      email text not null collate nocase,
+      role text not null check (role in ('owner', 'editor', 'viewer')),
+      invited_by text not null references accounts (id) on delete cascade,
+      created_at integer not null,
+      expires_at integer not null
+    ) strict`.execute(db)
+    await sql`create index invitations_vault on invitations (vault_id, expires_at)`.execute(db)
+  },
+}
+
 /** Listed statically; names sort in the order they run. Never edit a landed migration: add one. */
 export const accountMigrations: Record<string, Migration> = Object.freeze({
   '001_accounts': m001Accounts,
+  '002_invitations': m002Invitations,
 })
 
 /** The server's migration tables, apart from the storage package's `kysely_migration`. */
@@ -75,6 +97,17 @@ export interface AccountsDB {
   }
   setup_tokens: {
     token_hash: string
+    created_at: number
+    expires_at: number
+  }
+  invitations: {
+    id: string
+    token_hash: string
+    vault_id: string
+    /** case-insensitive (collate nocase) */
+    email: string
+    role: string
+    invited_by: string
     created_at: number
     expires_at: number
   }

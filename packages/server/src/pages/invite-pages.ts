@@ -1,0 +1,170 @@
+import type {} from '@envkeep/env-api-plugin'
+import { randomUUID } from 'node:crypto'
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import fastifyFormbody from '@fastify/formbody'
+import {
+  canManageVault,
+  DomainFailure,
+  field,
+  html,
+  personActor,
+  refusalBox,
+  StorageError,
+  type Domain,
+  type PersonActor,
+  type SafeHtml,
+} from '@envkeep/env-api-plugin'
+import type { AccountStore } from '../accounts/account-store.js'
+import type { InvitationRecord } from '../accounts/invitation-store.js'
+import type { LocalPeople } from '../people-local.js'
+import { hashPassword, hashToken, MIN_PASSWORD, passwordProblem } from '../secrets.js'
+import { nameProblem } from './account-pages.js'
+import { createAttemptLimiter } from './attempt-limiter.js'
+import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+
+export interface InvitePagesOptions {
+  readonly accounts: AccountStore
+  readonly people: LocalPeople
+  /** the plugin's domain layer: the membership is added through its rules */
+  readonly domain: Domain
+  readonly basePath: string
+  readonly now: () => Date
+  /** accept attempts per client address per minute. Default 10. */
+  readonly attemptsPerMinute?: number
+}
+
+const TOKEN_RE = /^[A-Za-z0-9_-]{43}$/
+const WHAT = 'accepting an invitation'
+
+interface Live {
+  readonly invitation: InvitationRecord
+  readonly vaultName: string
+  readonly inviterName: string
+  /** who adds the membership: the inviter (see below) */
+  readonly actor: PersonActor
+}
+
+/**
+ * `/invite/<token>`: the page of an invitation link (people.invite in invitations.ts). The
+ * invitee chooses a name and a password (asked twice; the setup page's rules), the account
+ * is created with the invited email as the link is consumed (one transaction), the
+ * membership is added through the plugin's domain layer, and the person is signed in with a
+ * fresh session and lands on the vault.
+ *
+ * The membership is added **as the inviter**, not as the server administrator: the access
+ * log then says who let the person in, and the rules are checked again at acceptance, so an
+ * invitation from someone who is no longer an owner of the vault (or a deleted vault) no
+ * longer works. Used, revoked, expired and unknown links get one page that tells them apart
+ * from none of the others. The token is in the path: logger.ts keeps it out of the log.
+ */
+export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): Promise<void> {
+  const base = o.basePath
+  const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
+  await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
+
+  app.setErrorHandler(function invitePageError(err: FastifyError, request, reply) {
+    let f: Failure
+    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
+      f = failure(request, 403, WHAT, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
+    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') f = failure(request, 413, WHAT, 'web app', 'the form is larger than the server accepts')
+    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+      f = failure(request, 400, WHAT, 'web app', 'the form must be sent as application/x-www-form-urlencoded')
+    else if (err instanceof StorageError) f = failure(request, err.status, WHAT, 'database', err.message, err)
+    else f = failure(request, 500, WHAT, 'web app', 'an internal error occurred; quote the reference in a report', err)
+    return sendFailurePage(reply, f, base)
+  })
+
+  /** The live invitation of this token whose inviter may still add members to its vault, or null. */
+  async function live(token: string): Promise<Live | null> {
+    if (!TOKEN_RE.test(token)) return null
+    const invitation = await o.accounts.findInvitation(hashToken(token), o.now())
+    if (!invitation) return null
+    const actor = personActor({ personId: invitation.invitedBy, address: null })
+    try {
+      const vault = await o.domain.locateVault(actor, invitation.vaultId)
+      if (!canManageVault(vault.role)) return null
+      const inviter = await o.accounts.getAccount(invitation.invitedBy)
+      return { invitation, vaultName: vault.name, inviterName: inviter?.name ?? 'an owner', actor }
+    } catch (err) {
+      if (err instanceof DomainFailure) return null
+      throw err
+    }
+  }
+
+  function notLive(reply: FastifyReply): FastifyReply {
+    const body = html`<h1>This invitation link cannot be used</h1>
+<p>It was used already, it was revoked, or it has expired (a link works once, for 7 days).</p>
+<p>Ask the person who invited you for a new link. If you already have an account, <a href="${base}/login">sign in</a>.</p>`
+    return sendPage(reply, 404, 'Invitation not valid', body, base)
+  }
+
+  function emailTaken(reply: FastifyReply, l: Live): FastifyReply {
+    const body = html`<h1>You already have an account</h1>
+<p>An account with the email address <span class="email">${l.invitation.email}</span> exists already, so this invitation cannot create one.</p>
+<p><a href="${base}/login">Sign in</a>, and ask ${l.inviterName} to add you to ${l.vaultName}.</p>`
+    return sendPage(reply, 409, 'You already have an account', body, base)
+  }
+
+  function form(csrf: string, token: string, l: Live, name: string, top: SafeHtml | null): SafeHtml {
+    return html`${top}<h1>Join ${l.vaultName}</h1>
+<p>${l.inviterName} invited you to the vault <strong>${l.vaultName}</strong> as <span class="role role-${l.invitation.role}">${l.invitation.role}</span>. Choose your name and a password to create your account.</p>
+<form method="post" action="${`${base}/invite/${token}`}" class="stack">
+<input type="hidden" name="_csrf" value="${csrf}">
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" value="${l.invitation.email}" readonly aria-describedby="email-hint">
+<p class="hint" id="email-hint">The invitation is for this address.</p>
+<label for="name">Name</label>
+<input id="name" name="name" type="text" autocomplete="name" required maxlength="100" value="${name}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD}" required aria-describedby="password-hint">
+<p class="hint" id="password-hint">At least ${MIN_PASSWORD} characters.</p>
+<label for="password2">Password again</label>
+<input id="password2" name="password2" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD}" required>
+<button type="submit">Create account and join</button>
+</form>`
+  }
+
+  app.get<{ Params: { token: string } }>(`${base}/invite/:token`, async function invitePage(request, reply) {
+    const l = await live(request.params.token)
+    if (!l) return notLive(reply)
+    if (await o.accounts.findAccountByEmail(l.invitation.email)) return emailTaken(reply, l)
+    return sendPage(reply, 200, `Join ${l.vaultName}`, form(reply.generateCsrf(), request.params.token, l, '', null), base)
+  })
+
+  app.post<{ Params: { token: string } }>(`${base}/invite/:token`, { preHandler: app.csrfProtection }, async function acceptInvitation(request, reply) {
+    const r = limiter.take(request.ip)
+    if (!r.ok) {
+      reply.header('retry-after', String(r.retryAfterSeconds))
+      return sendFailurePage(reply, failure(request, 429, WHAT, 'rate limit', `too many attempts from this address; wait ${r.retryAfterSeconds} seconds`), base)
+    }
+    const token = request.params.token
+    const l = await live(token)
+    if (!l) return notLive(reply)
+    const name = field(request.body, 'name').trim()
+    const password = field(request.body, 'password')
+    const problem =
+      nameProblem(name) ?? passwordProblem(password) ?? (password === field(request.body, 'password2') ? null : 'the two passwords are not the same')
+    if (problem) {
+      const f = failure(request, 400, WHAT, 'web app', problem)
+      return sendPage(reply, 400, `Join ${l.vaultName}`, form(reply.generateCsrf(), token, l, name, refusalBox(f)), base)
+    }
+    const accepted = await o.accounts.acceptInvitation(hashToken(token), { id: randomUUID(), name, passwordHash: await hashPassword(password) }, o.now())
+    if (!accepted.ok) return accepted.reason === 'email_taken' ? emailTaken(reply, l) : notLive(reply)
+    const { account, invitation } = accepted
+    let joined = true
+    try {
+      await o.domain.addMember(l.actor, { vaultId: invitation.vaultId, email: account.email, role: invitation.role, mode: 'new' })
+    } catch (err) {
+      // the inviter lost the right between the check and now: the account stays, without the vault
+      if (!(err instanceof DomainFailure)) throw err
+      joined = false
+      request.log.warn({ invitation: invitation.id, kind: err.kind }, 'invitation accepted, membership refused')
+    }
+    request.log.info({ account: account.id, invitation: invitation.id, vault: invitation.vaultId }, 'invitation accepted')
+    await o.people.startSession(request, reply, account.id)
+    return reply
+      .code(303)
+      .header('location', joined ? `${base}/v/${encodeURIComponent(invitation.vaultId)}` : `${base}/`)
+      .send()
+  })
+}
