@@ -6,3 +6,4 @@ export { createMemoryStorage, type MemoryState, type MemoryStorage, type MemoryS
 export { testLogEntry, TEST_NO_LIMIT } from './log-entry.js'
 export * from './ci-identity-store-contract.js'
 export * from './history-store-contract.js'
+export * from './webhook-store-contract.js'

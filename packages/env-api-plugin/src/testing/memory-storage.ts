@@ -4,6 +4,7 @@ import { MemoryCiIdentityStore } from './memory-ci-identity-store.js'
 import { MemoryHistoryStore } from './memory-history-store.js'
 import { MemoryOAuthStore } from './memory-oauth-store.js'
 import { MemoryVaultStore } from './memory-vault-store.js'
+import { MemoryWebhookStore } from './memory-webhook-store.js'
 import type { VaultStoreProbe } from './vault-store-contract.js'
 
 export interface MemoryStorageOptions extends MemoryDbOptions {}
@@ -40,6 +41,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
     bindAll(new MemoryOAuthStore(db)),
     bindAll(new MemoryCiIdentityStore(db)),
     bindAll(new MemoryHistoryStore(db)),
+    bindAll(new MemoryWebhookStore(db)),
     {
       probe: memoryProbe(db),
       edit: (fn: (state: MemoryState) => void) => db.write('edit', fn),

@@ -5,6 +5,7 @@ import { m003Accounts } from './003-accounts.js'
 import { m004AccessLogSubject } from './004-access-log-subject.js'
 import { m005CiIdentities } from './005-ci-identities.js'
 import { m006History } from './006-history.js'
+import { m008Webhooks } from './008-webhooks.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '004_access_log_subject': m004AccessLogSubject,
   '005_ci_identities': m005CiIdentities,
   '006_history': m006History,
+  '008_webhooks': m008Webhooks,
 }
