@@ -5,6 +5,7 @@ import { openPostgres, type OpenPostgres, type PostgresOptions } from './databas
 import { PostgresOAuthStore } from './oauth-store.js'
 import { PostgresVaultStore } from './vault-store.js'
 import { PostgresRateCounters } from './rate-counters.js'
+import { PostgresWebhookStore } from './webhook-store.js'
 
 export interface PostgresStorage extends Storage, CiIdentityStore {
   countRequest: NonNullable<Storage['countRequest']>
@@ -21,6 +22,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     new PostgresOAuthStore(database.db),
     new PostgresCiIdentityStore(database.db),
     new PostgresHistoryStore(database.db),
+    new PostgresWebhookStore(database.db),
     new PostgresRateCounters(database.db),
   ]
   const storage: Record<string, unknown> = Object.create(null) as Record<string, unknown>

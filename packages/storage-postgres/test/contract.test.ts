@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ciIdentityStoreContract, oauthStoreContract, runHistoryStoreContract, runVaultStoreContract } from '@envkeep/env-api-plugin/testing'
+import { ciIdentityStoreContract, oauthStoreContract, runHistoryStoreContract, runVaultStoreContract, runWebhookStoreContract } from '@envkeep/env-api-plugin/testing'
 import { withTestDatabase } from '@envkeep/test-support'
 import { createPostgresStorage, type PostgresStorage } from '../src/index.js'
 import { createPostgresProbe } from './probe.js'
@@ -23,6 +23,12 @@ t.test('the storage contracts on PostgreSQL', async (t) => {
     runHistoryStoreContract(t, async () => {
       const storage = await fresh()
       return { store: storage, probe: createPostgresProbe(storage), close: () => storage.close() }
+    })
+  })
+  await t.test('webhook store', async (t) => {
+    runWebhookStoreContract(t, async () => {
+      const storage = await fresh()
+      return { store: storage, close: () => storage.close() }
     })
   })
   await t.test('OAuth store', async (t) => {
