@@ -1,12 +1,4 @@
-import type {
-  ClaimedDelivery,
-  DeliveryAttempt,
-  DeliveryRecord,
-  NewWebhook,
-  WebhookEvent,
-  WebhookRecord,
-  WebhookStore,
-} from '@envkeep/env-api-plugin'
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, NewWebhook, WebhookEvent, WebhookRecord, WebhookStore } from '@envkeep/env-api-plugin'
 import { sql, type Kysely } from 'kysely'
 import { read } from './database.js'
 import { bytes, copy, json, ms, rows } from './rows.js'
@@ -139,7 +131,16 @@ export class PostgresWebhookStore implements WebhookStore {
   claimDeliveries(input: { now: Date; leaseMs: number; limit: number; token: string }): Promise<ClaimedDelivery[]> {
     const now = input.now.getTime()
     return read(async () => {
-      const r = await rows<DeliveryRow & { w_events: WebhookEvent[]; url: string; format: WebhookRecord['format']; created_at: string; created_by: string | null; sealed_secret: Buffer | null }>(
+      const r = await rows<
+        DeliveryRow & {
+          w_events: WebhookEvent[]
+          url: string
+          format: WebhookRecord['format']
+          created_at: string
+          created_by: string | null
+          sealed_secret: Buffer | null
+        }
+      >(
         this.#db,
         sql`with due as (
               select id from webhook_deliveries
@@ -158,7 +159,15 @@ export class PostgresWebhookStore implements WebhookStore {
       )
       return r.map((x) => ({
         ...deliveryOf(x),
-        webhook: webhookOf({ id: x.webhook_id, vault_id: x.vault_id, url: x.url, format: x.format, events: x.w_events, created_at: x.created_at, created_by: x.created_by }),
+        webhook: webhookOf({
+          id: x.webhook_id,
+          vault_id: x.vault_id,
+          url: x.url,
+          format: x.format,
+          events: x.w_events,
+          created_at: x.created_at,
+          created_by: x.created_by,
+        }),
         sealedSecret: x.sealed_secret && copy(x.sealed_secret),
       }))
     })

@@ -1,5 +1,11 @@
 import t from 'tap'
-import { ciIdentityStoreContract, oauthStoreContract, runHistoryStoreContract, runVaultStoreContract, runWebhookStoreContract } from '@envkeep/env-api-plugin/testing'
+import {
+  ciIdentityStoreContract,
+  oauthStoreContract,
+  runHistoryStoreContract,
+  runVaultStoreContract,
+  runWebhookStoreContract,
+} from '@envkeep/env-api-plugin/testing'
 import { withTestDatabase } from '@envkeep/test-support'
 import { createPostgresStorage, type PostgresStorage } from '../src/index.js'
 import { createPostgresProbe } from './probe.js'

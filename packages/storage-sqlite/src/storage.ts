@@ -18,10 +18,18 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   const vaults = createSqliteVaultStore(database)
   const oauth = createSqliteOAuthStore(database)
   const ci = createSqliteCiIdentityStore(database)
-  const storage = Object.assign(Object.create(null) as object, bindAll(vaults), bindAll(oauth), ci, bindAll(createSqliteHistoryStore(database)), bindAll(createSqliteWebhookStore(database)), {
-    database,
-    close: () => database.close(),
-  })
+  const storage = Object.assign(
+    Object.create(null) as object,
+    bindAll(vaults),
+    bindAll(oauth),
+    ci,
+    bindAll(createSqliteHistoryStore(database)),
+    bindAll(createSqliteWebhookStore(database)),
+    {
+      database,
+      close: () => database.close(),
+    },
+  )
   return storage as SqliteStorage
 }
 

@@ -1,12 +1,4 @@
-import type {
-  ClaimedDelivery,
-  DeliveryAttempt,
-  DeliveryRecord,
-  NewWebhook,
-  WebhookEvent,
-  WebhookRecord,
-  WebhookStore,
-} from '@envkeep/env-api-plugin'
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, NewWebhook, WebhookEvent, WebhookRecord, WebhookStore } from '@envkeep/env-api-plugin'
 import type { OpenDatabase } from './database.js'
 import { prepared } from './limits.js'
 import { runSync } from './sqlite-errors.js'
@@ -104,9 +96,16 @@ class SqliteWebhookStore implements WebhookStore {
       this.#d,
       'immediate',
       () => {
-        this.#q(
-          'insert into webhooks (id, vault_id, url, format, events, sealed_secret, created_at, created_by) values (?, ?, ?, ?, ?, ?, ?, ?)',
-        ).run(w.id, w.vaultId, w.url, w.format, JSON.stringify(events), w.sealedSecret && bytes(w.sealedSecret), w.createdAt.getTime(), w.createdBy)
+        this.#q('insert into webhooks (id, vault_id, url, format, events, sealed_secret, created_at, created_by) values (?, ?, ?, ?, ?, ?, ?, ?)').run(
+          w.id,
+          w.vaultId,
+          w.url,
+          w.format,
+          JSON.stringify(events),
+          w.sealedSecret && bytes(w.sealedSecret),
+          w.createdAt.getTime(),
+          w.createdBy,
+        )
         return { id: w.id, vaultId: w.vaultId, url: w.url, format: w.format, events, createdAt: new Date(w.createdAt.getTime()), createdBy: w.createdBy }
       },
       'webhooks',
@@ -117,7 +116,8 @@ class SqliteWebhookStore implements WebhookStore {
     return runSync(
       this.#d,
       'none',
-      () => (this.#q(`select ${WEBHOOK_COLUMNS} from webhooks w where w.vault_id = ? order by w.created_at, w.rowid`).all(vaultId) as WebhookRow[]).map(webhookOf),
+      () =>
+        (this.#q(`select ${WEBHOOK_COLUMNS} from webhooks w where w.vault_id = ? order by w.created_at, w.rowid`).all(vaultId) as WebhookRow[]).map(webhookOf),
       'webhooks',
     )
   }

@@ -1,13 +1,5 @@
 import type { ImportRecord } from '../adapters/vault-store.js'
-import type {
-  ClaimedDelivery,
-  DeliveryAttempt,
-  DeliveryRecord,
-  NewWebhook,
-  WebhookEvent,
-  WebhookRecord,
-  WebhookStore,
-} from '../adapters/webhook-store.js'
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, NewWebhook, WebhookEvent, WebhookRecord, WebhookStore } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, type DeliveryRow, type MemoryDb, type WebhookRow } from './memory-state.js'
 
@@ -135,7 +127,9 @@ export class MemoryWebhookStore implements WebhookStore {
     return this.#db.write('webhook_deliveries', async (s) => {
       const now = input.now.getTime()
       const due = [...s.deliveries.values()]
-        .filter((d) => d.status === 'pending' && d.nextAttemptAt !== null && d.nextAttemptAt.getTime() <= now && (d.claimedUntil === null || d.claimedUntil <= now))
+        .filter(
+          (d) => d.status === 'pending' && d.nextAttemptAt !== null && d.nextAttemptAt.getTime() <= now && (d.claimedUntil === null || d.claimedUntil <= now),
+        )
         .sort((a, b) => (a.nextAttemptAt?.getTime() ?? 0) - (b.nextAttemptAt?.getTime() ?? 0) || Number(a.id) - Number(b.id))
         .slice(0, Math.max(0, Math.trunc(input.limit)))
       await this.#db.step()

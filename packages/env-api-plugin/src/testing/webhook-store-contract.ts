@@ -98,7 +98,9 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const other = await newVault(store)
         const a = await store.createWebhook(webhook(v, { events: ['push.expired', 'push.created'] }))
         assert.deepEqual(a.events, ['push.created', 'push.expired'])
-        const b = await store.createWebhook(webhook(v, { format: 'slack', sealedSecret: null, createdAt: at(1000), url: 'https://hooks.slack.com/services/T/B/x' }))
+        const b = await store.createWebhook(
+          webhook(v, { format: 'slack', sealedSecret: null, createdAt: at(1000), url: 'https://hooks.slack.com/services/T/B/x' }),
+        )
         await store.createWebhook(webhook(other))
         const list = await store.listWebhooks(v)
         assert.deepEqual(
@@ -129,15 +131,28 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         assert.equal(await store.enqueueDeliveries({ now: at(2002), since: at(0) }), 0, 'never twice')
         const [d] = await store.listDeliveries(v, all.id, 10)
         assert.ok(d)
-        assert.deepEqual([d.pushId, d.event, d.status, d.attempts, d.occurredAt.getTime(), d.nextAttemptAt?.getTime()], [p, 'push.created', 'pending', 0, at(2000).getTime(), at(2001).getTime()])
+        assert.deepEqual(
+          [d.pushId, d.event, d.status, d.attempts, d.occurredAt.getTime(), d.nextAttemptAt?.getTime()],
+          [p, 'push.created', 'pending', 0, at(2000).getTime(), at(2001).getTime()],
+        )
         assert.equal(d.pushId === before, false)
         assert.deepEqual(await store.listDeliveries(v, decidedOnly.id, 10), [])
 
-        const r = await store.decideImport({ importId: p, decision: 'rejected', by: OWNER, now: at(3000) }, testLogEntry({ vaultId: v, action: 'push_rejected', at: at(3000) }))
+        const r = await store.decideImport(
+          { importId: p, decision: 'rejected', by: OWNER, now: at(3000) },
+          testLogEntry({ vaultId: v, action: 'push_rejected', at: at(3000) }),
+        )
         assert.ok(r.ok)
         assert.equal(await store.enqueueDeliveries({ now: at(3001), since: at(2500), pushId: p }), 2, 'push.decided for both webhooks')
-        assert.deepEqual((await store.listDeliveries(v, decidedOnly.id, 10)).map((x) => [x.event, x.occurredAt.getTime()]), [['push.decided', at(3000).getTime()]])
-        assert.deepEqual((await store.listDeliveries(v, all.id, 10)).map((x) => x.event), ['push.decided', 'push.created'], 'newest event first')
+        assert.deepEqual(
+          (await store.listDeliveries(v, decidedOnly.id, 10)).map((x) => [x.event, x.occurredAt.getTime()]),
+          [['push.decided', at(3000).getTime()]],
+        )
+        assert.deepEqual(
+          (await store.listDeliveries(v, all.id, 10)).map((x) => x.event),
+          ['push.decided', 'push.created'],
+          'newest event first',
+        )
       })
     },
   },
@@ -206,7 +221,10 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         await store.enqueueDeliveries({ now: at(200), since: at(0) })
         const [d] = await store.claimDeliveries({ now: at(200), leaseMs: 60_000, limit: 1, token: 't1' })
         assert.ok(d)
-        assert.equal(await store.finishAttempt({ ...attempt(d.id, 't1', 'retry', at(300)), httpStatus: 503, error: 'HTTP 503', nextAttemptAt: at(30_300) }), true)
+        assert.equal(
+          await store.finishAttempt({ ...attempt(d.id, 't1', 'retry', at(300)), httpStatus: 503, error: 'HTTP 503', nextAttemptAt: at(30_300) }),
+          true,
+        )
         const [after] = await store.listDeliveries(v, w.id, 5)
         assert.deepEqual(
           [after?.status, after?.attempts, after?.lastStatus, after?.lastError, after?.lastAttemptAt?.getTime(), after?.nextAttemptAt?.getTime()],
@@ -217,7 +235,10 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         assert.equal(d2?.attempts, 1)
         assert.equal(await store.finishAttempt({ ...attempt(d.id, 't2', 'failed', at(30_400)), error: 'timed out after 5 s' }), true)
         const [failed] = await store.listDeliveries(v, w.id, 5)
-        assert.deepEqual([failed?.status, failed?.attempts, failed?.nextAttemptAt, failed?.lastStatus, failed?.lastError], ['failed', 2, null, null, 'timed out after 5 s'])
+        assert.deepEqual(
+          [failed?.status, failed?.attempts, failed?.nextAttemptAt, failed?.lastStatus, failed?.lastError],
+          ['failed', 2, null, null, 'timed out after 5 s'],
+        )
         assert.deepEqual(await store.claimDeliveries({ now: at(999_999), leaseMs: 60_000, limit: 5, token: 'y' }), [], 'a failed delivery is never claimed')
         assert.equal(await store.finishAttempt(attempt('999999', 'y', 'delivered', at(1))), false, 'unknown delivery')
       })

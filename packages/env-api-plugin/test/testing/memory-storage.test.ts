@@ -1,5 +1,12 @@
 import t from 'tap'
-import { ciIdentityStoreContract, createMemoryStorage, oauthStoreContract, runHistoryStoreContract, runVaultStoreContract, runWebhookStoreContract } from '../../src/testing/index.js'
+import {
+  ciIdentityStoreContract,
+  createMemoryStorage,
+  oauthStoreContract,
+  runHistoryStoreContract,
+  runVaultStoreContract,
+  runWebhookStoreContract,
+} from '../../src/testing/index.js'
 
 // The reference store passes the contract suites it ships with: as is, and
 // yielding to the event loop between the steps of every transaction (as a
