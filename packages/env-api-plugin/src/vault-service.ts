@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Keyring } from './adapters/keyring.js'
 import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
 import { errors } from './errors.js'
-import { historyPlaceOf, open, placeOf, seal } from './crypto/seal.js'
+import { historyPlaceOf, open, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
@@ -33,6 +33,10 @@ export interface VaultCrypto {
     side: 'before' | 'after',
     entries: readonly SealedHistory[],
   ): Promise<Record<string, string | null>>
+  /** Seals a webhook's signing secret (webhookPlaceOf), creating the vault's data key on first use. */
+  sealWebhookSecret(vaultId: string, webhookId: string, secret: string): Promise<Uint8Array>
+  /** Opens a webhook's signing secret; throws ApiError decrypt_failed when it does not open. */
+  openWebhookSecret(vaultId: string, webhookId: string, sealed: Uint8Array): Promise<string>
 }
 
 export interface HistoryValues {
@@ -189,6 +193,14 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         }
         return out
       })
+    },
+    async sealWebhookSecret(vaultId, webhookId, secret) {
+      const { key } = await dataKey(vaultId, true)
+      return seal(key, Buffer.from(secret, 'utf8'), webhookPlaceOf(vaultId, webhookId))
+    },
+    async openWebhookSecret(vaultId, webhookId, sealed) {
+      if (!keyring) throw errors.notConfigured()
+      return withKey(vaultId, (key) => open(key, sealed, webhookPlaceOf(vaultId, webhookId)).toString('utf8'))
     },
     async sealValues(vaultId, environment, values) {
       return (await sealWith(vaultId, environment, values)).values
