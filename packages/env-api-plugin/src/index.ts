@@ -35,6 +35,7 @@ export {
   vaultNameProblem,
   withFailuresAs,
   isPublicAddress,
+  PRIVATE_REFUSAL,
   webhookUrlProblem,
   WEBHOOK_EVENTS,
   type Actor,

@@ -59,7 +59,7 @@ function describe(err: unknown, timeoutMs: number): string {
   const code = typeof e?.code === 'string' ? e.code : ''
   const name = typeof e?.name === 'string' ? e.name : ''
   if (name === 'AbortError' || name === 'TimeoutError' || code === 'ABORT_ERR' || code === 'ETIMEDOUT')
-    return `no answer within ${Math.round(timeoutMs / 1000)} s`
+    return `no answer within ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}`
   if (code === 'ECONNREFUSED') return 'connection refused'
   if (code === 'ECONNRESET' || code === 'EPIPE') return 'the connection was reset'
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'the host does not resolve'
