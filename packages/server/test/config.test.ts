@@ -179,3 +179,10 @@ t.test('--help and the README list every setting', async (t) => {
   ])
     t.ok(help.stdout.includes(cmd), `help: ${cmd}`)
 })
+
+t.test('ENVKEEP_WEBHOOK_ALLOW_PRIVATE: false by default, true or false only', async (t) => {
+  t.equal(loadConfig({}, {}, '/').webhookAllowPrivate, false)
+  t.equal(loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'true' }, '/').webhookAllowPrivate, true)
+  t.equal(loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'false' }, '/').webhookAllowPrivate, false)
+  t.throws(() => loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'yes' }, '/'), { name: 'UsageError', message: 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false' })
+})
