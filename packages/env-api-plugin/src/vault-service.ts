@@ -222,7 +222,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
 /**
  * Data-key rotation of one vault: a new random data key, wrapped by the
  * keyring, and every sealed value of the vault (variables, staged values
- * of pending pushes and the versions kept in history) opened with the old key and sealed with the new one,
+ * of pending pushes, the versions kept in history and the webhooks' signing secrets) opened with the old key and sealed with the new one,
  * in one storage transaction (`resealVault`). A value that does not open
  * stops it with nothing changed. False when the vault has no key yet.
  */
@@ -244,6 +244,14 @@ export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId:
         variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
         staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
         history: current.history.map((h) => ({ ...h, sealed: againInHistory(h) })),
+        ...(current.webhooks
+          ? {
+              webhooks: current.webhooks.map((w) => {
+                const place = webhookPlaceOf(vaultId, w.webhookId)
+                return { webhookId: w.webhookId, sealed: seal(newKey, open(oldKey, w.sealed, place), place) }
+              }),
+            }
+          : {}),
       }
     } finally {
       newKey.fill(0)

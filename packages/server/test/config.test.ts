@@ -184,5 +184,8 @@ t.test('ENVKEEP_WEBHOOK_ALLOW_PRIVATE: false by default, true or false only', as
   t.equal(loadConfig({}, {}, '/').webhookAllowPrivate, false)
   t.equal(loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'true' }, '/').webhookAllowPrivate, true)
   t.equal(loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'false' }, '/').webhookAllowPrivate, false)
-  t.throws(() => loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'yes' }, '/'), { name: 'UsageError', message: 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false' })
+  t.throws(() => loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'yes' }, '/'), {
+    name: 'UsageError',
+    message: 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false',
+  })
 })

@@ -205,7 +205,15 @@ export class MemoryVaultStore implements VaultStore {
           if (e.after) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'after', sealed: copyBytes(e.after) })
         }
       }
-      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged, history })
+      const webhooks = [...s.webhooks.values()]
+        .filter((w) => w.vaultId === vaultId && w.sealedSecret !== null)
+        .map((w) => ({ webhookId: w.id, sealed: copyBytes(w.sealedSecret as Uint8Array) }))
+      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged, history, webhooks })
+      for (const n of next.webhooks ?? []) {
+        const w = s.webhooks.get(n.webhookId)
+        if (!w || w.vaultId !== vaultId || w.sealedSecret === null) throw new StorageError('23503', 'webhooks')
+        s.webhooks.set(w.id, Object.freeze({ ...w, sealedSecret: copyBytes(n.sealed) }))
+      }
       s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(next.wrappedKey) }))
       for (const n of next.variables) {
         const vars = s.variables.get(varKey(vaultId, n.environment))

@@ -273,6 +273,34 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
       })
     },
   },
+  {
+    name: 'resealVault hands over every signing secret of the vault and writes the resealed bytes back',
+    async run(make) {
+      await withStore(make, async (store) => {
+        const v = await newVault(store)
+        const other = await newVault(store)
+        await store.ensureWrappedKey(v, async () => new Uint8Array(randomBytes(60)))
+        const signed = await store.createWebhook(webhook(v))
+        await store.createWebhook(webhook(v, { format: 'slack', sealedSecret: null }))
+        await store.createWebhook(webhook(other))
+        const fresh = new Uint8Array(randomBytes(60))
+        let seen: string[] = []
+        assert.equal(
+          await store.resealVault(v, async (cur) => {
+            seen = (cur.webhooks ?? []).map((w) => w.webhookId)
+            return { ...cur, wrappedKey: new Uint8Array(randomBytes(60)), webhooks: (cur.webhooks ?? []).map((w) => ({ ...w, sealed: fresh })) }
+          }),
+          true,
+        )
+        assert.deepEqual(seen, [signed.id], 'the signed webhook of this vault only')
+        await store.enqueueDeliveries({ now: at(1), since: at(0) })
+        await newPush(store, v, at(10))
+        await store.enqueueDeliveries({ now: at(20), since: at(0) })
+        const [d] = await store.claimDeliveries({ now: at(20), leaseMs: 1000, limit: 5, token: 't' }).then((l) => l.filter((x) => x.webhook.id === signed.id))
+        assert.ok(d?.sealedSecret && Buffer.from(d.sealedSecret).equals(Buffer.from(fresh)), 'the resealed secret is stored')
+      })
+    },
+  },
 ]
 
 function attempt(deliveryId: string, claimToken: string, outcome: 'delivered' | 'retry' | 'failed', when: Date) {

@@ -128,3 +128,34 @@ t.test('an expired push is swept and delivered as push.expired; the Slack format
   t.notMatch(got[1]!.body, VALUE)
   t.ok(deliverDueWebhooks, 'exported for hosts')
 })
+
+t.test('after the vault’s data key is rotated, deliveries are still signed with the same secret', async (t) => {
+  const hook = await receiver(t)
+  const b = await build(t, { plugin: { allowPrivateWebhooks: true, webhookIntervalMs: 3_600_000 } })
+  const domain = domainOf(b)
+  const { secret } = await domain.addWebhook((await import('./helpers.js')).ownerActor, {
+    vaultId: b.vaultId,
+    url: `${hook.url}/rotated`,
+    format: 'generic',
+    events: ['push.created'],
+  })
+  const before = await b.storage.getWrappedKey(b.vaultId)
+  const { rotateDataKey, deliverDueWebhooks } = await import('../../src/index.js')
+  t.equal(await rotateDataKey(b.storage, b.keyring, b.vaultId), true)
+  t.notSame(await b.storage.getWrappedKey(b.vaultId), before, 'a new data key')
+  await domain.createPush(editorActor, { vaultId: b.vaultId, environment: 'development', body: { variables: { A: 'x' } } })
+  const { createVaultCrypto } = await import('../../src/vault-service.js')
+  const { createTestPeople } = await import('../pages/helpers.js')
+  const logs: string[] = []
+  const counts = await deliverDueWebhooks({
+    storage: b.storage,
+    crypto: createVaultCrypto(b.storage, b.keyring),
+    people: createTestPeople(),
+    baseUrl: 'http://127.0.0.1',
+    now: () => b.clock.now,
+    allowPrivate: true,
+    log: { info: () => {}, warn: (o) => void logs.push(JSON.stringify(o)), error: () => {} },
+  })
+  t.same(counts, { delivered: 1, retry: 0, failed: 0 }, logs.join('\n'))
+  t.ok(verify(secret!, hook.got[0]!.body, hook.got[0]!.headers['x-envkeep-signature']))
+})

@@ -29,7 +29,12 @@ async function setUp(t: { teardown(fn: () => unknown): void }, path = '/hook') {
   const hook = await receiver(t, (_r, res) => res.writeHead(500).end('no'))
   const b = await build(t, QUIET)
   const domain = domainOf(b)
-  const { webhook, secret } = await domain.addWebhook(ownerActor, { vaultId: b.vaultId, url: `${hook.url}${path}`, format: 'generic', events: ['push.created'] })
+  const { webhook, secret } = await domain.addWebhook(ownerActor, {
+    vaultId: b.vaultId,
+    url: `${hook.url}${path}`,
+    format: 'generic',
+    events: ['push.created'],
+  })
   await domain.createPush(editorActor, { vaultId: b.vaultId, environment: 'development', body: { variables: { API_KEY: 'canary-retry-value' } } })
   return { hook, b, webhook, secret: secret as string }
 }

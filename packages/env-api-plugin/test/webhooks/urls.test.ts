@@ -88,7 +88,12 @@ t.test('by default the page refuses a private URL and stores nothing', async (t)
   t.notMatch(res.body, 'whsec_')
   t.same(await b.storage.listWebhooks(b.vaultId), [])
   await t.rejects(
-    domainOf(b, { allowPrivateWebhooks: false }).addWebhook(ownerActor, { vaultId: b.vaultId, url: 'http://localhost:9/x', format: 'slack', events: ['push.created'] }),
+    domainOf(b, { allowPrivateWebhooks: false }).addWebhook(ownerActor, {
+      vaultId: b.vaultId,
+      url: 'http://localhost:9/x',
+      format: 'slack',
+      events: ['push.created'],
+    }),
     { name: 'DomainFailure', message: PRIVATE_REFUSAL },
   )
 })
