@@ -7,6 +7,8 @@ import { apiRoutes } from './routes/api/index.js'
 import { oauthRoutes } from './routes/oauth/index.js'
 import { pageRoutes } from './pages/index.js'
 import { csrfPlugin } from './pages/csrf.js'
+import { createVaultCrypto } from './vault-service.js'
+import { scheduleWebhookDeliveries } from './webhooks/worker.js'
 
 export type { EnvApiOptions, ResolvedOptions } from './options.js'
 export type * from './adapters/storage.js'
@@ -32,6 +34,10 @@ export {
   ROLES,
   vaultNameProblem,
   withFailuresAs,
+  isPublicAddress,
+  PRIVATE_REFUSAL,
+  webhookUrlProblem,
+  WEBHOOK_EVENTS,
   type Actor,
   type AdministratorActor,
   type Domain,
@@ -66,6 +72,7 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
     })
   }
   scheduleHousekeeping(app, opts)
+  scheduleWebhookDeliveries(app, opts, createVaultCrypto(opts.storage, opts.keyring))
   await app.register(apiRoutes, { opts })
   await app.register(oauthRoutes, { opts })
   await app.register(pageRoutes, { opts })
@@ -84,3 +91,5 @@ export { envkeepNotFound } from './not-found.js'
 export { safeRedirectPath } from './pages/redirect.js'
 export { csrfPlugin, csrfCookieName, type CsrfOptions } from './pages/csrf.js'
 export { ciPrincipal } from './adapters/ci-identity-store.js'
+export { deliverDueWebhooks, sweepWebhookEvents, MAX_ATTEMPTS, RETRY_DELAYS_MS, type WebhookWorkerDeps } from './webhooks/worker.js'
+export { signatureOf, type GenericBody } from './webhooks/payload.js'

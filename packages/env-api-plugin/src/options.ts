@@ -34,6 +34,14 @@ export interface EnvApiOptions {
    * (`ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback`): for tests only. Default false: https only.
    */
   ciAllowHttpLoopbackIssuers?: boolean
+  /**
+   * Webhooks may call private, loopback and link-local addresses
+   * (`ENVKEEP_WEBHOOK_ALLOW_PRIVATE=true`). Default false: public addresses
+   * only, checked when a webhook is added and at every delivery.
+   */
+  allowPrivateWebhooks?: boolean
+  /** How often the webhook worker looks for due deliveries. Default 2 seconds. */
+  webhookIntervalMs?: number
 }
 
 export interface ResolvedOptions {
@@ -52,6 +60,8 @@ export interface ResolvedOptions {
   readonly signInIdleMs: number
   readonly codeTtlMs: number
   readonly ciAllowHttpLoopbackIssuers: boolean
+  readonly allowPrivateWebhooks: boolean
+  readonly webhookIntervalMs: number
   /** `{baseUrl}/api/env` */
   readonly resource: string
   /** `{baseUrl}/cli/oauth-client.json` */
@@ -110,6 +120,8 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     signInIdleMs: positive('signInIdleMs', o.signInIdleMs, 90 * DAY),
     codeTtlMs: positive('codeTtlMs', o.codeTtlMs, 60 * 1000),
     ciAllowHttpLoopbackIssuers: o.ciAllowHttpLoopbackIssuers === true,
+    allowPrivateWebhooks: o.allowPrivateWebhooks === true,
+    webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,

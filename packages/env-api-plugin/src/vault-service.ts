@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Keyring } from './adapters/keyring.js'
 import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
 import { errors } from './errors.js'
-import { historyPlaceOf, open, placeOf, seal } from './crypto/seal.js'
+import { historyPlaceOf, open, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
@@ -33,6 +33,10 @@ export interface VaultCrypto {
     side: 'before' | 'after',
     entries: readonly SealedHistory[],
   ): Promise<Record<string, string | null>>
+  /** Seals a webhook's signing secret (webhookPlaceOf), creating the vault's data key on first use. */
+  sealWebhookSecret(vaultId: string, webhookId: string, secret: string): Promise<Uint8Array>
+  /** Opens a webhook's signing secret; throws ApiError decrypt_failed when it does not open. */
+  openWebhookSecret(vaultId: string, webhookId: string, sealed: Uint8Array): Promise<string>
 }
 
 export interface HistoryValues {
@@ -190,6 +194,14 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         return out
       })
     },
+    async sealWebhookSecret(vaultId, webhookId, secret) {
+      const { key } = await dataKey(vaultId, true)
+      return seal(key, Buffer.from(secret, 'utf8'), webhookPlaceOf(vaultId, webhookId))
+    },
+    async openWebhookSecret(vaultId, webhookId, sealed) {
+      if (!keyring) throw errors.notConfigured()
+      return withKey(vaultId, (key) => open(key, sealed, webhookPlaceOf(vaultId, webhookId)).toString('utf8'))
+    },
     async sealValues(vaultId, environment, values) {
       return (await sealWith(vaultId, environment, values)).values
     },
@@ -210,7 +222,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
 /**
  * Data-key rotation of one vault: a new random data key, wrapped by the
  * keyring, and every sealed value of the vault (variables, staged values
- * of pending pushes and the versions kept in history) opened with the old key and sealed with the new one,
+ * of pending pushes, the versions kept in history and the webhooks' signing secrets) opened with the old key and sealed with the new one,
  * in one storage transaction (`resealVault`). A value that does not open
  * stops it with nothing changed. False when the vault has no key yet.
  */
@@ -232,6 +244,14 @@ export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId:
         variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
         staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
         history: current.history.map((h) => ({ ...h, sealed: againInHistory(h) })),
+        ...(current.webhooks
+          ? {
+              webhooks: current.webhooks.map((w) => {
+                const place = webhookPlaceOf(vaultId, w.webhookId)
+                return { webhookId: w.webhookId, sealed: seal(newKey, open(oldKey, w.sealed, place), place) }
+              }),
+            }
+          : {}),
       }
     } finally {
       newKey.fill(0)

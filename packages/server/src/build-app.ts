@@ -119,6 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     rateLimit: { perMinute: config.ratePerMinute, perDay: config.ratePerDay },
     plans: { ...config.plans },
     ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
+    allowPrivateWebhooks: config.webhookAllowPrivate,
   })
   return { app, people }
 }

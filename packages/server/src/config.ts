@@ -40,6 +40,8 @@ export interface ServerConfig {
   readonly trustProxy: false | number | readonly string[]
   /** ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback: CI identities may name http://127.0.0.1:* issuers (tests only) */
   readonly ciAllowHttpLoopbackIssuers: boolean
+  /** ENVKEEP_WEBHOOK_ALLOW_PRIVATE=true: webhooks may call private, loopback and link-local addresses */
+  readonly webhookAllowPrivate: boolean
   /** --allow-insecure-key-file: use a master key file that group or others can read */
   readonly allowInsecureKeyFile: boolean
   /** the SQLite file inside the data directory (used when no databaseUrl is given) */
@@ -114,6 +116,11 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     meaning: 'smtp://user:pass@host:587 or smtps://user:pass@host:465: invitations are also sent by email (never logged)',
   },
   { env: 'ENVKEEP_SMTP_FROM', default: '(none; needed with ENVKEEP_SMTP_URL)', meaning: 'sender of the emails, e.g. envkeep <envkeep@example.com>' },
+  {
+    env: 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE',
+    default: 'false',
+    meaning: 'true lets webhooks call private, loopback and link-local addresses (refused by default, when added and at each delivery)',
+  },
   {
     env: 'ENVKEEP_TRUST_PROXY',
     default: 'false',
@@ -305,6 +312,10 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
   const ciHttp = envValue(env, 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS')
   if (ciHttp !== undefined && ciHttp !== 'loopback') throw new UsageError('ENVKEEP_CI_ALLOW_HTTP_ISSUERS can only be loopback (for tests), or unset')
 
+  const webhookPrivate = envValue(env, 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE')
+  if (webhookPrivate !== undefined && webhookPrivate !== 'true' && webhookPrivate !== 'false')
+    throw new UsageError('ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false')
+
   return Object.freeze({
     host,
     port,
@@ -322,6 +333,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     logLevel,
     trustProxy: parseTrustProxy(envValue(env, 'ENVKEEP_TRUST_PROXY')),
     ciAllowHttpLoopbackIssuers: ciHttp === 'loopback',
+    webhookAllowPrivate: webhookPrivate === 'true',
     allowInsecureKeyFile: flags['allow-insecure-key-file'] === true,
     databaseFile: resolve(dataDir, 'envkeep.db'),
     databaseUrl: parseDatabaseUrl(pick(flags, 'database-url', env, 'ENVKEEP_DATABASE_URL')),

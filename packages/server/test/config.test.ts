@@ -210,3 +210,13 @@ t.test('ENVKEEP_SMTP_URL and ENVKEEP_SMTP_FROM: both or neither; errors never re
     t.notOk((err as Error).message.includes(secret), 'the password is not repeated')
   }
 })
+
+t.test('ENVKEEP_WEBHOOK_ALLOW_PRIVATE: false by default, true or false only', async (t) => {
+  t.equal(loadConfig({}, {}, '/').webhookAllowPrivate, false)
+  t.equal(loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'true' }, '/').webhookAllowPrivate, true)
+  t.equal(loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'false' }, '/').webhookAllowPrivate, false)
+  t.throws(() => loadConfig({}, { ENVKEEP_WEBHOOK_ALLOW_PRIVATE: 'yes' }, '/'), {
+    name: 'UsageError',
+    message: 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false',
+  })
+})

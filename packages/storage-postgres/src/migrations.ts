@@ -238,7 +238,57 @@ const m004: Migration = {
   },
 }
 
-const MIGRATIONS: Record<string, Migration> = { '001_schema': m001, '002_rate_counters': m002, '003_history': m003, '004_vault_admin': m004 }
+/**
+ * Webhooks (issue 14, item 5): a vault's webhooks, each signing secret sealed by the domain
+ * (never stored plain), and the outbox of their deliveries, one per (webhook, push, event),
+ * claimed by one process at a time (claim_token, claimed_until). Deleting a vault deletes its
+ * webhooks, and a webhook its deliveries. (004 is another change's.)
+ */
+const m005: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table webhooks (
+        id text primary key,
+        vault_id text not null references vaults (id) on delete cascade,
+        url text not null,
+        format text not null constraint webhooks_format check (format in ('generic', 'slack')),
+        events jsonb not null constraint webhooks_events check (jsonb_typeof(events) = 'array'),
+        sealed_secret bytea,
+        created_at bigint not null,
+        created_by text
+      );
+      create index webhooks_by_vault on webhooks (vault_id, created_at);
+
+      create table webhook_deliveries (
+        id bigint generated always as identity primary key,
+        webhook_id text not null references webhooks (id) on delete cascade,
+        push_id text not null references imports (id) on delete cascade,
+        event text not null constraint webhook_deliveries_event check (event in ('push.created', 'push.decided', 'push.expired')),
+        occurred_at bigint not null,
+        status text not null default 'pending' constraint webhook_deliveries_status check (status in ('pending', 'delivered', 'failed')),
+        attempts integer not null default 0,
+        next_attempt_at bigint,
+        last_attempt_at bigint,
+        last_status integer,
+        last_error text,
+        claim_token text,
+        claimed_until bigint,
+        constraint webhook_deliveries_once unique (webhook_id, push_id, event)
+      );
+      create index webhook_deliveries_due on webhook_deliveries (next_attempt_at) where status = 'pending';
+      create index webhook_deliveries_by_webhook on webhook_deliveries (webhook_id, occurred_at);
+      create index webhook_deliveries_push on webhook_deliveries (push_id);
+    `.execute(db)
+  },
+}
+
+const MIGRATIONS: Record<string, Migration> = {
+  '001_schema': m001,
+  '002_rate_counters': m002,
+  '003_history': m003,
+  '004_vault_admin': m004,
+  '005_webhooks': m005,
+}
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }
 

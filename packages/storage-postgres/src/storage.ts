@@ -7,6 +7,7 @@ import { openPostgres, type OpenPostgres, type PostgresOptions } from './databas
 import { PostgresOAuthStore } from './oauth-store.js'
 import { PostgresVaultStore } from './vault-store.js'
 import { PostgresRateCounters } from './rate-counters.js'
+import { PostgresWebhookStore } from './webhook-store.js'
 
 export interface PostgresStorage extends Storage, CiIdentityStore {
   countRequest: NonNullable<Storage['countRequest']>
@@ -25,6 +26,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     new PostgresHistoryStore(database.db),
     new PostgresImportStore(database.db),
     new PostgresVaultAdminStore(database.db),
+    new PostgresWebhookStore(database.db),
     new PostgresRateCounters(database.db),
   ]
   const storage: Record<string, unknown> = Object.create(null) as Record<string, unknown>

@@ -163,7 +163,20 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
         ...(h.before ? [{ changeSetId: h.change_set_id, environment: h.environment, name: h.name, side: 'before' as const, sealed: copy(h.before) }] : []),
         ...(h.after ? [{ changeSetId: h.change_set_id, environment: h.environment, name: h.name, side: 'after' as const, sealed: copy(h.after) }] : []),
       ])
-      const next = await reseal({ wrappedKey: copy(v.wrapped_key), variables, staged, history })
+      const webhooks = (
+        await rows<{ id: string; sealed_secret: Buffer }>(
+          trx,
+          sql`select id, sealed_secret from webhooks where vault_id = ${vaultId} and sealed_secret is not null`,
+        )
+      ).map((r) => ({ webhookId: r.id, sealed: copy(r.sealed_secret) }))
+      const next = await reseal({ wrappedKey: copy(v.wrapped_key), variables, staged, history, webhooks })
+      for (const n of next.webhooks ?? []) {
+        const r =
+          await sql`update webhooks set sealed_secret = ${bytes(n.sealed)} where id = ${n.webhookId} and vault_id = ${vaultId} and sealed_secret is not null`.execute(
+            trx,
+          )
+        if (Number(r.numAffectedRows ?? 0) !== 1) throw new StorageError('23503', 'webhooks')
+      }
       await sql`update vaults set wrapped_key = ${bytes(next.wrappedKey)} where id = ${vaultId}`.execute(trx)
       for (const n of next.variables) {
         const r =

@@ -119,7 +119,22 @@ export class SqliteKeyStore extends SqliteStoreBase implements Pick<VaultStore, 
               ...(h.before ? [{ changeSetId: h.changeSetId, environment: h.environment, name: h.name, side: 'before' as const, sealed: h.before }] : []),
               ...(h.after ? [{ changeSetId: h.changeSetId, environment: h.environment, name: h.name, side: 'after' as const, sealed: h.after }] : []),
             ])
-            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged, history })
+            const webhooks = (
+              await sql<{
+                webhookId: string
+                sealed: Buffer
+              }>`select id as webhookId, sealed_secret as sealed from webhooks where vault_id = ${vaultId} and sealed_secret is not null order by id`.execute(
+                conn,
+              )
+            ).rows
+            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged, history, webhooks })
+            for (const n of next.webhooks ?? []) {
+              const r =
+                await sql`update webhooks set sealed_secret = ${bytes(n.sealed)} where id = ${n.webhookId} and vault_id = ${vaultId} and sealed_secret is not null`.execute(
+                  conn,
+                )
+              if (r.numAffectedRows !== 1n) throw new StorageError('23503', 'webhooks')
+            }
             await conn
               .updateTable('vaults')
               .set({ wrapped_key: bytes(next.wrappedKey) })

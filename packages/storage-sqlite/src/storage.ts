@@ -4,6 +4,7 @@ import { createSqliteCiIdentityStore } from './ci-identity-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteVaultStore } from './vault-store.js'
+import { createSqliteWebhookStore } from './webhook-store.js'
 
 export interface SqliteStorage extends Storage {
   /** the open database, for the server's own stores (accounts) and tests */
@@ -17,10 +18,18 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   const vaults = createSqliteVaultStore(database)
   const oauth = createSqliteOAuthStore(database)
   const ci = createSqliteCiIdentityStore(database)
-  const storage = Object.assign(Object.create(null) as object, vaults, bindAll(oauth), ci, bindAll(createSqliteHistoryStore(database)), {
-    database,
-    close: () => database.close(),
-  })
+  const storage = Object.assign(
+    Object.create(null) as object,
+    vaults,
+    bindAll(oauth),
+    ci,
+    bindAll(createSqliteHistoryStore(database)),
+    bindAll(createSqliteWebhookStore(database)),
+    {
+      database,
+      close: () => database.close(),
+    },
+  )
   return storage as SqliteStorage
 }
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { runHistoryStoreContract, runVaultStoreContract } from '@envkeep/env-api-plugin/testing'
+import { runHistoryStoreContract, runVaultStoreContract, runWebhookStoreContract } from '@envkeep/env-api-plugin/testing'
 import { createSqliteStorage, createSqliteVaultStore, openDatabase } from '../src/index.js'
 import { createSqliteProbe } from './vault-probe.js'
 
@@ -33,5 +33,16 @@ t.test('history store contract on a file', async (t) => {
   runHistoryStoreContract(t, async () => {
     const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
     return { store: storage, probe: createSqliteProbe(storage.database.sqlite), close: () => storage.close() }
+  })
+})
+
+// The webhook contract, on a file through createSqliteStorage (deliveries are made from its pushes).
+t.test('webhook store contract on a file', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'envkeep-webhook-store-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  let n = 0
+  runWebhookStoreContract(t, async () => {
+    const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
+    return { store: storage, close: () => storage.close() }
   })
 })

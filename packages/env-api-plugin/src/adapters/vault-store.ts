@@ -253,6 +253,11 @@ export interface VaultSecrets {
     readonly side: 'before' | 'after'
     readonly sealed: Uint8Array
   }[]
+  /**
+   * every webhook signing secret of the vault (webhook-store.ts), sealed with
+   * `webhookPlaceOf`; written back when the answer has it
+   */
+  readonly webhooks?: readonly { readonly webhookId: string; readonly sealed: Uint8Array }[]
 }
 
 export interface VaultStore extends ImportStore {

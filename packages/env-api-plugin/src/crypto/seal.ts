@@ -22,6 +22,15 @@ export function historyPlaceOf(vaultId: string, environment: string, name: strin
   return lengthPrefixed([vaultId, environment, name, changeSetId, side])
 }
 
+/**
+ * Additional data of a webhook's signing secret (issue 14): four parts, so
+ * no secret opens as a variable (three) or a kept version (five), nor as
+ * another vault's or another webhook's secret.
+ */
+export function webhookPlaceOf(vaultId: string, webhookId: string): Buffer {
+  return lengthPrefixed(['webhook secret', vaultId, webhookId, 'v1'])
+}
+
 function lengthPrefixed(strings: readonly string[]): Buffer {
   const parts = strings.map((s) => Buffer.from(s, 'utf8'))
   const out = Buffer.alloc(parts.reduce((n, p) => n + 4 + p.length, 0))

@@ -1,6 +1,7 @@
 import type { PeopleAdapter } from '../adapters/people.js'
 import type { Storage, StorageLimit } from '../adapters/storage.js'
 import type { VaultCrypto } from '../vault-service.js'
+import type { ResolveHost } from './webhook-url.js'
 
 /** What the domain works with; every surface (API, pages, admin commands) builds it from its own setting. */
 export interface DomainDeps {
@@ -18,4 +19,8 @@ export interface DomainDeps {
   readonly people: Pick<PeopleAdapter, 'findPersonByEmail' | 'invite' | 'listInvitations' | 'revokeInvitation'>
   /** `ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback`: CI identities may name `http://127.0.0.1:*` issuers (tests only) */
   readonly ciAllowHttpLoopback?: boolean
+  /** `ENVKEEP_WEBHOOK_ALLOW_PRIVATE=true`: webhooks may call private, loopback and link-local addresses */
+  readonly allowPrivateWebhooks?: boolean
+  /** how a webhook URL's host is resolved (default: the system's resolver); for tests */
+  readonly resolveHost?: ResolveHost
 }

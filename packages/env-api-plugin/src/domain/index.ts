@@ -11,6 +11,7 @@ import { createPush, decidePush, loadPush, mayDecide, pushStatus, revealPush, ty
 import { deleteVariable, listVariableNames, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
 import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
 import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
+import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
 
 /**
  * The domain layer: the only code that knows the rules of vaults, members,
@@ -70,6 +71,10 @@ export function createDomain(d: DomainDeps) {
     addCiIdentity: (actor: Actor, input: NewCiIdentityInput) => addCiIdentity(d, actor, input),
     listCiIdentities: (actor: Actor, vaultId: string) => listCiIdentities(d, actor, vaultId),
     removeCiIdentity: (actor: Actor, input: { vaultId: string; identity: string }) => removeCiIdentity(d, actor, input),
+    // webhooks
+    addWebhook: (actor: Actor, input: Parameters<typeof addWebhook>[2]) => addWebhook(d, actor, input),
+    listWebhooks: (actor: Actor, vaultId: string) => listWebhooks(d, actor, vaultId),
+    removeWebhook: (actor: Actor, input: { vaultId: string; webhookId: string }) => removeWebhook(d, actor, input),
     // access log
     listAccessLog: (actor: Actor, input: Parameters<typeof listAccessLog>[2]) => listAccessLog(d, actor, input),
   })
@@ -113,6 +118,8 @@ export {
   vaultNameProblem,
 } from './rules.js'
 export { VARIABLE_NOT_FOUND, type Located, type ReadResult } from './variables.js'
+export { DELIVERIES_SHOWN, MAX_WEBHOOKS, notifyWebhooks, WEBHOOK_EVENTS, WEBHOOK_FORMATS, WEBHOOK_NOT_FOUND, type WebhookView } from './webhooks.js'
+export { isPublicAddress, PRIVATE_REFUSAL, webhookUrlProblem, webhookUrlShapeProblem, type ResolveHost } from './webhook-url.js'
 export { ENVIRONMENT_NOT_FOUND, VAULT_NOT_FOUND, VAULT_OR_ENVIRONMENT, vaultIdOrNull } from './vaults.js'
 
 /**

@@ -12,6 +12,7 @@ import { isWellFormed, MAX_NAME_LENGTH, nameProblem, valueProblem } from './rule
 import { withCurrentKey, type Located } from './variables.js'
 import { secondPersonRequired } from './vault-admin.js'
 import { locateEnvironment, locateVault } from './vaults.js'
+import { notifyWebhooks } from './webhooks.js'
 
 /**
  * Pushes: a .env file sent from the command line waits as a pending push
@@ -92,6 +93,7 @@ export async function createPush(
   })
   if (!r.ok && r.reason === 'stale_key') throw new Error('envkeep: the vault key kept changing while the push was sealed')
   if (!r.ok) throw overLimit(vault, r, 'this push')
+  await notifyWebhooks(d, r.import.id)
   return r.import
 }
 
@@ -154,7 +156,10 @@ export async function decidePush(
     })
     const decision = { importId: push.id, decision: input.decision, by: actor.personId, now, reason: reason || null }
     const r = await d.storage.decideImport(input.decision === 'applied' ? { ...decision, ...(await pushChangeSet(d, actor, view, now)) } : decision, log)
-    if (r.ok) return r.import
+    if (r.ok) {
+      await notifyWebhooks(d, r.import.id)
+      return r.import
+    }
     if (r.reason === 'not_pending') throw fail.conflict(`this push is already ${r.import.status}`)
     if (attempt >= 5) throw new Error('envkeep: the environment kept changing while a push was applied')
   }

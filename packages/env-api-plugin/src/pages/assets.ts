@@ -62,6 +62,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 .mark-changed, .mark-overwrite { background: var(--warn-bg); border-color: var(--warn-line); color: var(--warn); }
 .status-applied, .status-active { color: var(--ok); }
 .status-rejected, .status-revoked, .status-expired, .status-ended { color: var(--danger); }
+.delivery-delivered { color: var(--ok); font-weight: 600; } .delivery-failed { color: var(--danger); font-weight: 600; } .delivery-pending { color: var(--warn); font-weight: 600; }
 ul.vaults, ul.vars { list-style: none; padding: 0; margin: 0; }
 ul.vaults li { display: flex; flex-wrap: wrap; gap: .25rem .75rem; align-items: center; padding: .75rem 1rem; background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); margin-bottom: .5rem; }
 ul.vaults li a { font-weight: 600; overflow-wrap: anywhere; }

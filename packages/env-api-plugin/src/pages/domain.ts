@@ -39,6 +39,7 @@ export function pageDomain(deps: PageDeps): Domain {
       importTtlMs: o.importTtlMs,
       people: o.people,
       ciAllowHttpLoopback: o.ciAllowHttpLoopbackIssuers,
+      allowPrivateWebhooks: o.allowPrivateWebhooks,
     }),
     pageErrorOf,
   )

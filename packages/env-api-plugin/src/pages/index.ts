@@ -13,6 +13,7 @@ import { signInRoutes } from './sign-ins.js'
 import { cliDoneRoutes } from './cli-done.js'
 import { vaultRoutes } from './vault.js'
 import { vaultListRoutes } from './vaults.js'
+import { webhookRoutes } from './webhooks.js'
 
 export { renderErrorPage, sendErrorPage, refusalBox, toPageFailure, type ErrorPageInput, type PageFailure } from './error.js'
 
@@ -35,6 +36,7 @@ const FORM_BODY_LIMIT = 256 * 1024
  *   GET  /v/:vault/variables/imports/:import  the review page; POST …/reveal, …/apply, …/reject
  *   GET  /sign-ins; POST /sign-ins/revoke
  *   GET  /v/:vault/ci                        CI access (owners); POST /v/:vault/ci/{add,remove}
+ *   GET  /v/:vault/webhooks                  webhooks (owners); POST /v/:vault/webhooks/{add,remove}
  *   GET  /cli/signed-in, /cli/denied      where the CLI's loopback page sends the browser
  *   GET  /assets/envkeep.css, /assets/envkeep.js
  *
@@ -92,6 +94,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
       settingsRoutes(app, deps)
       signInRoutes(app, deps)
       ciAccessRoutes(app, deps)
+      webhookRoutes(app, deps)
       cliDoneRoutes(app, deps)
     },
     { prefix: opts.basePath },

@@ -146,7 +146,7 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
 ${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}
 <p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a></p>
 <h1>${vault.name}</h1>
-<p>Your role: <span class="role role-${vault.role}">${vault.role}</span> · <a href="${pagePath(deps, settingsPath(vault.id))}">Settings</a></p>
+<p>Your role: <span class="role role-${vault.role}">${vault.role}</span> · <a href="${pagePath(deps, settingsPath(vault.id))}">Settings</a>${owner ? html` · <a href="${base}/webhooks">Webhooks</a>` : ''}</p>
 ${vault.role === 'viewer' ? html`<p class="hint">As a viewer you see the names of variables, not their values.</p>` : ''}
 
 <nav class="toc" aria-label="On this page"><a href="#environments">Environments</a> <a href="#pushes">Pending pushes</a> <a href="#members">Members</a> <a href="#access-log">Access log</a></nav>

@@ -2,6 +2,7 @@ import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { AuthorizationCodeRecord } from '../adapters/oauth-store.js'
 import type { ChangeEntry, NewChangeSet } from '../adapters/history-store.js'
 import type { AccessLogRow, AuditRow, ImportRecord, Role, SealedVariable } from '../adapters/vault-store.js'
+import type { DeliveryRecord, WebhookRecord } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
 
 /**
@@ -50,6 +51,17 @@ export interface ChangeSetRow {
   readonly entries: readonly ChangeEntry[]
 }
 
+/** A webhook (webhook-store.ts) with its sealed secret. */
+export interface WebhookRow extends WebhookRecord {
+  readonly sealedSecret: Uint8Array | null
+}
+
+/** A delivery with its claim. */
+export interface DeliveryRow extends DeliveryRecord {
+  readonly claimToken: string | null
+  readonly claimedUntil: number | null
+}
+
 export interface SignInRow {
   readonly id: string
   readonly personId: string
@@ -89,6 +101,9 @@ export interface State {
   ciIdentities: Map<string, CiIdentityRecord>
   /** exchanged identity tokens: key → when it may be forgotten */
   usedSubjectTokens: Map<string, number>
+  webhooks: Map<string, WebhookRow>
+  deliveries: Map<string, DeliveryRow>
+  nextDeliveryId: number
 }
 
 export function emptyState(): State {
@@ -110,6 +125,9 @@ export function emptyState(): State {
     refreshTokens: new Map(),
     ciIdentities: new Map(),
     usedSubjectTokens: new Map(),
+    webhooks: new Map(),
+    deliveries: new Map(),
+    nextDeliveryId: 1,
   }
 }
 
@@ -138,6 +156,9 @@ function draftOf(s: State): State {
     refreshTokens: new Map(s.refreshTokens),
     ciIdentities: new Map(s.ciIdentities),
     usedSubjectTokens: new Map(s.usedSubjectTokens),
+    webhooks: new Map(s.webhooks),
+    deliveries: new Map(s.deliveries),
+    nextDeliveryId: s.nextDeliveryId,
   }
 }
 

@@ -5,6 +5,7 @@ import { MemoryHistoryStore } from './memory-history-store.js'
 import { MemoryImportStore } from './memory-import-store.js'
 import { MemoryOAuthStore } from './memory-oauth-store.js'
 import { MemoryVaultStore } from './memory-vault-store.js'
+import { MemoryWebhookStore } from './memory-webhook-store.js'
 import type { VaultStoreProbe } from './vault-store-contract.js'
 
 export interface MemoryStorageOptions extends MemoryDbOptions {}
@@ -42,6 +43,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
     bindAll(new MemoryCiIdentityStore(db)),
     bindAll(new MemoryHistoryStore(db)),
     bindAll(new MemoryImportStore(db)),
+    bindAll(new MemoryWebhookStore(db)),
     {
       probe: memoryProbe(db),
       edit: (fn: (state: MemoryState) => void) => db.write('edit', fn),

@@ -183,7 +183,15 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
           if (e.after) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'after', sealed: copyBytes(e.after) })
         }
       }
-      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged, history })
+      const webhooks = [...s.webhooks.values()]
+        .filter((w) => w.vaultId === vaultId && w.sealedSecret !== null)
+        .map((w) => ({ webhookId: w.id, sealed: copyBytes(w.sealedSecret as Uint8Array) }))
+      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged, history, webhooks })
+      for (const n of next.webhooks ?? []) {
+        const w = s.webhooks.get(n.webhookId)
+        if (!w || w.vaultId !== vaultId || w.sealedSecret === null) throw new StorageError('23503', 'webhooks')
+        s.webhooks.set(w.id, Object.freeze({ ...w, sealedSecret: copyBytes(n.sealed) }))
+      }
       s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(next.wrappedKey) }))
       for (const n of next.variables) {
         const vars = s.variables.get(varKey(vaultId, n.environment))
@@ -258,6 +266,11 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
       s.accessLog = s.accessLog.filter((r) => r.vaultId !== v.id)
       s.changeSets = s.changeSets.filter((c) => c.vaultId !== v.id)
       for (const [id, c] of [...s.ciIdentities]) if (c.vaultId === v.id) s.ciIdentities.delete(id)
+      for (const [id, w] of [...s.webhooks]) {
+        if (w.vaultId !== v.id) continue
+        s.webhooks.delete(id)
+        for (const [d, row] of [...s.deliveries]) if (row.webhookId === id) s.deliveries.delete(d)
+      }
       s.audit.push(Object.freeze({ id: s.audit.length + 1, at: input.at, personId: input.by, action: 'vault_deleted', vaultId: v.id, vaultName: v.name }))
       return true
     })

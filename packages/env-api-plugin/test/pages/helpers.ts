@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyRequest, type LightMyRequestResponse } from 'fastify'
-import envApi from '../../src/index.js'
+import envApi, { type EnvApiOptions } from '../../src/index.js'
+import type { Keyring } from '../../src/adapters/keyring.js'
 import type { PeopleAdapter, Person } from '../../src/adapters/people.js'
 import type { RefusedLine, StorageLimit } from '../../src/adapters/vault-store.js'
 import type { Storage } from '../../src/adapters/storage.js'
@@ -60,6 +61,8 @@ export interface Built {
   readonly logs: string[]
   /** a vault with owner, editor and viewer members */
   readonly vaultId: string
+  /** the keyring the plugin was given */
+  readonly keyring: Keyring
   seal(environment: string, values: Record<string, string>): Promise<{ name: string; sealed: Uint8Array }[]>
   /** the environment's values now, opened (not logged: a test's look into the store) */
   current(environment: string): Promise<Record<string, string>>
@@ -83,6 +86,8 @@ export async function build(
     plans?: Record<string, StorageLimit>
     /** default: createTestPeople() */
     people?: PeopleAdapter
+    /** more plugin options */
+    plugin?: Partial<EnvApiOptions>
   } = {},
 ): Promise<Built> {
   const port = opts.listen ? await freePort() : 0
@@ -104,6 +109,7 @@ export async function build(
     now: () => clock.now,
     importTtlMs: TTL,
     ...(opts.plans ? { plans: opts.plans } : {}),
+    ...opts.plugin,
   })
   t.teardown(async () => {
     await app.close()
@@ -139,6 +145,7 @@ export async function build(
     clock,
     logs,
     vaultId,
+    keyring,
     seal: (environment, values) => crypto.sealValues(vaultId, environment, values),
     current: async (environment) => crypto.openValues(vaultId, environment, (await storage.readCurrent(vaultId, environment)).variables),
     async push(environment, values, refused = [], sender = PEOPLE.editor!.id) {

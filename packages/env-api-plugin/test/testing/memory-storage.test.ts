@@ -1,5 +1,12 @@
 import t from 'tap'
-import { ciIdentityStoreContract, createMemoryStorage, oauthStoreContract, runHistoryStoreContract, runVaultStoreContract } from '../../src/testing/index.js'
+import {
+  ciIdentityStoreContract,
+  createMemoryStorage,
+  oauthStoreContract,
+  runHistoryStoreContract,
+  runVaultStoreContract,
+  runWebhookStoreContract,
+} from '../../src/testing/index.js'
 
 // The reference store passes the contract suites it ships with: as is, and
 // yielding to the event loop between the steps of every transaction (as a
@@ -15,6 +22,12 @@ for (const yieldBetweenSteps of [false, true]) {
     runHistoryStoreContract(t, async () => {
       const storage = createMemoryStorage({ yieldBetweenSteps })
       return { store: storage, probe: storage.probe, close: () => storage.close() }
+    })
+  })
+  t.test(`webhook store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {
+    runWebhookStoreContract(t, async () => {
+      const storage = createMemoryStorage({ yieldBetweenSteps })
+      return { store: storage, close: () => storage.close() }
     })
   })
   t.test(`OAuth store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {

@@ -6,6 +6,7 @@ import { m004AccessLogSubject } from './004-access-log-subject.js'
 import { m005CiIdentities } from './005-ci-identities.js'
 import { m006History } from './006-history.js'
 import { m007VaultAdmin } from './007-vault-admin.js'
+import { m008Webhooks } from './008-webhooks.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '005_ci_identities': m005CiIdentities,
   '006_history': m006History,
   '007_vault_admin': m007VaultAdmin,
+  '008_webhooks': m008Webhooks,
 }
