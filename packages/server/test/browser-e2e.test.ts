@@ -144,7 +144,7 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
   // a push appears on the vault page; its review shows new / overwrite / refused
   const p1 = await push({ API_KEY: VALUES[2]!, NEW_FLAG: 'on' }, [{ line: 4, name: 'bad-name', reason: 'not a valid name' }])
   t.same(p1.overwrites, ['API_KEY'])
-  await page.goto(vaultUrl)
+  await page.goto(`${vaultUrl}/pushes`)
   await page.getByRole('link', { name: 'Review' }).click()
   t.equal(page.url(), p1.url, 'the review page is the url the API gave')
   const rows = page.locator('table.names tbody tr')

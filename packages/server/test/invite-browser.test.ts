@@ -55,7 +55,9 @@ t.test('in Chromium against the real server: Invite → Invitation link → the 
   await owner.waitForURL(/\/v\/[0-9a-f-]{36}$/)
   const vaultUrl = owner.url()
 
-  // Members → Invite, by email and role
+  // the Members tab → Invite, by email and role
+  await owner.getByRole('navigation', { name: 'Vault' }).getByRole('link', { name: 'Members' }).click()
+  await owner.waitForURL(`${vaultUrl}/members`)
   const members = owner.locator('#members')
   await members.locator('#member-email').fill('nina@example.com')
   await members.locator('#member-role').selectOption('viewer')
@@ -67,7 +69,7 @@ t.test('in Chromium against the real server: Invite → Invitation link → the 
   await t.resolveMatch(owner.getByRole('button', { name: 'Copy the invitation link' }).isVisible(), true, 'with JavaScript: a Copy button')
   t.equal(await owner.locator('#invitation button').count(), 1, 'one button: not the Copy and Hide of revealed values')
   await fits(owner, 'vault page with an invitation link')
-  await owner.goto(vaultUrl)
+  await owner.goto(`${vaultUrl}/members`)
   t.equal(await owner.locator('#invitation-link').count(), 0, 'the link is shown once')
   t.match(await owner.locator('table.invitations').textContent(), /nina@example\.com.*viewer.*Olga Owner/s)
 

@@ -87,6 +87,12 @@ mark { background: var(--warn-bg); color: inherit; border-bottom: 2px solid var(
 form.reject { display: flex; flex-direction: column; gap: .25rem; }
 form.reject textarea { min-width: 16rem; }
 .danger-zone { border-color: var(--danger); }
+nav.tabs { display: flex; flex-wrap: wrap; gap: .25rem; border-bottom: 1px solid var(--line); margin: 1rem 0; }
+nav.tabs a { padding: .5rem .75rem; border: 1px solid transparent; border-bottom: 0; border-radius: 6px 6px 0 0; text-decoration: none; }
+nav.tabs a.current { border-color: var(--line); background: var(--card); font-weight: 600; margin-bottom: -1px; }
+nav.envs { display: flex; flex-wrap: wrap; gap: .5rem; margin: .5rem 0 1rem; }
+nav.envs a { padding: .25rem .6rem; border: 1px solid var(--line); border-radius: 999px; text-decoration: none; }
+nav.envs a.current { background: var(--soft); font-weight: 600; }
 a.button { display: inline-block; font-weight: 600; padding: .45rem .9rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--card); color: var(--accent); text-decoration: none; }
 button.danger { background: var(--card); color: var(--danger); border-color: var(--danger); }
 button.primary { min-width: 7rem; }

@@ -1,36 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
-import type { AccessAction, EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
-import { ADMINISTRATOR_CLIENT, type PersonActor } from '../domain/actor.js'
+import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
+import type { PersonActor } from '../domain/actor.js'
 import { canManageVault, canReadEnvironment, canWriteEnvironment } from '../domain/permissions.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { historyPath } from './history.js'
 import { settingsPath } from './settings.js'
 import { html, type SafeHtml } from './html.js'
 import { membersSection, type InvitationShown } from './members.js'
+import { accessLogTab, pushesTab } from './vault-tabs.js'
 
 export { ENVIRONMENT_NAME_RE, ROLES }
-export const ACCESS_ACTIONS: readonly AccessAction[] = Object.freeze([
-  'read',
-  'refused',
-  'push_created',
-  'push_applied',
-  'push_rejected',
-  'push_expired',
-  'variable_set',
-  'variable_deleted',
-  'member_added',
-  'member_changed',
-  'member_removed',
-  'environment_created',
-  'vault_created',
-])
-const LOG_PAGE = 50
-
+export { ACCESS_ACTIONS } from './vault-tabs.js'
 const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   variable_added: 'The variable was added.',
   variable_changed: 'The variable was changed.',
@@ -56,108 +41,112 @@ interface VaultView {
   readonly query?: unknown
   /** an invitation just made: its link, shown once in Members */
   readonly invited?: InvitationShown | null
+  /** which of the vault's pages (the tab bar); default Variables */
+  readonly tab?: VaultTab
+  /** Variables: the environment shown (default: the first the person may read, else the first) */
+  readonly env?: string | null
+  /** Variables: after "Edit", the name whose change form opens pre-filled with its (revealed) value */
+  readonly editing?: string | null
 }
 
-function logFilter(query: unknown, vault: VaultAccess): { environment?: string; action?: AccessAction; before?: number } {
-  const env = field(query, 'environment')
-  const action = field(query, 'action')
-  const before = Number(field(query, 'before'))
-  return {
-    ...(vault.environments.some((e) => e.name === env) ? { environment: env } : {}),
-    ...((ACCESS_ACTIONS as readonly string[]).includes(action) ? { action: action as AccessAction } : {}),
-    ...(Number.isSafeInteger(before) && before > 0 ? { before } : {}),
-  }
+export type VaultTab = 'variables' | 'pushes' | 'members' | 'access-log'
+
+/** The vault's pages, as the tab bar links them. */
+export function tabPath(vaultId: string, tab: VaultTab): string {
+  const base = `/v/${encodeURIComponent(vaultId)}`
+  return tab === 'variables' ? base : `${base}/${tab}`
 }
 
 async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView): Promise<FastifyReply> {
   const { vault, person } = view
   const { storage } = deps.opts
+  const tab = view.tab ?? 'variables'
   const token = reply.generateCsrf()
   const csrf = csrfField(token)
   const base = vaultUrl(deps, vault.id)
   const owner = canManageVault(vault.role)
   const people = personCache(deps)
-  const filter = logFilter(view.query, vault)
 
-  const [variables, members, log, pending] = await Promise.all([
-    Promise.all(vault.environments.map((e) => storage.listVariableNames(vault.id, e.name))),
-    storage.listMembers(vault.id),
-    storage.listAccessLog(vault.id, { ...filter, limit: LOG_PAGE }),
-    storage.listImports(vault.id, { status: 'pending', limit: 50 }),
-  ])
   // a push past its expiry is expired on its next read; do not offer it for review
   const now = deps.opts.now().getTime()
-  const pushes = pending.filter((p) => p.expiresAt.getTime() > now)
-  const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
-  const logPeople = await Promise.all(log.map((l) => people(l.personId)))
-  const logSubjects = await Promise.all(log.map((l) => people(l.subject)))
-  const pushPeople = await Promise.all(pushes.map((p) => people(p.senderId)))
-  const domain = pageDomain(deps)
-  // pending invitations: owners only, when the host keeps them (people.listInvitations)
-  const invitations = owner ? await domain.listInvitations(pageActor(person, reply.request), vault.id) : null
-  const inviters = await Promise.all((invitations ?? []).map((inv) => people(inv.invitedBy)))
+  const pushes = (await storage.listImports(vault.id, { status: 'pending', limit: 50 })).filter((p) => p.expiresAt.getTime() > now)
+  const readableEnv = vault.environments.find((e) => canReadEnvironment(vault.role, e))
+  const shownEnv = vault.environments.find((e) => e.name === view.env) ?? readableEnv ?? vault.environments[0]
 
-  const envSections = vault.environments.map((env, i) =>
-    environmentSection(deps, vault, env, variables[i] ?? [], csrf, view.revealed?.environment === env.name ? view.revealed.values : null),
-  )
+  let section: SafeHtml
+  if (tab === 'variables') section = await variablesTab(deps, vault, view, csrf, shownEnv)
+  else if (tab === 'pushes') section = await pushesTab(deps, vault, pushes, people)
+  else if (tab === 'members') {
+    const members = await storage.listMembers(vault.id)
+    const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
+    const domain = pageDomain(deps)
+    // pending invitations: owners only, when the host keeps them (people.listInvitations)
+    const invitations = owner ? await domain.listInvitations(pageActor(person, reply.request), vault.id) : null
+    const inviters = await Promise.all((invitations ?? []).map((inv) => people(inv.invitedBy)))
+    section = html`<section id="members">
+${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null })}
+</section>`
+  } else section = await accessLogTab(deps, vault, view.query, people)
 
-  const pushRows = pushes.map(
-    (p, i) => html`<tr>
-<td data-label="Environment">${p.environment}</td>
-<td data-label="Sent by">${personLabel(pushPeople[i] ?? null, p.senderId)}</td>
-<td data-label="Sent">${when(p.createdAt)}</td>
-<td data-label="Expires">${when(p.expiresAt)}</td>
-<td data-label="Names">${p.names.length}</td>
-<td><a href="${`${base}/variables/imports/${encodeURIComponent(p.id)}`}">Review</a></td>
-</tr>`,
-  )
-
-  const logRows = log.map(
-    (l, i) => html`<tr>
-<td data-label="When">${when(l.at)}</td>
-<td data-label="Who">${
-      l.personId
-        ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
-        : l.clientId === ADMINISTRATOR_CLIENT
-          ? html`<span class="muted">server administrator</span>`
-          : html`<span class="muted">—</span>`
-    }</td>
-<td data-label="Action"><span class="action">${l.action.replace(/_/g, ' ')}</span></td>
-<td data-label="Environment">${l.environment ?? ''}</td>
-<td data-label="Names">${
-      l.subject
-        ? html`${personLabel(logSubjects[i] ?? null, l.subject)}${l.detail ? html` as <span class="role role-${l.detail}">${l.detail}</span>` : ''}`
-        : l.names.length
-          ? html`<code>${l.names.join(', ')}</code>`
-          : ''
-    }</td>
-</tr>`,
-  )
-  const oldest = log.length === LOG_PAGE ? log[log.length - 1] : undefined
-  const olderQuery = oldest
-    ? new URLSearchParams({
-        ...(filter.environment ? { environment: filter.environment } : {}),
-        ...(filter.action ? { action: filter.action } : {}),
-        before: String(oldest.id),
-      }).toString()
-    : ''
-
+  const tabs: [VaultTab | 'history' | 'settings', string, string][] = [
+    ['variables', 'Variables', pagePath(deps, tabPath(vault.id, 'variables'))],
+    ['pushes', pushes.length ? `Pushes (${pushes.length})` : 'Pushes', pagePath(deps, tabPath(vault.id, 'pushes'))],
+    ...(readableEnv
+      ? [
+          [
+            'history',
+            'History',
+            pagePath(deps, historyPath(vault.id, shownEnv && canReadEnvironment(vault.role, shownEnv) ? shownEnv.name : readableEnv.name)),
+          ] as ['history', string, string],
+        ]
+      : []),
+    ['members', 'Members', pagePath(deps, tabPath(vault.id, 'members'))],
+    ['access-log', 'Access log', pagePath(deps, tabPath(vault.id, 'access-log'))],
+    ['settings', 'Settings', pagePath(deps, settingsPath(vault.id))],
+  ]
   const body = html`${view.problem ? refusalBox(view.problem) : ''}
 ${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}
 <p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a></p>
 <h1>${vault.name}</h1>
-<p>Your role: <span class="role role-${vault.role}">${vault.role}</span> · <a href="${pagePath(deps, settingsPath(vault.id))}">Settings</a>${owner ? html` · <a href="${base}/webhooks">Webhooks</a>` : ''}</p>
+<p>Your role: <span class="role role-${vault.role}">${vault.role}</span>${owner ? html` · <a href="${base}/webhooks">Webhooks</a>` : ''}</p>
 ${vault.role === 'viewer' ? html`<p class="hint">As a viewer you see the names of variables, not their values.</p>` : ''}
+<nav class="tabs" aria-label="Vault">${tabs.map(
+    ([id, label, href]) => html`<a href="${href}"${id === tab ? html` aria-current="page" class="current"` : ''}>${label}</a>`,
+  )}</nav>
+${section}`
 
-<nav class="toc" aria-label="On this page"><a href="#environments">Environments</a> <a href="#pushes">Pending pushes</a> <a href="#members">Members</a> <a href="#access-log">Access log</a></nav>
+  return sendPage(deps, reply, { status: view.problem?.status ?? 200, title: vault.name, body, person })
+}
 
-<section id="environments">
-<h2>Environments</h2>
-${envSections}
+/** Variables: one environment at a time (a switcher), a filter box, and, for owners, "Add an environment". */
+async function variablesTab(deps: PageDeps, vault: VaultAccess, view: VaultView, csrf: SafeHtml, env: EnvironmentInfo | undefined): Promise<SafeHtml> {
+  const base = vaultUrl(deps, vault.id)
+  const owner = canManageVault(vault.role)
+  const q = field(view.query, 'q').trim().slice(0, MAX_NAME_LENGTH)
+  const all = env ? await deps.opts.storage.listVariableNames(vault.id, env.name) : []
+  const vars = q ? all.filter((v) => v.name.toLowerCase().includes(q.toLowerCase())) : all
+  const switcher = html`<nav class="envs" aria-label="Environments">${vault.environments.map(
+    (e) =>
+      html`<a href="${`${base}?env=${encodeURIComponent(e.name)}`}"${e.name === env?.name ? html` aria-current="true" class="current"` : ''}>${e.name}${e.ownersOnly ? html` <span class="badge">owners only</span>` : ''}</a>`,
+  )}</nav>`
+  const filter = env
+    ? html`<form method="get" action="${base}" class="filters" role="search">
+<input type="hidden" name="env" value="${env.name}">
+<label for="var-filter">Find a variable</label>
+<input id="var-filter" name="q" value="${q}" maxlength="${MAX_NAME_LENGTH}" autocomplete="off" spellcheck="false">
+<button type="submit" class="secondary">Find</button>
+${q ? html`<a href="${`${base}?env=${encodeURIComponent(env.name)}`}">Show all</a> <span class="muted">${vars.length} of ${all.length}</span>` : ''}
+</form>`
+    : ''
+  const revealed = view.revealed && env && view.revealed.environment === env.name ? view.revealed.values : null
+  return html`<section id="environments">
+<h2>Variables</h2>
+${switcher}
+${filter}
+${env ? environmentSection(deps, vault, env, vars, csrf, revealed, view.editing ?? null) : html`<p class="muted">This vault has no environment yet.</p>`}
 ${
   owner
-    ? html`<section class="card">
-<h3>Add an environment</h3>
+    ? html`<details class="card add-env"><summary>Add an environment</summary>
 <form method="post" action="${base}/environments">
 ${csrf}
 <label for="env-name">Environment name</label>
@@ -166,42 +155,10 @@ ${csrf}
 <label class="check"><input type="checkbox" name="owners_only" value="on"> Owners only</label>
 <button type="submit">Add environment</button>
 </form>
-</section>`
+</details>`
     : ''
 }
-</section>
-
-<section id="pushes">
-<h2>Pending pushes</h2>
-${
-  pushes.length === 0
-    ? html`<p class="muted">No pushes are waiting for review.</p>`
-    : html`<table class="stack"><thead><tr><th>Environment</th><th>Sent by</th><th>Sent</th><th>Expires</th><th>Names</th><th></th></tr></thead><tbody>${pushRows}</tbody></table>`
-}
-</section>
-
-<section id="members">
-${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null })}
-</section>
-
-<section id="access-log">
-<h2>Access log</h2>
-<form method="get" action="${base}" class="filters">
-<label for="log-env">Environment</label>
-<select id="log-env" name="environment"><option value="">all</option>${vault.environments.map((e) => html`<option value="${e.name}"${filter.environment === e.name ? html` selected` : ''}>${e.name}</option>`)}</select>
-<label for="log-action">Action</label>
-<select id="log-action" name="action"><option value="">all</option>${ACCESS_ACTIONS.map((a) => html`<option value="${a}"${filter.action === a ? html` selected` : ''}>${a.replace(/_/g, ' ')}</option>`)}</select>
-<button type="submit" class="secondary">Filter</button>
-</form>
-${
-  log.length === 0
-    ? html`<p class="muted">No entries.</p>`
-    : html`<table class="stack log"><thead><tr><th>When</th><th>Who</th><th>Action</th><th>Environment</th><th>Names</th></tr></thead><tbody>${logRows}</tbody></table>`
-}
-${oldest ? html`<p><a href="${`${base}?${olderQuery}#access-log`}">Older entries</a></p>` : ''}
 </section>`
-
-  return sendPage(deps, reply, { status: view.problem?.status ?? 200, title: vault.name, body, person })
 }
 
 function environmentSection(
@@ -211,6 +168,7 @@ function environmentSection(
   vars: readonly VariableMeta[],
   csrf: SafeHtml,
   revealed: Readonly<Record<string, string>> | null,
+  editing: string | null,
 ): SafeHtml {
   const base = vaultUrl(deps, vault.id)
   const readable = canReadEnvironment(vault.role, env)
@@ -236,11 +194,19 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="
 ${
   writable
     ? html`<div class="var-actions">
-<details><summary>Change</summary>
+${
+  editing === v.name && value !== undefined
+    ? ''
+    : html`<form method="post" action="${`${base}/reveal#${anchor}`}" class="inline">
+${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}"><input type="hidden" name="edit" value="1">
+<button type="submit" class="secondary">Edit</button>
+</form>`
+}
+<details${editing === v.name ? html` open` : ''}><summary>Change</summary>
 <form method="post" action="${`${base}/variables/change#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
 <label for="${`change-${env.name}-${v.name}`}">New value</label>
-<textarea id="${`change-${env.name}-${v.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off"></textarea>
+<textarea id="${`change-${env.name}-${v.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off">${editing === v.name && value !== undefined ? value : ''}</textarea>
 <button type="submit">Save</button>
 </form>
 </details>
@@ -299,8 +265,19 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     request.envkeepOperation = `showing vault ${vaultTag(request.params.vault)}`
     const vault = await domain.locateVault(pageActor(person, request), request.params.vault)
     const done = field(request.query, 'done')
-    return renderVault(deps, reply, { vault, person, notice: NOTICES[done] ?? null, query: request.query })
+    return renderVault(deps, reply, { vault, person, notice: NOTICES[done] ?? null, query: request.query, env: field(request.query, 'env') || null })
   })
+
+  for (const tab of ['pushes', 'members', 'access-log'] as const) {
+    app.get<{ Params: Params }>(`/v/:vault/${tab}`, async function vaultTabPage(request, reply) {
+      const person = await personOrSignIn(deps, request, reply)
+      if (!person) return reply
+      request.envkeepOperation = `showing vault ${vaultTag(request.params.vault)}`
+      const vault = await domain.locateVault(pageActor(person, request), request.params.vault)
+      const done = field(request.query, 'done')
+      return renderVault(deps, reply, { vault, person, notice: NOTICES[done] ?? null, query: request.query, tab })
+    })
+  }
 
   interface FormContext {
     readonly request: FastifyRequest<{ Params: Params }>
@@ -316,7 +293,12 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
    * refusal on top; a server failure, or a vault the person cannot see,
    * shows the error page.
    */
-  function vaultForm(path: string, operation: (vaultId: string, body: unknown) => string, work: (ctx: FormContext) => Promise<FastifyReply>): void {
+  function vaultForm(
+    path: string,
+    operation: (vaultId: string, body: unknown) => string,
+    work: (ctx: FormContext) => Promise<FastifyReply>,
+    tab: VaultTab = 'variables',
+  ): void {
     app.post<{ Params: Params }>(`/v/:vault${path}`, { preHandler: app.csrfProtection }, async function vaultFormHandler(request, reply) {
       const vaultPath = vaultUrl(deps, request.params.vault)
       const person = await personOrSignIn(deps, request, reply, vaultPath)
@@ -329,7 +311,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
         const f = toPageFailure(err, request)
         const fresh = f.status >= 500 ? null : await domain.locateVault(actor, request.params.vault).catch(() => null)
         if (!fresh) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
-        return renderVault(deps, reply, { vault: fresh, person, problem: f })
+        return renderVault(deps, reply, { vault: fresh, person, problem: f, tab, env: field(request.body, 'environment') || null })
       }
     })
   }
@@ -339,10 +321,14 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     return ENVIRONMENT_NAME_RE.test(env) ? `${verb} ${env} of vault ${tag}` : `${verb} an environment of vault ${tag}`
   }
   const back = (vaultId: string, query: string) => `/v/${encodeURIComponent(vaultId)}?${query}`
+  const backTo = (vaultId: string, tab: VaultTab, query: string) => `${tabPath(vaultId, tab)}?${query}`
 
   vaultForm('/reveal', envPhrase('revealing values in'), async ({ request, reply, person, actor, vaultId }) => {
-    const r = await domain.revealValues(actor, { vaultId, environment: field(request.body, 'environment'), name: field(request.body, 'name') })
-    return renderVault(deps, reply, { vault: r.vault, person, revealed: { environment: r.env.name, values: r.values } })
+    const name = field(request.body, 'name')
+    const r = await domain.revealValues(actor, { vaultId, environment: field(request.body, 'environment'), name })
+    // "Edit" reveals (logged, as every reveal) and opens the change form with the value in it
+    const editing = field(request.body, 'edit') === '1' && name ? name : null
+    return renderVault(deps, reply, { vault: r.vault, person, revealed: { environment: r.env.name, values: r.values }, env: r.env.name, editing })
   })
 
   for (const mode of ['add', 'change'] as const) {
@@ -358,14 +344,18 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
           value: field(request.body, 'value').replace(/\r\n?/g, '\n'),
           mode,
         })
-        return seeOther(deps, reply, back(r.vault.id, `done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${r.env.name}`))
+        return seeOther(
+          deps,
+          reply,
+          back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${r.env.name}`),
+        )
       },
     )
   }
 
   vaultForm('/variables/delete', envPhrase('deleting a variable from'), async ({ request, reply, actor, vaultId }) => {
     const r = await domain.deleteVariable(actor, { vaultId, environment: field(request.body, 'environment'), name: field(request.body, 'name') })
-    return seeOther(deps, reply, back(r.vault.id, `done=variable_deleted#env-${r.env.name}`))
+    return seeOther(deps, reply, back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=variable_deleted#env-${r.env.name}`))
   })
 
   vaultForm(
@@ -373,8 +363,9 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     (tag) => `adding a member to vault ${tag}`,
     async ({ request, reply, actor, vaultId }) => {
       const r = await domain.addMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), mode: 'new' })
-      return seeOther(deps, reply, back(r.vault.id, 'done=member_added#members'))
+      return seeOther(deps, reply, backTo(r.vault.id, 'members', 'done=member_added'))
     },
+    'members',
   )
 
   vaultForm(
@@ -382,11 +373,12 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     (tag) => `inviting someone to vault ${tag}`,
     async ({ request, reply, person, actor, vaultId }) => {
       const r = await domain.inviteMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), invitedBy: person })
-      if (r.kind === 'added') return seeOther(deps, reply, back(r.member.vault.id, 'done=member_added#members'))
+      if (r.kind === 'added') return seeOther(deps, reply, backTo(r.member.vault.id, 'members', 'done=member_added'))
       // the link is in this answer only (never in a URL or the log): no redirect
       const invited = { email: r.email, role: r.role, link: r.link, emailed: r.emailed }
-      return renderVault(deps, reply, { vault: r.vault, person, invited })
+      return renderVault(deps, reply, { vault: r.vault, person, invited, tab: 'members' })
     },
+    'members',
   )
 
   vaultForm(
@@ -394,19 +386,19 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     (tag) => `revoking an invitation to vault ${tag}`,
     async ({ request, reply, actor, vaultId }) => {
       const r = await domain.revokeInvitation(actor, { vaultId, invitationId: field(request.body, 'invitation') })
-      return seeOther(deps, reply, back(r.vault.id, 'done=invitation_revoked#members'))
+      return seeOther(deps, reply, backTo(r.vault.id, 'members', 'done=invitation_revoked'))
     },
+    'members',
   )
 
   vaultForm(
     '/members/change',
     (tag) => `changing a member's role in vault ${tag}`,
-    async ({ request, reply, person, actor, vaultId }) => {
+    async ({ request, reply, actor, vaultId }) => {
       const r = await domain.changeRole(actor, { vaultId, personId: field(request.body, 'person'), role: field(request.body, 'role') })
-      // someone who stepped down from owner no longer sees the members' forms
-      const self = r.personId === person.id && r.role !== 'owner'
-      return seeOther(deps, reply, back(r.vault.id, self ? 'done=member_changed' : 'done=member_changed#members'))
+      return seeOther(deps, reply, backTo(r.vault.id, 'members', 'done=member_changed'))
     },
+    'members',
   )
 
   vaultForm(
@@ -415,8 +407,9 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     async ({ request, reply, person, actor, vaultId }) => {
       const r = await domain.removeMember(actor, { vaultId, personId: field(request.body, 'person') })
       if (r.personId === person.id) return seeOther(deps, reply, '/')
-      return seeOther(deps, reply, back(r.vault.id, 'done=member_removed#members'))
+      return seeOther(deps, reply, backTo(r.vault.id, 'members', 'done=member_removed'))
     },
+    'members',
   )
 
   vaultForm(
@@ -428,7 +421,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
         name: field(request.body, 'name'),
         ownersOnly: field(request.body, 'owners_only') === 'on',
       })
-      return seeOther(deps, reply, back(r.vault.id, `done=environment_created#env-${r.environment.name}`))
+      return seeOther(deps, reply, back(r.vault.id, `env=${encodeURIComponent(r.environment.name)}&done=environment_created#env-${r.environment.name}`))
     },
   )
 }

@@ -68,7 +68,7 @@ t.test('in Chromium: add variables, reveal, review pushes (Apply, Reject, expiry
 
   // a push: one overwrite, one new, one refused line
   const applyId = await b.push('development', { API_KEY: 'pushed-secret', NEW_FLAG: 'on' }, [{ line: 4, name: 'bad-name', reason: 'not a valid name' }])
-  await page.goto(vaultUrl)
+  await page.goto(`${vaultUrl}/pushes`)
   await page.getByRole('link', { name: 'Review' }).click()
   t.equal(page.url(), `${vaultUrl}/variables/imports/${applyId}`)
   const rows = page.locator('table.names tbody tr')

@@ -7,7 +7,7 @@ t.test('an owner adds, sees and removes a CI identity on "CI access"; each is lo
   const b = await build(t)
   const s = session(b.app, 'owner')
   const url = `/v/${b.vaultId}/ci`
-  const vaultPage = await s.get(`/v/${b.vaultId}`)
+  const vaultPage = await s.get(`/v/${b.vaultId}/members`)
   t.match(vaultPage.body, `href="${url}"`, 'the vault page links to CI access')
   const page = await s.get(url)
   t.equal(page.statusCode, 200)

@@ -180,9 +180,10 @@ t.test('a push is not found through another vault, by an outsider, or without CS
   t.equal((await b.storage.getImport(id, b.clock.now))?.status, 'pending')
 })
 
-t.test('the vault page lists pending pushes with a link to review', async (t) => {
+t.test("the vault's Pushes page lists pending pushes with a link to review; the tab says how many", async (t) => {
   const b = await build(t)
   const id = await b.push('preview', { A: 'x' })
-  const page = await session(b.app, 'viewer').get(`/v/${b.vaultId}`)
+  const page = await session(b.app, 'viewer').get(`/v/${b.vaultId}/pushes`)
   t.match(page.body, `href="/v/${b.vaultId}/variables/imports/${id}">Review</a>`)
+  t.match((await session(b.app, 'viewer').get(`/v/${b.vaultId}`)).body, '>Pushes (1)</a>')
 })

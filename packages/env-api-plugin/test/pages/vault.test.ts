@@ -10,13 +10,29 @@ t.test('an owner adds, reveals, changes and deletes a variable; each is logged, 
   const url = `/v/${b.vaultId}`
   const page = await s.get(url)
   t.equal(page.statusCode, 200)
-  for (const label of ['Environments', 'Pending pushes', 'Members', 'Access log', 'Add variable', '>Invite<', 'Add environment', 'owners only']) {
+  // the vault is a set of pages behind a tab bar
+  for (const label of [
+    '>Variables<',
+    '>Pushes<',
+    '>History<',
+    '>Members<',
+    '>Access log<',
+    '>Settings<',
+    'Add variable',
+    'Add an environment',
+    'owners only',
+    'Find a variable',
+  ]) {
     t.match(page.body, label, `label ${label}`)
   }
+  t.notMatch(page.body, '>Invite<', 'Members are on their own page')
+  t.match((await s.get(`${url}/members`)).body, '>Invite<')
+  t.match((await s.get(`${url}/pushes`)).body, 'Pending pushes')
+  t.match((await s.get(`${url}/access-log`)).body, '<h2>Access log</h2>')
 
   const add = await s.post(`${url}/variables/add`, { environment: 'development', name: 'API_KEY', value: CANARY })
   t.equal(add.statusCode, 303)
-  t.equal(add.headers.location, `${url}?done=variable_added#env-development`)
+  t.equal(add.headers.location, `${url}?env=development&done=variable_added#env-development`)
   const after = await s.get(`${url}?done=variable_added`)
   t.match(after.body, '<code class="name">API_KEY</code>')
   t.match(after.body, 'The variable was added.')
@@ -102,7 +118,7 @@ t.test('a viewer sees names but no values and no value forms; their POSTs are re
   )
   const s = session(b.app, 'viewer')
   const url = `/v/${b.vaultId}`
-  const page = await s.get(url)
+  const page = { body: (await s.get(url)).body + (await s.get(`${url}/members`)).body, statusCode: (await s.get(url)).statusCode }
   t.equal(page.statusCode, 200)
   t.match(page.body, '<code class="name">SECRET</code>')
   for (const absent of [
@@ -156,14 +172,15 @@ t.test('an editor cannot read or change production (owners only)', async (t) => 
   )
   const s = session(b.app, 'editor')
   const url = `/v/${b.vaultId}`
-  const page = await s.get(url)
+  const page = await s.get(`${url}?env=production`)
   const prod = page.body.slice(page.body.indexOf('id="env-production"'))
   const prodSection = prod.slice(0, prod.indexOf('</section>'))
   t.match(prodSection, 'owners only')
   t.match(prodSection, 'DB_URL')
   t.notMatch(prodSection, '>Reveal<')
   t.notMatch(prodSection, 'Add variable')
-  t.match(page.body.slice(page.body.indexOf('id="env-development"')), 'Add variable', 'development is writable')
+  const dev = await s.get(`${url}?env=development`)
+  t.match(dev.body.slice(dev.body.indexOf('id="env-development"')), 'Add variable', 'development is writable')
   t.equal((await s.post(`${url}/reveal`, { environment: 'production', name: 'DB_URL' })).statusCode, 403)
   t.equal((await s.post(`${url}/variables/change`, { environment: 'production', name: 'DB_URL', value: 'x' })).statusCode, 403)
   t.equal((await s.post(`${url}/variables/add`, { environment: 'development', name: 'OK', value: 'x' })).statusCode, 303)
@@ -194,7 +211,7 @@ t.test('members: an owner adds by email, changes a role, removes; the last owner
   t.equal((await roles())[PEOPLE.owner!.id], 'editor')
   const actions = (await b.storage.listAccessLog(b.vaultId, { limit: 50 })).map((l) => l.action)
   t.ok(actions.includes('member_added') && actions.includes('member_changed') && actions.includes('member_removed'))
-  const page = await s.get(url)
+  const page = await s.get(`${url}/members`)
   t.match(page.body, 'Ed Editor')
   t.match(page.body, 'ed@example.test')
 })
@@ -205,7 +222,7 @@ t.test('a hostile person name is escaped on the vault page', async (t) => {
     { vaultId: b.vaultId, personId: PEOPLE.hostile!.id, role: 'editor' },
     testLogEntry({ vaultId: b.vaultId, action: 'member_added', subject: PEOPLE.hostile!.id, detail: 'editor' }),
   )
-  const page = await session(b.app, 'owner').get(`/v/${b.vaultId}`)
+  const page = await session(b.app, 'owner').get(`/v/${b.vaultId}/members`)
   t.notMatch(page.body, '<img src=x')
   t.match(page.body, '&lt;img src=x onerror=alert(1)&gt;')
 })
@@ -243,13 +260,13 @@ t.test('the access log filters by environment and action', async (t) => {
   await s.post(`${url}/variables/add`, { environment: 'preview', name: 'PREVIEW_ONLY', value: 'x' })
   await s.post(`${url}/reveal`, { environment: 'preview', name: 'PREVIEW_ONLY' })
   const logPart = (body: string) => body.slice(body.indexOf('id="access-log"'))
-  const all = logPart((await s.get(url)).body)
+  const all = logPart((await s.get(`${url}/access-log`)).body)
   t.match(all, 'DEV_ONLY')
   t.match(all, 'PREVIEW_ONLY')
-  const preview = logPart((await s.get(`${url}?environment=preview`)).body)
+  const preview = logPart((await s.get(`${url}/access-log?environment=preview`)).body)
   t.notMatch(preview, 'DEV_ONLY')
   t.match(preview, 'PREVIEW_ONLY')
-  const reads = logPart((await s.get(`${url}?action=read`)).body)
+  const reads = logPart((await s.get(`${url}/access-log?action=read`)).body)
   t.match(reads, /<span class="action">read<\/span>/)
   t.notMatch(reads, /<span class="action">variable set<\/span>/)
   t.match(reads, '<option value="read" selected>')
@@ -285,9 +302,9 @@ t.test('pending pushes past their expiry are not offered for review', async (t) 
   const b = await build(t)
   const id = await b.push('preview', { A: 'x' })
   const s = session(b.app, 'owner')
-  t.match((await s.get(`/v/${b.vaultId}`)).body, id)
+  t.match((await s.get(`/v/${b.vaultId}/pushes`)).body, id)
   b.clock.now = new Date(b.clock.now.getTime() + 8 * 86_400_000)
-  const page = await s.get(`/v/${b.vaultId}`)
+  const page = await s.get(`/v/${b.vaultId}/pushes`)
   t.notMatch(page.body, id)
   t.match(page.body, 'No pushes are waiting for review.')
 })
