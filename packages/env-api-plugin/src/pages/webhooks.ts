@@ -82,7 +82,7 @@ interface View {
   readonly added?: { readonly webhook: WebhookRecord; readonly secret: string | null } | null
 }
 
-function render(deps: PageDeps, reply: FastifyReply, v: View): FastifyReply {
+function render(deps: PageDeps, reply: FastifyReply, v: View): Promise<FastifyReply> {
   const csrf = csrfField(reply.generateCsrf())
   const base = `${vaultUrl(deps, v.vault.id)}/webhooks`
   const added = v.added
