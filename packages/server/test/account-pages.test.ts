@@ -17,10 +17,24 @@ t.test('the setup link creates the first account once, then signs in', async (t)
   const b = browser(app)
   const page = await b.get(`/setup?token=${token}`)
   t.equal(page.statusCode, 200)
-  for (const label of ['<label for="email">Email</label>', '<label for="name">Name</label>', '<label for="password">Password</label>'])
+  for (const label of [
+    '<label for="email">Email</label>',
+    '<label for="name">Name</label>',
+    '<label for="password">Password</label>',
+    '<label for="password2">Password again</label>',
+  ])
     t.ok(page.body.includes(label), label)
+  t.match(page.body, /<p class="hint" id="password-rules">At least 10 characters \(at most 1024\); any characters, spaces included\./, 'the rules in words')
+  t.match(page.body, /id="password"[^>]*aria-describedby="password-rules"/, 'the rules are tied to the field')
   t.match(page.headers['content-security-policy'], /script-src 'self'/)
-  const res = await b.post('/setup', { _csrf: csrfOf(page.body), token, email: 'Owner@Example.com', name: 'Owner', password: PASSWORD_CANARY })
+  const res = await b.post('/setup', {
+    _csrf: csrfOf(page.body),
+    token,
+    email: 'Owner@Example.com',
+    name: 'Owner',
+    password: PASSWORD_CANARY,
+    password2: PASSWORD_CANARY,
+  })
   t.equal(res.statusCode, 303)
   t.equal(res.headers.location, '/')
   const cookie = res.cookies.find((c) => c.name === SESSION_COOKIE)
@@ -38,12 +52,26 @@ t.test('the setup link creates the first account once, then signs in', async (t)
   t.equal(again.statusCode, 404)
   t.notOk(again.body.includes('name="password"'))
   // the setup page's token was bound to the pre-session: after sign-in it is stale
-  const stale = await b.post('/setup', { _csrf: csrfOf(page.body), token, email: 'x@example.com', name: 'X', password: 'another-password' })
+  const stale = await b.post('/setup', {
+    _csrf: csrfOf(page.body),
+    token,
+    email: 'x@example.com',
+    name: 'X',
+    password: 'another-password',
+    password2: 'another-password',
+  })
   t.equal(stale.statusCode, 403)
   // another browser with a valid form token: the link is used up
   const other = browser(app)
   const otherPage = await other.get('/login')
-  const replay = await other.post('/setup', { _csrf: csrfOf(otherPage.body), token, email: 'x@example.com', name: 'X', password: 'another-password' })
+  const replay = await other.post('/setup', {
+    _csrf: csrfOf(otherPage.body),
+    token,
+    email: 'x@example.com',
+    name: 'X',
+    password: 'another-password',
+    password2: 'another-password',
+  })
   t.equal(replay.statusCode, 404)
   t.equal(await accounts.countAccounts(), 1)
   t.notOk(log.text.includes(PASSWORD_CANARY), 'password not in the log')
@@ -57,16 +85,53 @@ t.test('setup refuses unknown and expired tokens and a POST without CSRF', async
   t.equal((await b.get(`/setup?token=${newToken()}`)).statusCode, 404)
   t.equal((await b.get('/setup')).statusCode, 404)
   const page = await b.get(`/setup?token=${token}`)
-  const noCsrf = await b.post('/setup', { token, email: 'a@example.com', name: 'A', password: PASSWORD_CANARY })
+  const noCsrf = await b.post('/setup', { token, email: 'a@example.com', name: 'A', password: PASSWORD_CANARY, password2: PASSWORD_CANARY })
   t.equal(noCsrf.statusCode, 403, 'no CSRF token → 403')
   t.match(noCsrf.body, /Reference/)
   t.equal(await accounts.countAccounts(), 0)
-  const short = await b.post('/setup', { _csrf: csrfOf(page.body), token, email: 'a@example.com', name: 'A', password: 'short' })
+  const short = await b.post('/setup', { _csrf: csrfOf(page.body), token, email: 'a@example.com', name: 'A', password: 'short', password2: 'short' })
   t.equal(short.statusCode, 400)
   t.match(short.body, /at least 10 characters/)
   t.notOk(short.body.includes('value="short"'), 'a refused password is never echoed')
   clock.ms += 2 * 3_600_000
   t.equal((await b.get(`/setup?token=${token}`)).statusCode, 404, 'expired')
+})
+
+t.test('setup: two different passwords are refused, say so, and create nothing', async (t) => {
+  const { app, accounts, clock, log } = await buildTestApp(t)
+  const token = await withSetupToken(accounts, new Date(clock.ms))
+  const b = browser(app)
+  const page = await b.get(`/setup?token=${token}`)
+  const cases = [{ password2: `${PASSWORD_CANARY}-typo`, why: 'a typo' }, { password2: '', why: 'the second field empty' }, { why: 'the second field missing' }]
+  let form = page.body
+  for (const c of cases) {
+    const fields: Record<string, string> = { _csrf: csrfOf(form), token, email: 'owner@example.com', name: 'Owner', password: PASSWORD_CANARY }
+    if (c.password2 !== undefined) fields.password2 = c.password2
+    const res = await b.post('/setup', fields)
+    t.equal(res.statusCode, 400, c.why)
+    t.match(res.body, /role="alert"/, c.why)
+    t.match(res.body, /the two passwords are not the same; type the same password in both fields/, c.why)
+    t.match(res.body, 'value="owner@example.com"', `${c.why}: the email is kept`)
+    t.notOk(res.body.includes(PASSWORD_CANARY), `${c.why}: neither password is echoed`)
+    t.equal(await accounts.countAccounts(), 0, `${c.why}: nothing created`)
+    t.notOk(
+      res.cookies.some((k) => k.name === SESSION_COOKIE),
+      `${c.why}: not signed in`,
+    )
+    form = res.body
+  }
+  // the link still works: the same password twice creates the account
+  const ok = await b.post('/setup', {
+    _csrf: csrfOf(form),
+    token,
+    email: 'owner@example.com',
+    name: 'Owner',
+    password: PASSWORD_CANARY,
+    password2: PASSWORD_CANARY,
+  })
+  t.equal(ok.statusCode, 303)
+  t.equal(await accounts.countAccounts(), 1)
+  t.notOk(log.text.includes(PASSWORD_CANARY), 'no password in the log')
 })
 
 t.test('login: right password signs in, wrong email and wrong password answer the same', async (t) => {
@@ -108,7 +173,7 @@ t.test('login without CSRF is refused; an outside return_to goes home', async (t
   await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY)
   const b = browser(app)
   await b.get('/login')
-  const noToken = await b.post('/login', { email: 'ana@example.com', password: PASSWORD_CANARY })
+  const noToken = await b.post('/login', { email: 'ana@example.com', password: PASSWORD_CANARY, password2: PASSWORD_CANARY })
   t.equal(noToken.statusCode, 403)
   t.notOk(b.jar[SESSION_COOKIE])
   for (const bad of ['https://evil.example/', '//evil.example/x', '/\\evil', 'javascript:alert(1)']) {
@@ -124,7 +189,7 @@ t.test('logout needs CSRF, ends the session and clears the cookie', async (t) =>
   await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY)
   const b = browser(app)
   const page = await b.get('/login')
-  await b.post('/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY })
+  await b.post('/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY, password2: PASSWORD_CANARY })
   const token = b.jar[SESSION_COOKIE]!
   t.ok(await accounts.findSession(hashToken(token), new Date()))
 
@@ -152,11 +217,11 @@ t.test('sign-in attempts are limited per address', async (t) => {
   const statuses: number[] = []
   for (let i = 0; i < 4; i++) statuses.push((await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: 'nope-nope-nope' })).statusCode)
   t.same(statuses, [401, 401, 401, 429])
-  const limited = await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: PASSWORD_CANARY })
+  const limited = await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: PASSWORD_CANARY, password2: PASSWORD_CANARY })
   t.equal(limited.statusCode, 429, 'even the right password waits')
   t.ok(Number(limited.headers['retry-after']) > 0)
   clock.ms += 61_000
-  t.equal((await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: PASSWORD_CANARY })).statusCode, 303)
+  t.equal((await b.post('/login', { _csrf: csrf, email: 'ana@example.com', password: PASSWORD_CANARY, password2: PASSWORD_CANARY })).statusCode, 303)
 })
 
 t.test('the people adapter reads the session cookie; expired sessions are nobody', async (t) => {
@@ -164,7 +229,7 @@ t.test('the people adapter reads the session cookie; expired sessions are nobody
   const ana = await addAccount(accounts, 'ana@example.com', PASSWORD_CANARY, 'Ana')
   const b = browser(app)
   const page = await b.get('/login')
-  await b.post('/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY })
+  await b.post('/login', { _csrf: csrfOf(page.body), email: 'ana@example.com', password: PASSWORD_CANARY, password2: PASSWORD_CANARY })
   const token = b.jar[SESSION_COOKIE]!
   const s = await accounts.findSession(hashToken(token), new Date(clock.ms))
   t.equal(s?.account.id, ana.id)

@@ -50,7 +50,16 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
   await fits('setup')
   await page.getByLabel('Email').fill('olga@example.com')
   await page.getByLabel('Name').fill('Olga Owner')
-  await page.getByLabel('Password').fill(OWNER_PASSWORD)
+  t.match(await page.locator('#password-rules').textContent(), /At least 10 characters/, 'the password rules stated next to the field')
+  // a typo in the second field: refused, nothing created, both fields asked again
+  await page.getByLabel('Password', { exact: true }).fill(OWNER_PASSWORD)
+  await page.getByLabel('Password again').fill(`${OWNER_PASSWORD}-typo`)
+  await page.getByRole('button', { name: 'Create account' }).click()
+  t.match(await page.getByRole('alert').textContent(), /the two passwords are not the same/)
+  await fits('setup refused')
+  t.equal(await page.getByLabel('Password', { exact: true }).inputValue(), '', 'the password is not sent back')
+  await page.getByLabel('Password', { exact: true }).fill(OWNER_PASSWORD)
+  await page.getByLabel('Password again').fill(OWNER_PASSWORD)
   await page.getByRole('button', { name: 'Create account' }).click()
   await page.waitForURL(`${BASE}/`)
   t.pass('setup signed the owner in')
@@ -204,8 +213,8 @@ t.test('in Chromium against the real server: setup → sign in → vault → var
   })
   t.equal(forged.status, 403, 'CSRF-less POST refused')
 
-  // 401 is the refused sign-in above.
-  const known = (p: string) => /status of 40[134]/.test(p)
+  // 400 is the refused setup form above, 401 the refused sign-in.
+  const known = (p: string) => /status of 40[0134]/.test(p)
   t.same(
     problems.filter((p) => !known(p)),
     [],

@@ -53,7 +53,7 @@ export async function setUpFirstAccount(
   who: { email: string; name: string; password: string },
 ): Promise<number> {
   const page = await b.get(setupLink)
-  const res = await b.post(`${base}/setup`, { ...hiddenFields(page.html), ...who })
+  const res = await b.post(`${base}/setup`, { ...hiddenFields(page.html), ...who, password2: who.password })
   return res.status
 }
 

@@ -69,7 +69,14 @@ t.test('first run, setup, sign-in, SIGTERM with a request in flight, restart wit
   }
   const setup = await get(`/setup?token=${token}`)
   t.equal(setup.res.status, 200)
-  const created = await post('/setup', { _csrf: csrfOf(setup.body), token: token!, email: 'owner@example.com', name: 'Owner', password: PASSWORD })
+  const created = await post('/setup', {
+    _csrf: csrfOf(setup.body),
+    token: token!,
+    email: 'owner@example.com',
+    name: 'Owner',
+    password: PASSWORD,
+    password2: PASSWORD,
+  })
   t.equal(created.res.status, 303)
   const session = jar.envkeep_session!
   t.ok(session)

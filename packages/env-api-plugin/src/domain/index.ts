@@ -5,9 +5,10 @@ import { addCiIdentity, listCiIdentities, removeCiIdentity, type NewCiIdentityIn
 import { createEnvironment } from './environments.js'
 import { changeOfPush, listHistory, loadChange, planRollback, revealChange, rollBack, variableHistory } from './history.js'
 import type { Person } from '../adapters/people.js'
+import type { VaultAccess } from '../adapters/vault-store.js'
 import { canInvite, inviteMember, listInvitations, revokeInvitation } from './invitations.js'
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
-import { createPush, decidePush, loadPush, mayDecide, pushStatus, revealPush, type PushView } from './pushes.js'
+import { createPush, decidePush, loadPush, mayDecide, pushesWaiting, pushStatus, revealPush, type PushView } from './pushes.js'
 import { deleteVariable, listVariableNames, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
 import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
 import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
@@ -59,6 +60,7 @@ export function createDomain(d: DomainDeps) {
     decidePush: (actor: PersonActor, input: { vaultId: string; importId: string; decision: 'applied' | 'rejected'; reason?: string }) =>
       decidePush(d, actor, input),
     revealPush: (actor: Actor, input: { vaultId: string; importId: string }) => revealPush(d, actor, input),
+    pushesWaiting: (personId: string, vaults?: readonly VaultAccess[]) => pushesWaiting(d, personId, vaults),
     // history
     listHistory: (actor: Actor, input: Parameters<typeof listHistory>[2]) => listHistory(d, actor, input),
     loadChange: (actor: Actor, input: { vaultId: string; changeSetId: string }) => loadChange(d, actor, input),
@@ -100,7 +102,16 @@ export {
   roleRefusal,
   writeRefusal,
 } from './permissions.js'
-export { MAX_REJECT_REASON, pushProblem, PUSH_NOT_FOUND, type PushInput, type PushView } from './pushes.js'
+export {
+  MAX_REJECT_REASON,
+  pushProblem,
+  PUSH_NOT_FOUND,
+  WAITING_PER_VAULT,
+  WAITING_VAULTS,
+  type PushesWaiting,
+  type PushInput,
+  type PushView,
+} from './pushes.js'
 export { sameVaultName, secondPersonRequired } from './vault-admin.js'
 export {
   DEFAULT_ENVIRONMENTS,

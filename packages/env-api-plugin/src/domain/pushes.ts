@@ -7,11 +7,11 @@ import { entriesOf } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
-import { canDecideImport, canReadEnvironment, decideRefusal, roleRefusal } from './permissions.js'
+import { canDecideImport, canReadEnvironment, canWriteEnvironment, decideRefusal, roleRefusal } from './permissions.js'
 import { isWellFormed, MAX_NAME_LENGTH, nameProblem, valueProblem } from './rules.js'
 import { withCurrentKey, type Located } from './variables.js'
 import { secondPersonRequired } from './vault-admin.js'
-import { locateEnvironment, locateVault } from './vaults.js'
+import { listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { notifyWebhooks } from './webhooks.js'
 
 /**
@@ -124,6 +124,54 @@ export async function loadPush(d: DomainDeps, actor: Actor, input: { vaultId: st
 export function mayDecide(actor: Actor, view: PushView): boolean {
   const isSender = actor.kind === 'person' && view.push.senderId === actor.personId
   return view.push.status === 'pending' && canDecideImport(view.vault.role, view.env, isSender, secondPersonRequired(view.vault, view.env))
+}
+
+/**
+ * How far the waiting-push counts look: one query (`listImports`, pending,
+ * at most WAITING_PER_VAULT rows) for each of the first WAITING_VAULTS vaults
+ * where the person may decide anything. Past either, the count says "at least".
+ */
+export const WAITING_VAULTS = 50
+export const WAITING_PER_VAULT = 100
+
+export interface PushesWaiting {
+  /** vault id → pushes waiting for the person there; only vaults with at least one */
+  readonly byVault: ReadonlyMap<string, number>
+  readonly total: number
+  /** true when there may be more than counted (vaults or pushes past the limits above) */
+  readonly more: boolean
+}
+
+/**
+ * The pending pushes waiting for a person, per vault: not past their expiry
+ * (a push past it is expired on its next read) and ones the person may apply
+ * or reject. That leaves out a viewer's (they may not review values), an
+ * editor's on owners-only environments, and the sender's own push where a
+ * second person is required (it waits for someone else). Vaults where the
+ * role decides nothing cost no query. `vaults`: the person's vaults when the
+ * caller has them already (listVaults), else they are listed here.
+ */
+export async function pushesWaiting(d: DomainDeps, personId: string, vaults?: readonly VaultAccess[]): Promise<PushesWaiting> {
+  const all = vaults ?? (await listVaults(d, personId))
+  const deciding = all.filter((v) => v.environments.some((e) => canWriteEnvironment(v.role, e)))
+  const looked = deciding.slice(0, WAITING_VAULTS)
+  const lists = await Promise.all(looked.map((v) => d.storage.listImports(v.id, { status: 'pending', limit: WAITING_PER_VAULT })))
+  const now = d.now().getTime()
+  const byVault = new Map<string, number>()
+  let total = 0
+  let more = deciding.length > looked.length
+  looked.forEach((vault, i) => {
+    const list = lists[i] ?? []
+    if (list.length >= WAITING_PER_VAULT) more = true
+    const n = list.filter((p) => {
+      if (p.status !== 'pending' || p.expiresAt.getTime() <= now) return false
+      const env = vault.environments.find((e) => e.name === p.environment) ?? { name: p.environment, ownersOnly: true }
+      return canDecideImport(vault.role, env, p.senderId === personId, secondPersonRequired(vault, env))
+    }).length
+    if (n > 0) byVault.set(vault.id, n)
+    total += n
+  })
+  return { byVault, total, more }
 }
 
 /**

@@ -39,6 +39,7 @@ header.top a.sign-out { text-decoration: underline; }
 header.top .brand { font-weight: 700; letter-spacing: .02em; margin-right: auto; }
 header.top nav { display: flex; gap: 1rem; }
 header.top .who { opacity: .8; font-size: .9rem; }
+header.top a.waiting { font-size: .85rem; font-weight: 600; padding: .05rem .6rem; border-radius: 999px; border: 1px solid var(--warn-line); background: var(--warn-bg); color: var(--warn); }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
 h1 { font-size: 1.6rem; margin: .5rem 0 1rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.25rem; margin: 1.75rem 0 .5rem; }

@@ -33,7 +33,7 @@ function render(
   deps: PageDeps,
   reply: FastifyReply,
   v: { vault: VaultAccess; person: Person; identities: readonly CiIdentityRecord[]; problem?: PageFailure | null; notice?: string | null },
-): FastifyReply {
+): Promise<FastifyReply> {
   const csrf = csrfField(reply.generateCsrf())
   const base = `${vaultUrl(deps, v.vault.id)}/ci`
   const rows = v.identities.map(

@@ -1,7 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
+import type { VaultAccess } from '../adapters/vault-store.js'
 import type { ResolvedOptions } from '../options.js'
+import type { PushesWaiting } from '../domain/index.js'
 import type { VaultCrypto } from '../vault-service.js'
+import { pageDomain } from './domain.js'
 import { html, PAGE_HEADERS, type SafeHtml } from './html.js'
 import { layout } from './layout.js'
 import { safeRedirectPath } from './redirect.js'
@@ -29,8 +32,29 @@ export async function personOrSignIn(deps: PageDeps, request: FastifyRequest, re
   return null
 }
 
-/** Sends a page with PAGE_HEADERS. */
-export function sendPage(deps: PageDeps, reply: FastifyReply, input: { status?: number; title: string; body: SafeHtml; person: Person | null }): FastifyReply {
+/**
+ * The pushes waiting for the person, for the top bar; null (no badge) if
+ * counting failed: a page is not refused for its badge, the failure is logged.
+ */
+export async function waitingFor(deps: PageDeps, reply: FastifyReply, person: Person, vaults?: readonly VaultAccess[]): Promise<PushesWaiting | null> {
+  try {
+    return await pageDomain(deps).pushesWaiting(person.id, vaults)
+  } catch (err) {
+    reply.request.log.warn({ err }, 'counting the pushes waiting failed')
+    return null
+  }
+}
+
+/**
+ * Sends a page with PAGE_HEADERS, and in its top bar the pushes waiting for
+ * the signed-in person (`waiting` when the page has counted them already).
+ */
+export async function sendPage(
+  deps: PageDeps,
+  reply: FastifyReply,
+  input: { status?: number; title: string; body: SafeHtml; person: Person | null; waiting?: PushesWaiting | null },
+): Promise<FastifyReply> {
+  const waiting = input.person ? (input.waiting ?? (await waitingFor(deps, reply, input.person))) : null
   return reply
     .code(input.status ?? 200)
     .headers(PAGE_HEADERS)
@@ -42,6 +66,7 @@ export function sendPage(deps: PageDeps, reply: FastifyReply, input: { status?: 
         personName: input.person?.name ?? null,
         basePath: deps.opts.basePath,
         signOutHref: input.person ? (deps.opts.people.signOutUrl?.() ?? null) : null,
+        waiting,
       }),
     )
 }

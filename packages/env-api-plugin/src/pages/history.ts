@@ -280,7 +280,7 @@ ${
 <p>${nameList(plan.conflicts)}</p>
 <p class="hint">${plan.alsoLater ? 'These are reverted too: their later changes are undone.' : 'These are left alone: they were changed again after this change.'}</p>
 <form method="get" action="${base}/revert" class="inline">
-<label><input type="checkbox" name="also" value="1"${plan.alsoLater ? html` checked` : ''}> Also revert later changes to these variables</label>
+<label class="check"><input type="checkbox" name="also" value="1"${plan.alsoLater ? html` checked` : ''}> <span>Also revert later changes to these variables</span></label>
 <button type="submit" class="secondary">Show what this writes</button>
 </form>`
     : ''

@@ -55,6 +55,10 @@ const FORM_BODY_LIMIT = 256 * 1024
  *   value it would replace (one `read` entry with the push's names);
  * - member changes and new environments are logged (member_*, environment_created);
  * - a vault keeps at least one owner: the last owner cannot be demoted or removed;
+ * - the vault list shows, per vault, the pending pushes waiting for the person (ones they may
+ *   apply or reject, not past their expiry) and the top bar of every page the total, linking to
+ *   the vault list; one `listImports` per vault where the person decides anything, for at most
+ *   WAITING_VAULTS (50) vaults and WAITING_PER_VAULT (100) pushes each, past which it says "50+";
  * - "Invite" adds someone who has an account at once; for anyone else it asks the people
  *   adapter's optional `invite` hook and shows the link in that answer only (a POST, never
  *   a redirect with the link in a URL); pending invitations are shown to owners only.

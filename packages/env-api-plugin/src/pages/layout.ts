@@ -9,6 +9,13 @@ export interface LayoutInput {
   readonly basePath?: string
   /** where the "Sign out" link goes (PeopleAdapter.signOutUrl); no link when absent */
   readonly signOutHref?: string | null
+  /** pending pushes waiting for the person, shown with a link to the vault list when there are some */
+  readonly waiting?: { readonly total: number; readonly more: boolean } | null
+}
+
+/** "1 push waiting", "3 pushes waiting", "50+ pushes waiting". */
+export function pushesWaitingText(n: number, more = false): string {
+  return `${n}${more ? '+' : ''} ${n === 1 && !more ? 'push' : 'pushes'} waiting`
 }
 
 /**
@@ -32,7 +39,11 @@ export function layout(input: LayoutInput): string {
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a href="${base}/" class="brand"><img src="${base}/assets/favicon.svg" alt="">envkeep</a>${
     input.personName
-      ? html`<nav aria-label="Main"><a href="${base}/">Vaults</a><a href="${base}/sign-ins">Sign-ins</a></nav><span class="who">${input.personName}</span>${input.signOutHref ? html`<a class="sign-out" href="${input.signOutHref}">Sign out</a>` : ''}`
+      ? html`<nav aria-label="Main"><a href="${base}/">Vaults</a><a href="${base}/sign-ins">Sign-ins</a></nav>${
+          input.waiting && input.waiting.total > 0
+            ? html`<a class="waiting" href="${base}/">${pushesWaitingText(input.waiting.total, input.waiting.more)}</a>`
+            : ''
+        }<span class="who">${input.personName}</span>${input.signOutHref ? html`<a class="sign-out" href="${input.signOutHref}">Sign out</a>` : ''}`
       : ''
   }</header>
 <main id="main" tabindex="-1">

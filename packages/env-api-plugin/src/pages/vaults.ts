@@ -2,24 +2,31 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import { canReadEnvironment } from '../domain/permissions.js'
 import { MAX_VAULT_NAME } from '../domain/rules.js'
-import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, waitingFor, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
+import { pushesWaitingText } from './layout.js'
 
 export { DEFAULT_ENVIRONMENTS, MAX_VAULT_NAME, vaultNameProblem } from '../domain/rules.js'
 
-/** `/`: the person's vaults, and a form to create one. */
+/**
+ * `/`: the person's vaults, each with the count of pushes waiting for the
+ * person there (domain pushesWaiting: one small query per vault where the
+ * person decides anything, up to WAITING_VAULTS), and a form to create one.
+ */
 export function vaultListRoutes(app: FastifyInstance, deps: PageDeps): void {
   const domain = pageDomain(deps)
   async function render(reply: FastifyReply, person: Person, problem: PageFailure | null, notice: string | null = null) {
     const vaults = await domain.listVaults(person.id)
+    const waiting = await waitingFor(deps, reply, person, vaults)
     const token = reply.generateCsrf()
-    const rows = vaults.map(
-      (v) => html`<li><a href="${pagePath(deps, `/v/${encodeURIComponent(v.id)}`)}">${v.name}</a>
-<span class="role role-${v.role}">${v.role}</span>
-<span class="muted">${v.environments.filter((e) => canReadEnvironment(v.role, e)).length} of ${v.environments.length} environments readable</span></li>`,
-    )
+    const rows = vaults.map((v) => {
+      const n = waiting?.byVault.get(v.id) ?? 0
+      return html`<li><a href="${pagePath(deps, `/v/${encodeURIComponent(v.id)}`)}">${v.name}</a>
+<span class="role role-${v.role}">${v.role}</span>${n > 0 ? html`<span class="badge waiting-count">${pushesWaitingText(n)}</span>` : ''}
+<span class="muted">${v.environments.filter((e) => canReadEnvironment(v.role, e)).length} of ${v.environments.length} environments readable</span></li>`
+    })
     const body = html`${problem ? refusalBox(problem) : ''}${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <h1>Your vaults</h1>
 ${vaults.length === 0 ? html`<p class="muted">You are not a member of any vault yet.</p>` : html`<ul class="vaults">${rows}</ul>`}
@@ -33,7 +40,7 @@ ${csrfField(token)}
 <button type="submit">Create vault</button>
 </form>
 </section>`
-    return sendPage(deps, reply, { status: problem?.status ?? 200, title: 'Your vaults', body, person })
+    return sendPage(deps, reply, { status: problem?.status ?? 200, title: 'Your vaults', body, person, waiting })
   }
 
   app.get('/', async function vaultListPage(request, reply) {

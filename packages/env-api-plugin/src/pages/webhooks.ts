@@ -82,7 +82,7 @@ interface View {
   readonly added?: { readonly webhook: WebhookRecord; readonly secret: string | null } | null
 }
 
-function render(deps: PageDeps, reply: FastifyReply, v: View): FastifyReply {
+function render(deps: PageDeps, reply: FastifyReply, v: View): Promise<FastifyReply> {
   const csrf = csrfField(reply.generateCsrf())
   const base = `${vaultUrl(deps, v.vault.id)}/webhooks`
   const added = v.added
@@ -114,7 +114,7 @@ ${v.webhooks.length === 0 ? html`<p class="muted">No webhook yet.</p>` : v.webho
 <label for="webhook-format">Format</label>
 <select id="webhook-format" name="format"><option value="generic">Generic JSON, signed</option><option value="slack">Slack incoming webhook</option></select>
 <fieldset><legend>Events</legend>${WEBHOOK_EVENTS.map(
-    (e) => html`<label class="check"><input type="checkbox" name="events" value="${e}" checked> <code>${e}</code>: ${EVENT_LABELS[e]}</label>`,
+    (e) => html`<label class="check"><input type="checkbox" name="events" value="${e}" checked> <span><code>${e}</code>: ${EVENT_LABELS[e]}</span></label>`,
   )}</fieldset>
 <button type="submit">Add webhook</button>
 </form>

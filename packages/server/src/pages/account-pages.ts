@@ -5,8 +5,9 @@ import fastifyFormbody from '@fastify/formbody'
 import { field, html, refusalBox, StorageError, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
-import { hashPassword, hashToken, passwordProblem, verifyPassword } from '../secrets.js'
+import { hashPassword, hashToken, verifyPassword } from '../secrets.js'
 import { createAttemptLimiter, createLoginBackoff } from './attempt-limiter.js'
+import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
 export interface AccountPagesOptions {
@@ -77,8 +78,7 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
 <input id="email" name="email" type="email" autocomplete="username" required value="${values.email}">
 <label for="name">Name</label>
 <input id="name" name="name" type="text" autocomplete="name" required value="${values.name}">
-<label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="new-password" minlength="10" required>
+${newPasswordFields()}
 <button type="submit">Create account</button>
 </form>`
   }
@@ -111,7 +111,7 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
     const name = field(request.body, 'name').trim()
     const password = field(request.body, 'password')
     if (!(await setupTokenLive(token))) return setupLinkRefused(request, reply)
-    const problem = emailProblem(email) ?? nameProblem(name) ?? passwordProblem(password)
+    const problem = emailProblem(email) ?? nameProblem(name) ?? newPasswordProblem(request.body)
     if (problem) {
       const f = failure(request, 400, 'creating the first account', 'web app', problem)
       return sendPage(reply, 400, 'Set up envkeep', setupForm(reply.generateCsrf(), token, { email, name }, refusalBox(f)), base)

@@ -17,9 +17,10 @@ import {
 import type { AccountStore } from '../accounts/account-store.js'
 import type { InvitationRecord } from '../accounts/invitation-store.js'
 import type { LocalPeople } from '../people-local.js'
-import { hashPassword, hashToken, MIN_PASSWORD, passwordProblem } from '../secrets.js'
+import { hashPassword, hashToken } from '../secrets.js'
 import { nameProblem } from './account-pages.js'
 import { createAttemptLimiter } from './attempt-limiter.js'
+import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
 export interface InvitePagesOptions {
@@ -115,11 +116,7 @@ export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): 
 <p class="hint" id="email-hint">The invitation is for this address.</p>
 <label for="name">Name</label>
 <input id="name" name="name" type="text" autocomplete="name" required maxlength="100" value="${name}">
-<label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD}" required aria-describedby="password-hint">
-<p class="hint" id="password-hint">At least ${MIN_PASSWORD} characters.</p>
-<label for="password2">Password again</label>
-<input id="password2" name="password2" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD}" required>
+${newPasswordFields()}
 <button type="submit">Create account and join</button>
 </form>`
   }
@@ -142,8 +139,7 @@ export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): 
     if (!l) return notLive(reply)
     const name = field(request.body, 'name').trim()
     const password = field(request.body, 'password')
-    const problem =
-      nameProblem(name) ?? passwordProblem(password) ?? (password === field(request.body, 'password2') ? null : 'the two passwords are not the same')
+    const problem = nameProblem(name) ?? newPasswordProblem(request.body)
     if (problem) {
       const f = failure(request, 400, WHAT, 'web app', problem)
       return sendPage(reply, 400, `Join ${l.vaultName}`, form(reply.generateCsrf(), token, l, name, refusalBox(f)), base)
