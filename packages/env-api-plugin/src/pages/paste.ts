@@ -88,7 +88,7 @@ ${csrfField(token)}
 <label for="paste-text">Contents of the .env file</label>
 <textarea id="paste-text" name="text" rows="14" spellcheck="false" autocomplete="off" autocapitalize="off" required aria-describedby="paste-text-hint">
 ${o.text ?? ''}</textarea>
-<p id="paste-text-hint" class="hint">At most ${(MAX_PASTE_BYTES / 1024).toLocaleString('en-US')} KiB. Lines that cannot be sent are listed with the reason, never their value.</p>
+<p id="paste-text-hint" class="hint">At most ${MAX_PASTE_BYTES / 1_048_576} MiB. Lines that cannot be sent are listed with the reason, never their value.</p>
 <button type="submit" class="primary">Review as a push</button>
 </form>`
 }
