@@ -21,6 +21,7 @@ const files = [
   'packages/env-api-plugin/test/imports-service.test.ts',
   'packages/env-api-plugin/test/pages/history.test.ts',
   'packages/env-api-plugin/test/pages/settings.test.ts',
+  'packages/env-api-plugin/test/pages/paste.test.ts',
   'packages/server/test/history-pages.test.ts',
   'packages/server/test/invitations.test.ts',
   // the server's pages and API over buildTestApp (accounts, sessions, CSRF, not-found, proxies)

@@ -1,4 +1,4 @@
-import { NAME_RE, readEntries } from './dotenv.js'
+import { NAME_RE, readEntries } from '@envkeep/dotenv'
 import { CliError } from './errors.js'
 
 export const FORMATS = ['dotenv', 'json', 'shell'] as const

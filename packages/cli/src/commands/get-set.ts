@@ -1,6 +1,6 @@
 import { BASE_URL_HELP, type Command } from '../command.js'
 import { CliError, usageError } from '../errors.js'
-import { NAME_RE } from '../dotenv.js'
+import { NAME_RE } from '@envkeep/dotenv'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
 import { didYouMean } from '../suggest.js'
 import { resolveTarget } from '../target.js'

@@ -7,6 +7,7 @@ import type { PageDeps } from './context.js'
 import { sendErrorPage, toPageFailure } from './error.js'
 import { ciAccessRoutes } from './ci-access.js'
 import { historyRoutes } from './history.js'
+import { pasteRoutes } from './paste.js'
 import { settingsRoutes } from './settings.js'
 import { reviewRoutes } from './review.js'
 import { signInRoutes } from './sign-ins.js'
@@ -34,6 +35,7 @@ const FORM_BODY_LIMIT = 256 * 1024
  *   POST /v/:vault/members/{invite,add,change,remove}, /v/:vault/environments   (owners)
  *   POST /v/:vault/members/invitations/revoke   (owners; with the people adapter's hooks)
  *   GET  /v/:vault/variables/imports/:import  the review page; POST …/reveal, …/apply, …/reject
+ *   GET  /v/:vault/paste                     "Paste a .env"; POST creates a push from it (paste.ts)
  *   GET  /sign-ins; POST /sign-ins/revoke
  *   GET  /v/:vault/ci                        CI access (owners); POST /v/:vault/ci/{add,remove}
  *   GET  /v/:vault/webhooks                  webhooks (owners); POST /v/:vault/webhooks/{add,remove}
@@ -94,6 +96,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
       vaultListRoutes(app, deps)
       vaultRoutes(app, deps)
       reviewRoutes(app, deps)
+      pasteRoutes(app, deps)
       historyRoutes(app, deps)
       settingsRoutes(app, deps)
       signInRoutes(app, deps)

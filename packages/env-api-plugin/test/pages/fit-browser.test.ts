@@ -23,6 +23,7 @@ t.test('axe and phone width on every page', async (t) => {
     'vault-list': '/',
     vault: `/v/${b.vaultId}`,
     review: `/v/${b.vaultId}/variables/imports/${pushId}`,
+    paste: `/v/${b.vaultId}/paste`,
     'sign-ins': '/sign-ins',
     'error-404': '/v/00000000-0000-4000-8000-000000000000',
     'cli-signed-in': '/cli/signed-in',
