@@ -107,7 +107,10 @@ t.test('master-key rotation racing vault creation never leaves a key the new mas
     }
     const rotated = await rotation
     t.equal(rotated.code, 0, rotated.stderr)
-    t.ok(statuses.length > 0 && statuses.every((s) => s === 201), `round ${round}: ${statuses.length} pushes stored while rotating (statuses: ${[...new Set(statuses)].join(", ")})`)
+    t.ok(
+      statuses.length > 0 && statuses.every((s) => s === 201),
+      `round ${round}: ${statuses.length} pushes stored while rotating (statuses: ${[...new Set(statuses)].join(', ')})`,
+    )
     made.push(...vaults)
 
     const key = readKeyFile(join(data, 'master.key'))!.key

@@ -61,7 +61,7 @@ function refusedTable(refused: readonly RefusedLine[]): SafeHtml {
 export function pasteRoutes(app: FastifyInstance, deps: PageDeps): void {
   const domain = pageDomain(deps)
 
-  function render(reply: FastifyReply, person: Person, vault: VaultAccess, o: FormState = {}): FastifyReply {
+  function render(reply: FastifyReply, person: Person, vault: VaultAccess, o: FormState = {}): Promise<FastifyReply> {
     const token = reply.generateCsrf()
     const allowed = vault.environments.filter((e) => canWriteEnvironment(vault.role, e))
     const chosen = allowed.find((e) => e.name === o.environment)?.name ?? allowed.find((e) => !e.ownersOnly)?.name ?? allowed[0]?.name

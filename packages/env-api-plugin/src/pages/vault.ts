@@ -139,10 +139,12 @@ ${q ? html`<a href="${`${base}?env=${encodeURIComponent(env.name)}`}">Show all</
 </form>`
     : ''
   const revealed = view.revealed && env && view.revealed.environment === env.name ? view.revealed.values : null
+  const pasteable = env && canReadEnvironment(vault.role, env)
   return html`<section id="environments">
 <h2>Variables</h2>
 ${switcher}
 ${filter}
+${pasteable ? html`<p><a href="${`${base}/paste?environment=${encodeURIComponent(env.name)}`}">Paste a .env</a> <span class="muted">(sent as a push, for review)</span></p>` : ''}
 ${env ? environmentSection(deps, vault, env, vars, csrf, revealed, view.editing ?? null) : html`<p class="muted">This vault has no environment yet.</p>`}
 ${
   owner

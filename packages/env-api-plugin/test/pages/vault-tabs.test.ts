@@ -23,6 +23,8 @@ t.test('one environment at a time, with a switcher; Find a variable filters by n
   const preview = await s.get(`${url}?env=preview`)
   t.match(preview.body, 'PREVIEW_ONLY')
   t.notMatch(preview.body, 'DATABASE_URL')
+  t.match(dev.body, `href="${url}/paste?environment=development">Paste a .env</a>`)
+  t.notMatch((await session(b.app, 'viewer').get(url)).body, 'Paste a .env', 'a viewer cannot push')
   const found = await s.get(`${url}?env=development&q=data`)
   t.match(found.body, 'DATABASE_URL')
   t.notMatch(found.body, '<code class="name">API_KEY</code>')
