@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import { canWriteEnvironment } from '../domain/permissions.js'
+import { environmentNameProblem } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
@@ -113,7 +114,8 @@ ${o.refused && o.refused.length > 0 ? refusedTable(o.refused) : ''}`
       const environment = field(request.body, 'environment')
       // a browser sends a textarea's line ends as CRLF; the file had LF (or is read as if it had)
       const text = field(request.body, 'text').replace(/\r\n?/g, '\n')
-      request.envkeepOperation = `pasting a .env into ${environment || 'an environment'} of vault ${vaultTag(request.params.vault)}`
+      // the operation names the environment only when it is a name (it goes to the log)
+      request.envkeepOperation = `pasting a .env into ${environmentNameProblem(environment) === null ? environment : 'an environment'} of vault ${vaultTag(request.params.vault)}`
       const actor = pageActor(person, request)
       let refused: RefusedLine[] = []
       try {
