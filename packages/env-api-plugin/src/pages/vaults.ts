@@ -24,7 +24,9 @@ export function vaultListRoutes(app: FastifyInstance, deps: PageDeps): void {
     const rows = vaults.map((v) => {
       const n = waiting?.byVault.get(v.id) ?? 0
       return html`<li><a href="${pagePath(deps, `/v/${encodeURIComponent(v.id)}`)}">${v.name}</a>
-<span class="role role-${v.role}">${v.role}</span>${n > 0 ? html`<span class="badge waiting-count">${pushesWaitingText(n)}</span>` : ''}
+<span class="role role-${v.role}">${v.role}</span>${
+        n > 0 ? html`<a class="badge waiting-count" href="${pagePath(deps, `/v/${encodeURIComponent(v.id)}/pushes`)}">${pushesWaitingText(n)}</a>` : ''
+      }
 <span class="muted">${v.environments.filter((e) => canReadEnvironment(v.role, e)).length} of ${v.environments.length} environments readable</span></li>`
     })
     const body = html`${problem ? refusalBox(problem) : ''}${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}

@@ -73,10 +73,10 @@ t.test('each person sees the pushes they may decide: per vault in the list, the 
   const list = await owner.get('/')
   t.match(
     rowOf(list.body, b.vaultId),
-    '<span class="badge waiting-count">3 pushes waiting</span>',
+    `<a class="badge waiting-count" href="/v/${encodeURIComponent(b.vaultId)}/pushes">3 pushes waiting</a>`,
     'A, B and D; not C, the own push that needs a second person',
   )
-  t.match(rowOf(list.body, other), '<span class="badge waiting-count">1 push waiting</span>', 'singular')
+  t.match(rowOf(list.body, other), `<a class="badge waiting-count" href="/v/${other}/pushes">1 push waiting</a>`, "singular, linking to that vault's Pushes")
   t.notMatch(rowOf(list.body, quiet), /waiting/, 'no badge where nothing waits')
   t.match(TOP_BAR.exec(list.body)?.[0], '<a class="waiting" href="/">4 pushes waiting</a>', 'the total, linking to the vault list')
 
