@@ -8,7 +8,7 @@ import type {
   NewImport,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
-import { StorageError } from '@envkeep/env-api-plugin'
+import { pushExpiredEntry, StorageError } from '@envkeep/env-api-plugin'
 import { sql, type Kysely } from 'kysely'
 import { inTransaction, read } from './database.js'
 import { insertChangeSet } from './history-store.js'
@@ -31,19 +31,7 @@ export class PostgresImportStore implements ImportStore {
   async #expire(trx: Q, imp: ImportRecord): Promise<ImportRecord> {
     await sql`update imports set status = 'expired', decided_at = expires_at, decided_by = null where id = ${imp.id}`.execute(trx)
     await sql`delete from import_values where import_id = ${imp.id}`.execute(trx)
-    await insertLog(trx, {
-      vaultId: imp.vaultId,
-      at: imp.expiresAt,
-      personId: null,
-      signInId: null,
-      clientId: null,
-      action: 'push_expired',
-      environment: imp.environment,
-      names: imp.names,
-      address: null,
-      subject: null,
-      detail: null,
-    })
+    await insertLog(trx, pushExpiredEntry(imp))
     return { ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null }
   }
 

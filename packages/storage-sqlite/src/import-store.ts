@@ -10,7 +10,7 @@ import type {
   RefusedLine,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
-import { StorageError } from '@envkeep/env-api-plugin'
+import { pushExpiredEntry, StorageError } from '@envkeep/env-api-plugin'
 import { insertChangeSet } from './history-store.js'
 import { overLimit } from './limits.js'
 import type { ImportsTable } from './schema.js'
@@ -60,19 +60,7 @@ export class SqliteImportStore extends SqliteStoreBase implements ImportStore {
     )
     if (changed === 0) return this.#importRow(r.id) ?? r
     this.run(this.db.deleteFrom('import_values').where('import_id', '=', r.id))
-    this.log({
-      vaultId: r.vault_id,
-      at: new Date(r.expires_at),
-      personId: null,
-      signInId: null,
-      clientId: null,
-      action: 'push_expired',
-      environment: r.environment,
-      names: JSON.parse(r.names) as string[],
-      address: null,
-      subject: null,
-      detail: null,
-    })
+    this.log(pushExpiredEntry(toImport(r)))
     return { ...r, status: 'expired', decided_at: r.expires_at, decided_by: null }
   }
 

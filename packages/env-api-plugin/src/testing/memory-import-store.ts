@@ -1,4 +1,5 @@
 import type { CreateImportResult, DecideImportResult, ImportDecision, ImportRecord, ImportStore, NewImport } from '../adapters/import-store.js'
+import { pushExpiredEntry } from '../adapters/import-store.js'
 import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, varKey, type MemoryDb, type State } from './memory-state.js'
@@ -19,19 +20,7 @@ export class MemoryImportStore implements ImportStore {
     const expired: ImportRecord = Object.freeze({ ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null, reason: null })
     s.imports.set(imp.id, expired)
     s.importValues.delete(imp.id)
-    this.#db.appendLog(s, {
-      vaultId: imp.vaultId,
-      at: imp.expiresAt,
-      personId: null,
-      signInId: null,
-      clientId: null,
-      action: 'push_expired',
-      environment: imp.environment,
-      names: imp.names,
-      address: null,
-      subject: null,
-      detail: null,
-    })
+    this.#db.appendLog(s, pushExpiredEntry(imp))
     return expired
   }
 
