@@ -16,6 +16,7 @@ import { createMailer, type Mailer } from './mailer.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
 import { accountPages } from './pages/account-pages.js'
 import { invitePages } from './pages/invite-pages.js'
+import { createReadinessProbe, healthRoutes, type ReadinessProbe } from './ops/health.js'
 
 export interface AppDeps {
   readonly config: ServerConfig
@@ -31,6 +32,8 @@ export interface AppDeps {
   readonly isShuttingDown?: () => boolean
   /** sends invitation emails; default: nodemailer over config.smtp when set, else none */
   readonly mailer?: Mailer | null
+  /** what /readyz checks; default: the key is loaded and the storage's database answers with its schema unchanged */
+  readonly readiness?: ReadinessProbe
 }
 
 export interface BuiltApp {
@@ -72,6 +75,15 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       return payload
     })
   }
+  const probe =
+    deps.readiness ??
+    createReadinessProbe({
+      storage: deps.storage,
+      keyLoaded: () => deps.keyring !== null,
+    })
+  await probe() // the schema as this process migrated it: a later change makes /readyz say so
+  const readiness: ReadinessProbe = async () => (isShuttingDown?.() ? 'the server is shutting down' : probe())
+  await app.register(healthRoutes, { probe: readiness, basePath: config.basePath })
   // one not-found answer for the whole server: a page or the error record, never quoting the query
   app.setNotFoundHandler(envkeepNotFound(config.baseUrl))
   await app.register(fastifyCookie)

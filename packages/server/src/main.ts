@@ -17,6 +17,7 @@ import { adminAudit, adminVaultCreate } from './commands/admin-vault.js'
 import { CommandFailure, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageFailure, type CliDeps, type CommandContext } from './commands/context.js'
 import { initCommand } from './commands/init.js'
 import { startCommand } from './commands/start.js'
+import { healthcheckCommand } from './commands/healthcheck.js'
 
 export type { CliDeps } from './commands/context.js'
 
@@ -47,6 +48,13 @@ const COMMANDS: readonly CommandSpec[] = [
     summary: 'serve (runs init first when the data directory does not exist yet)',
     strings: SERVER_FLAGS,
     run: startCommand,
+  },
+  {
+    words: ['healthcheck'],
+    usage: 'healthcheck [--url U]',
+    summary: "exit 0 when the server's /readyz answers 200, else 1 with its reason (for container health checks; U defaults to this host and port)",
+    strings: ['url', ...SERVER_FLAGS],
+    run: healthcheckCommand,
   },
   {
     words: ['admin', 'user', 'create'],
