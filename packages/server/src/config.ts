@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { isAbsolute, resolve } from 'node:path'
 import type { StorageLimit } from '@envkeep/env-api-plugin'
+import { resolveFileSettings } from './ops/settings.js'
 
 /** A wrong command line or setting: the process prints it and exits 2, nothing started. */
 export class UsageError extends Error {
@@ -55,6 +56,10 @@ export interface ServerConfig {
    * them. The URL may hold a password: it is never logged or repeated in an error.
    */
   readonly smtp: SmtpConfig | null
+  /** ENVKEEP_SHUTDOWN_GRACE: seconds in-flight requests get to finish after SIGTERM */
+  readonly shutdownGraceSeconds: number
+  /** ENVKEEP_METRICS_ADDRESS: host:port of the Prometheus listener, or null (off) */
+  readonly metricsAddress: { readonly host: string; readonly port: number } | null
 }
 
 export interface SmtpConfig {
@@ -120,6 +125,12 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     env: 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE',
     default: 'false',
     meaning: 'true lets webhooks call private, loopback and link-local addresses (refused by default, when added and at each delivery)',
+  },
+  { env: 'ENVKEEP_SHUTDOWN_GRACE', default: '10', meaning: 'seconds requests in flight get to finish after SIGTERM before the server stops anyway (1-600)' },
+  {
+    env: 'ENVKEEP_METRICS_ADDRESS',
+    default: '(none: no metrics)',
+    meaning: 'host:port of a separate listener serving Prometheus text at /metrics, e.g. 127.0.0.1:9464 (never on the public port)',
   },
   {
     env: 'ENVKEEP_TRUST_PROXY',
@@ -267,6 +278,15 @@ export function parseTrustProxy(raw: string | undefined): false | number | reado
   return Object.freeze(items)
 }
 
+/** `host:port` or `[v6]:port` of a listener of its own. */
+function parseListenAddress(label: string, raw: string | undefined): { host: string; port: number } | null {
+  if (raw === undefined) return null
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(raw.trim())
+  const port = m ? Number(m[3]) : 0
+  if (!m || port < 1 || port > 65535) throw new UsageError(`${label} must be host:port, e.g. 127.0.0.1:9464`)
+  return Object.freeze({ host: (m[1] ?? m[2]) as string, port })
+}
+
 function defaultBaseUrl(host: string, port: number): string {
   // a wildcard address is not a place a browser can go: use loopback
   const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
@@ -292,7 +312,9 @@ function parseBaseUrl(raw: string): { baseUrl: string; basePath: string } {
  * spec's values as defaults. Throws UsageError on any bad value; never
  * repeats a key.
  */
-export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
+export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig {
+  // every secret setting may come from a file: ENVKEEP_DATABASE_URL_FILE=/run/secrets/db …
+  const env: Env = resolveFileSettings(rawEnv, cwd, (message) => new UsageError(message))
   const host = pick(flags, 'host', env, 'ENVKEEP_HOST') ?? '127.0.0.1'
   if (!/^[A-Za-z0-9.:_-]+$/.test(host)) throw new UsageError('ENVKEEP_HOST (--host) must be a host name or an IP address')
   const port = integer('ENVKEEP_PORT (--port)', pick(flags, 'port', env, 'ENVKEEP_PORT'), 8080, 1, 65535)
@@ -339,5 +361,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     databaseUrl: parseDatabaseUrl(pick(flags, 'database-url', env, 'ENVKEEP_DATABASE_URL')),
     databasePool: integer('ENVKEEP_DATABASE_POOL', envValue(env, 'ENVKEEP_DATABASE_POOL'), 10, 1, 100),
     smtp: parseSmtp(envValue(env, 'ENVKEEP_SMTP_URL'), envValue(env, 'ENVKEEP_SMTP_FROM')),
+    shutdownGraceSeconds: integer('ENVKEEP_SHUTDOWN_GRACE', envValue(env, 'ENVKEEP_SHUTDOWN_GRACE'), 10, 1, 600),
+    metricsAddress: parseListenAddress('ENVKEEP_METRICS_ADDRESS', envValue(env, 'ENVKEEP_METRICS_ADDRESS')),
   })
 }

@@ -7,13 +7,14 @@ import { loadKeySource } from '../keyring-file.js'
 import { hashToken, newToken } from '../secrets.js'
 import { BACKUP_WARNING, initDataDir } from './init.js'
 import { CommandFailure, EXIT_OK, type CommandContext } from './context.js'
+import { SETTINGS, UsageError } from '../config.js'
+import { disableCoreDumps } from '../ops/core-dumps.js'
+import { effectiveSettings, resolveFileSettings, unknownSettings } from '../ops/settings.js'
 
 /** How long a printed setup link works. */
 export const SETUP_LINK_TTL_MS = 24 * 60 * 60 * 1000
 /** How often pending pushes past their end are expired and old sessions removed. */
 export const SWEEP_INTERVAL_MS = 60 * 1000
-/** How long shutdown waits for in-flight requests before giving up. */
-const SHUTDOWN_GRACE_MS = 10_000
 
 function processSignals(handler: (signal: string) => void): () => void {
   process.on('SIGTERM', handler)
@@ -33,6 +34,21 @@ function processSignals(handler: (signal: string) => void): () => void {
 export async function startCommand(ctx: CommandContext): Promise<number> {
   const { config, deps, now } = ctx
   const log = createLogger(config.logLevel, deps.stdout as unknown as DestinationStream)
+  // before any key is read: no core file, and no memory in one, should the process crash
+  const core = disableCoreDumps()
+  ;(core.limit === '0/0' ? log.info : log.warn).call(log, { coreLimit: core.limit, coredumpFilter: core.filterCleared ? 0 : 'unchanged' }, core.summary)
+  const known = SETTINGS.map((s) => s.env)
+  for (const warning of unknownSettings(deps.env, known)) log.warn(warning)
+  log.info(
+    {
+      settings: effectiveSettings(
+        deps.env,
+        resolveFileSettings(deps.env, deps.cwd, (m) => new UsageError(m)),
+        known,
+      ),
+    },
+    'settings in effect (secrets redacted; the rest are defaults, see --help)',
+  )
 
   if (!existsSync(config.dataDir)) {
     const r = await initDataDir(config)
@@ -104,9 +120,9 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       log.info({ signal }, 'shutting down: no new connections, in-flight requests finish')
       clearInterval(timer)
       const force = setTimeout(() => {
-        log.error('shutdown took too long; closing anyway')
+        log.error({ graceSeconds: config.shutdownGraceSeconds }, 'requests still in flight after the grace period (ENVKEEP_SHUTDOWN_GRACE); closing anyway')
         void stores.close().finally(() => resolve(1))
-      }, SHUTDOWN_GRACE_MS)
+      }, config.shutdownGraceSeconds * 1000)
       force.unref()
       void (async () => {
         try {
@@ -114,6 +130,7 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
           await sweeping
           await stores.close()
           log.info('envkeep-server stopped; database closed')
+          log.flush()
           clearTimeout(force)
           unsubscribe()
           resolve(EXIT_OK)
