@@ -16,6 +16,7 @@ import { createMailer, type Mailer } from './mailer.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
 import { accountPages } from './pages/account-pages.js'
 import { invitePages } from './pages/invite-pages.js'
+import type { Metrics } from './ops/metrics.js'
 import { createReadinessProbe, healthRoutes, type ReadinessProbe } from './ops/health.js'
 
 export interface AppDeps {
@@ -34,6 +35,8 @@ export interface AppDeps {
   readonly mailer?: Mailer | null
   /** what /readyz checks; default: the key is loaded and the storage's database answers with its schema unchanged */
   readonly readiness?: ReadinessProbe
+  /** counts requests and outcomes (ENVKEEP_METRICS_ADDRESS); the storage given should be `metrics.timeStorage(…)` */
+  readonly metrics?: Metrics
 }
 
 export interface BuiltApp {
@@ -68,6 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // a URL Fastify cannot decode gets the spec's error record, not a 400 quoting the URL
     frameworkErrors: envkeepFrameworkErrors,
   })
+  deps.metrics?.instrument(app)
   const isShuttingDown = deps.isShuttingDown
   if (isShuttingDown) {
     app.addHook('onSend', async function closeWhenShuttingDown(_request, reply, payload) {
@@ -132,6 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     plans: { ...config.plans },
     ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
     allowPrivateWebhooks: config.webhookAllowPrivate,
+    ...(deps.metrics ? { observer: deps.metrics.observer } : {}),
   })
   return { app, people }
 }

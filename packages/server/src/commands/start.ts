@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import type { Server } from 'node:http'
 import type { DestinationStream } from 'pino'
 import { openStores } from '../stores.js'
 import { buildApp } from '../build-app.js'
@@ -9,6 +10,7 @@ import { BACKUP_WARNING, initDataDir } from './init.js'
 import { CommandFailure, EXIT_OK, type CommandContext } from './context.js'
 import { SETTINGS, UsageError } from '../config.js'
 import { disableCoreDumps } from '../ops/core-dumps.js'
+import { createMetrics, serveMetrics } from '../ops/metrics.js'
 import { effectiveSettings, resolveFileSettings, unknownSettings } from '../ops/settings.js'
 
 /** How long a printed setup link works. */
@@ -65,12 +67,16 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
 
   let stopping = false
   const stores = await openStores(config)
-  const { storage, accounts } = stores
-  let app: Awaited<ReturnType<typeof buildApp>>['app']
+  const { accounts } = stores
+  const metrics = config.metricsAddress ? createMetrics({ storage: stores.storage, now }) : undefined
+  const storage = metrics ? metrics.timeStorage(stores.storage) : stores.storage
+  let app!: Awaited<ReturnType<typeof buildApp>>['app']
+  let metricsServer: Server | null = null
   try {
     ;({ app } = await buildApp({
       config,
       storage,
+      ...(metrics ? { metrics } : {}),
       accounts,
       keyring: source.kind === 'none' ? null : source.keyring,
       logger: log,
@@ -78,7 +84,21 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       isShuttingDown: () => stopping,
     }))
     await app.listen({ host: config.host, port: config.port })
+    if (metrics && config.metricsAddress) {
+      metricsServer = await serveMetrics(metrics.registry, config.metricsAddress).catch((err: unknown) => {
+        const code = (err as NodeJS.ErrnoException).code
+        throw new CommandFailure(`cannot listen for metrics on ${config.metricsAddress!.host}:${config.metricsAddress!.port} (${code})`, { cause: err })
+      })
+      log.info(
+        {
+          metrics: `http://${config.metricsAddress.host.includes(':') ? `[${config.metricsAddress.host}]` : config.metricsAddress.host}:${config.metricsAddress.port}/metrics`,
+        },
+        'metrics served on their own listener',
+      )
+    }
   } catch (err) {
+    // the metrics listener failed after the app listened: close the app first
+    await (app as typeof app | undefined)?.close().catch(() => {})
     await stores.close()
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
@@ -127,6 +147,7 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       void (async () => {
         try {
           await app.close()
+          if (metricsServer) await new Promise((r) => metricsServer!.close(r))
           await sweeping
           await stores.close()
           log.info('envkeep-server stopped; database closed')
