@@ -18,6 +18,7 @@ import { CommandFailure, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageFailure, type C
 import { initCommand } from './commands/init.js'
 import { startCommand } from './commands/start.js'
 import { healthcheckCommand } from './commands/healthcheck.js'
+import { adminBackup, adminBackupRestore, adminBackupVerify } from './commands/admin-backup.js'
 
 export type { CliDeps } from './commands/context.js'
 
@@ -157,6 +158,29 @@ const COMMANDS: readonly CommandSpec[] = [
     summary: 'new data keys; every stored value (pushes included) sealed again, vault by vault, online; --from resumes',
     strings: ['from'],
     run: adminRotateDataKeys,
+  },
+  {
+    words: ['admin', 'backup', 'verify'],
+    usage: 'admin backup verify FILE [--key-file K]',
+    summary: 'check a backup (checksum, counts, signature) and, with the master key, open every sealed value in it',
+    strings: ['key-file'],
+    positionals: 1,
+    run: adminBackupVerify,
+  },
+  {
+    words: ['admin', 'backup', 'restore'],
+    usage: 'admin backup restore FILE --data-dir NEW | --database-url postgres://… [--key-file K]',
+    summary: 'restore a backup into a new SQLite data directory or an empty PostgreSQL database (either, whatever the backup came from)',
+    strings: ['key-file'],
+    positionals: 1,
+    run: adminBackupRestore,
+  },
+  {
+    words: ['admin', 'backup'],
+    usage: 'admin backup --to FILE',
+    summary: 'a consistent copy while the server runs (values still sealed, with a manifest and checksum); the master key is not in it',
+    strings: ['to'],
+    run: adminBackup,
   },
   {
     words: ['migrate'],
