@@ -1,6 +1,8 @@
 import { isIP } from 'node:net'
 import { isAbsolute, resolve } from 'node:path'
 import type { StorageLimit } from '@envkeep/env-api-plugin'
+import { fileURLToPath } from 'node:url'
+import type { AuditSink } from './ops/audit-stream.js'
 import { resolveFileSettings } from './ops/settings.js'
 
 /** A wrong command line or setting: the process prints it and exits 2, nothing started. */
@@ -60,6 +62,8 @@ export interface ServerConfig {
   readonly shutdownGraceSeconds: number
   /** ENVKEEP_METRICS_ADDRESS: host:port of the Prometheus listener, or null (off) */
   readonly metricsAddress: { readonly host: string; readonly port: number } | null
+  /** ENVKEEP_AUDIT_STREAM (+ ENVKEEP_AUDIT_STREAM_SECRET): where the audit stream goes, or null (off) */
+  readonly auditStream: AuditSink | null
 }
 
 export interface SmtpConfig {
@@ -131,6 +135,17 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     env: 'ENVKEEP_METRICS_ADDRESS',
     default: '(none: no metrics)',
     meaning: 'host:port of a separate listener serving Prometheus text at /metrics, e.g. 127.0.0.1:9464 (never on the public port)',
+  },
+  {
+    env: 'ENVKEEP_AUDIT_STREAM',
+    default: '(none)',
+    meaning:
+      'every access-log entry and server audit event as JSON Lines: an absolute file path (reopened on SIGHUP) or an https:// endpoint (batched, signed)',
+  },
+  {
+    env: 'ENVKEEP_AUDIT_STREAM_SECRET',
+    default: '(none; needed with an https stream)',
+    meaning: 'HMAC key signing each batch sent to an https audit stream (16+ characters)',
   },
   {
     env: 'ENVKEEP_TRUST_PROXY',
@@ -278,6 +293,35 @@ export function parseTrustProxy(raw: string | undefined): false | number | reado
   return Object.freeze(items)
 }
 
+/** ENVKEEP_AUDIT_STREAM and its secret; errors never repeat the secret or a URL's credentials. */
+function parseAuditStream(raw: string | undefined, secret: string | undefined): AuditSink | null {
+  if (raw === undefined) {
+    if (secret !== undefined) throw new UsageError('ENVKEEP_AUDIT_STREAM_SECRET is set but ENVKEEP_AUDIT_STREAM is not')
+    return null
+  }
+  if (raw.startsWith('/') || raw.startsWith('file:')) {
+    let path: string
+    try {
+      path = raw.startsWith('file:') ? fileURLToPath(raw) : raw
+    } catch {
+      throw new UsageError('ENVKEEP_AUDIT_STREAM: a file:// URL must name an absolute path')
+    }
+    return Object.freeze({ kind: 'file', path: resolve(path) })
+  }
+  let u: URL
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new UsageError('ENVKEEP_AUDIT_STREAM must be an absolute file path or an https:// URL')
+  }
+  if (u.protocol !== 'https:')
+    throw new UsageError('ENVKEEP_AUDIT_STREAM must be an absolute file path or an https:// URL (http is refused: the entries would travel in clear)')
+  if (u.username || u.password) throw new UsageError('ENVKEEP_AUDIT_STREAM: put no credentials in the URL; batches are signed with ENVKEEP_AUDIT_STREAM_SECRET')
+  if (secret === undefined || secret.length < 16)
+    throw new UsageError('ENVKEEP_AUDIT_STREAM is an https endpoint: ENVKEEP_AUDIT_STREAM_SECRET (16+ characters) must sign what is sent')
+  return Object.freeze({ kind: 'https', url: u.toString(), secret })
+}
+
 /** `host:port` or `[v6]:port` of a listener of its own. */
 function parseListenAddress(label: string, raw: string | undefined): { host: string; port: number } | null {
   if (raw === undefined) return null
@@ -363,5 +407,6 @@ export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig
     smtp: parseSmtp(envValue(env, 'ENVKEEP_SMTP_URL'), envValue(env, 'ENVKEEP_SMTP_FROM')),
     shutdownGraceSeconds: integer('ENVKEEP_SHUTDOWN_GRACE', envValue(env, 'ENVKEEP_SHUTDOWN_GRACE'), 10, 1, 600),
     metricsAddress: parseListenAddress('ENVKEEP_METRICS_ADDRESS', envValue(env, 'ENVKEEP_METRICS_ADDRESS')),
+    auditStream: parseAuditStream(envValue(env, 'ENVKEEP_AUDIT_STREAM'), envValue(env, 'ENVKEEP_AUDIT_STREAM_SECRET')),
   })
 }

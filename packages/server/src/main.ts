@@ -18,6 +18,7 @@ import { CommandFailure, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageFailure, type C
 import { initCommand } from './commands/init.js'
 import { startCommand } from './commands/start.js'
 import { healthcheckCommand } from './commands/healthcheck.js'
+import { adminAuditExport } from './commands/admin-audit-export.js'
 import { adminBackup, adminBackupRestore, adminBackupVerify } from './commands/admin-backup.js'
 
 export type { CliDeps } from './commands/context.js'
@@ -108,6 +109,13 @@ const COMMANDS: readonly CommandSpec[] = [
     summary: 'list the variable names of an environment (never values)',
     strings: ['vault', 'env'],
     run: adminVarList,
+  },
+  {
+    words: ['admin', 'audit', 'export'],
+    usage: 'admin audit export --since S [--until U] [--vault V]',
+    summary: "the audit stream's JSON Lines for a period (S, U: a date, a time, or 30m/24h/7d back), every vault or one; names, never values",
+    strings: ['since', 'until', 'vault'],
+    run: adminAuditExport,
   },
   {
     words: ['admin', 'audit'],

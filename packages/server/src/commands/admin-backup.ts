@@ -9,6 +9,7 @@ import { readKeyFile } from '../keyring-file.js'
 import { BackupError, createBackupWriter, keyIdOf, readBackup, type ReadResult } from '../ops/backup-file.js'
 import { dumpDatabase, heldRows, loadDatabase, type Target } from '../ops/backup-db.js'
 import { openEverything, type OpenedCounts } from '../ops/open-everything.js'
+import { ensureAuditStreamTable } from '../ops/audit-stream.js'
 import { CommandFailure, openData, report, requireString, UsageFailure, type CommandContext } from './context.js'
 
 function serverVersion(): string {
@@ -90,6 +91,7 @@ export async function adminBackup(ctx: CommandContext): Promise<number> {
 async function intoMemory(path: string, key: Uint8Array | null) {
   const storage = await createSqliteStorage({ filename: ':memory:' })
   await createSqliteAccountStore(storage.database)
+  await ensureAuditStreamTable(storage.database.db as never, 'sqlite')
   let result: ReadResult | null = null
   try {
     await loadDatabase({ kind: 'sqlite', sqlite: storage.database.sqlite }, async (loader) => {
@@ -153,12 +155,14 @@ export async function adminBackupRestore(ctx: CommandContext): Promise<number> {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     const s = await createSqliteStorage({ filename: ctx.config.databaseFile })
     await createSqliteAccountStore(s.database)
+    await ensureAuditStreamTable(s.database.db as never, 'sqlite') // the audit stream's cursor travels with the data
     target = { t: { kind: 'sqlite', sqlite: s.database.sqlite }, storage: s, db: s.database.db, close: () => s.close() }
   } else {
     const s = await createPostgresStorage({ connectionString: ctx.config.databaseUrl!, pool: 2 }).catch((err: unknown) => {
       throw new CommandFailure(`cannot open the target database: ${(err as Error).message}`, { cause: err })
     })
     await createPostgresAccountStore(s.database)
+    await ensureAuditStreamTable(s.database.db, 'postgres')
     target = { t: { kind: 'postgres', db: s.database.db }, storage: s, db: s.database.db, close: () => s.close() }
   }
   let ok = false

@@ -11,6 +11,8 @@ import { CommandFailure, EXIT_OK, type CommandContext } from './context.js'
 import { SETTINGS, UsageError } from '../config.js'
 import { disableCoreDumps } from '../ops/core-dumps.js'
 import { createMetrics, serveMetrics } from '../ops/metrics.js'
+import { createAuditStream, type AuditStream } from '../ops/audit-stream.js'
+import { databaseOf } from '../ops/health.js'
 import { effectiveSettings, resolveFileSettings, unknownSettings } from '../ops/settings.js'
 
 /** How long a printed setup link works. */
@@ -105,6 +107,25 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       throw new CommandFailure(`cannot listen on ${config.host}:${config.port} (${code})`, { cause: err })
     throw err
   }
+  let audit: AuditStream | null = null
+  const database = databaseOf(stores.storage)
+  if (config.auditStream && database) {
+    audit = createAuditStream({
+      db: database.db,
+      kind: database.kind,
+      sink: config.auditStream,
+      log,
+      ...(metrics ? { onSent: metrics.auditStream.sent, onFailed: metrics.auditStream.failed } : {}),
+    })
+    await audit.start()
+    log.info({ auditStream: config.auditStream.kind }, 'audit stream on: every access-log entry and server audit event is sent')
+  }
+  // SIGHUP: logrotate moved the audit file; never the default (which would end the process)
+  const onHangup = () => {
+    audit?.reopen()
+    log.info('SIGHUP: the audit stream file is opened again on its next write')
+  }
+  process.on('SIGHUP', onHangup)
   log.info({ baseUrl: config.baseUrl, dataDir: config.dataDir, masterKey: source.kind }, 'envkeep-server started')
 
   if ((await accounts.countAccounts()) === 0) {
@@ -149,6 +170,12 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
           await app.close()
           if (metricsServer) await new Promise((r) => metricsServer!.close(r))
           await sweeping
+          process.off('SIGHUP', onHangup)
+          // what the last requests logged goes out before the database closes (or waits there for the next start)
+          if (audit) {
+            await audit.flush()
+            await audit.stop()
+          }
           await stores.close()
           log.info('envkeep-server stopped; database closed')
           log.flush()
