@@ -4,6 +4,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:https'
 import { join } from 'node:path'
 import { auditSignature } from '../src/ops/audit-stream.js'
+import { withTestDatabase } from '@envkeep/test-support'
 import { freePort, runCli, tempDir } from './helpers.js'
 import { newMasterKey, seed, startServer, stopServer } from './ops-helpers.js'
 
@@ -230,4 +231,50 @@ t.test('file audit stream: JSON Lines appended, and a new file after logrotate m
   )
   t.equal(count(`${file}.1`), before, 'the moved file kept the earlier ones')
   t.equal(await stopServer(server), 0, 'SIGHUP did not end the server')
+})
+
+t.test('two servers on one PostgreSQL database: each entry is sent once between them', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) {
+    t.comment('ENVKEEP_TEST_DATABASE_URL is not set: skipped')
+    return
+  }
+  const dir = tempDir(t)
+  const certs = makeCertificates(dir)
+  const sinkPort = await freePort()
+  const sink = createSink(certs)
+  await sink.listen(sinkPort)
+  t.teardown(() => sink.close().catch(() => {}))
+  const publicBase = 'http://127.0.0.1:1'
+  const common = {
+    ENVKEEP_DATABASE_URL: url,
+    ENVKEEP_MASTER_KEY: newMasterKey(),
+    ENVKEEP_BASE_URL: publicBase,
+    ENVKEEP_AUDIT_STREAM: `https://127.0.0.1:${sinkPort}/ingest`,
+    ENVKEEP_AUDIT_STREAM_SECRET: SECRET,
+    NODE_EXTRA_CA_CERTS: certs.ca,
+  }
+  const s = await seed({ ...common, ENVKEEP_DATA_DIR: join(dir, 'seed') }, publicBase)
+  const ports = [await freePort(), await freePort()]
+  const servers = []
+  for (const [i, port] of ports.entries()) servers.push(await startServer(t, { ...common, ENVKEEP_DATA_DIR: join(dir, `d${i}`), ENVKEEP_PORT: String(port) }))
+  // reads through both, interleaved and concurrent
+  const reads = []
+  for (let i = 0; i < 12; i++)
+    reads.push(
+      fetch(`http://127.0.0.1:${ports[i % 2]}/api/env/${s.vaultId}/development`, { headers: { authorization: `Bearer ${s.token}` } }).then((r) => r.status),
+    )
+  t.same(new Set(await Promise.all(reads)), new Set([200]))
+  const all = await exported({ ...common, ENVKEEP_DATA_DIR: join(dir, 'seed') })
+  await sink.until(all.length)
+  for (const server of servers) t.equal(await stopServer(server), 0)
+  const keys = sink.lines.map((l) => `${l.type}:${l.id}`)
+  t.equal(new Set(keys).size, keys.length, 'no entry sent twice')
+  t.same(keys.sort(), all.map((l) => `${l.type}:${l.id}`).sort(), 'every entry sent')
+  const ids = sink.lines.filter((l) => l.type === 'access').map((l) => l.id)
+  t.same(
+    ids,
+    [...ids].sort((a, b) => a - b),
+    'in id order',
+  )
 })

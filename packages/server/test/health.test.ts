@@ -7,6 +7,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
 import { spawnNode } from '@envkeep/test-support'
+import { sql } from 'kysely'
+import { databaseOf } from '../src/ops/health.js'
 import { buildTestApp, freePort, runCli } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
@@ -138,4 +140,17 @@ t.test('healthcheck: nothing listening → exit 1 with a sentence; a bad URL →
   t.equal(r.code, 1)
   t.match(r.stderr, /cannot be reached/)
   t.equal((await runCli(['healthcheck', '--url', 'ftp://x'], {})).code, 2)
+})
+
+t.test('readyz: a schema migrated further since start (a newer version ran) makes the process not ready', async (t) => {
+  const a = await buildTestApp(t, { keyring: createLocalKeyring(key()) })
+  t.equal((await a.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)
+  const database = databaseOf(a.storage)
+  if (!database) throw new Error('a SQL storage was expected')
+  const table = database.kind === 'sqlite' ? 'kysely_migration' : 'envkeep_storage_migration'
+  await sql`insert into ${sql.id(table)} (name, timestamp) values ('999_from_a_newer_version', ${new Date().toISOString()})`.execute(database.db)
+  const r = await a.app.inject({ method: 'GET', url: '/readyz' })
+  t.equal(r.statusCode, 503)
+  t.match(r.json(), { reason: /migrated by a newer envkeep-server/ })
+  t.equal((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
 })

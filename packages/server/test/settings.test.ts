@@ -1,5 +1,7 @@
 import t from 'tap'
+import { once } from 'node:events'
 import { readFileSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { spawnNode, withTestDatabase } from '@envkeep/test-support'
@@ -119,4 +121,28 @@ t.test('start: the database URL from a file, settings printed redacted, a typo w
   const done = await server.done
   t.equal(done.code, 0)
   t.match(done.stdout, /envkeep-server stopped; database closed/)
+})
+
+t.test('shutdown: a request still in flight after ENVKEEP_SHUTDOWN_GRACE does not hold the server; it stops with exit 1', async (t) => {
+  const dir = tempDir(t)
+  const port = await freePort()
+  const server = spawnNode(BIN, ['start'], {
+    cwd: dir,
+    env: { ENVKEEP_PORT: String(port), ENVKEEP_SHUTDOWN_GRACE: '1', ENVKEEP_MASTER_KEY: Buffer.alloc(32, 9).toString('base64url') },
+  })
+  t.teardown(() => {
+    if (server.child.exitCode === null) server.child.kill('SIGKILL')
+  })
+  await server.waitFor('stdout', /envkeep-server started/)
+  // a request whose body never finishes arriving
+  const socket = connect(port, '127.0.0.1')
+  await once(socket, 'connect')
+  socket.write('POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nemail=')
+  t.teardown(() => socket.destroy())
+  await new Promise((r) => setTimeout(r, 200)) // the server has read the headers (nothing to await on the client side)
+  server.child.kill('SIGTERM')
+  const done = await server.done
+  t.equal(done.code, 1)
+  t.match(done.stdout, /requests still in flight after the grace period/)
+  t.match(done.stdout, /"graceSeconds":1/)
 })

@@ -160,9 +160,15 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       stopping = true
       log.info({ signal }, 'shutting down: no new connections, in-flight requests finish')
       clearInterval(timer)
+      let forced = false
+      let lastResort: NodeJS.Timeout | undefined
       const force = setTimeout(() => {
+        forced = true
         log.error({ graceSeconds: config.shutdownGraceSeconds }, 'requests still in flight after the grace period (ENVKEEP_SHUTDOWN_GRACE); closing anyway')
-        void stores.close().finally(() => resolve(1))
+        // their connections are cut, so the close below can finish (and the process end)
+        app.server.closeAllConnections()
+        lastResort = setTimeout(() => void stores.close().finally(() => resolve(1)), 5_000)
+        lastResort.unref()
       }, config.shutdownGraceSeconds * 1000)
       force.unref()
       void (async () => {
@@ -180,11 +186,13 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
           log.info('envkeep-server stopped; database closed')
           log.flush()
           clearTimeout(force)
+          clearTimeout(lastResort)
           unsubscribe()
-          resolve(EXIT_OK)
+          resolve(forced ? 1 : EXIT_OK)
         } catch (err) {
           log.error({ kind: err instanceof Error ? err.name : typeof err }, 'shutdown failed')
           clearTimeout(force)
+          clearTimeout(lastResort)
           unsubscribe()
           resolve(1)
         }

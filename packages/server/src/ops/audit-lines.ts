@@ -72,6 +72,28 @@ export async function serverAfter(db: Kysely<unknown>, after: number, limit: num
   return (r.rows as Record<string, unknown>[]).map(serverLine)
 }
 
+/**
+ * One sequence of both kinds: each kind stays in id order (its cursor's order), and the two are
+ * merged by time (on a tie, access entries first).
+ */
+export function mergeLines(access: readonly AuditLine[], server: readonly AuditLine[]): AuditLine[] {
+  const out: AuditLine[] = []
+  let i = 0
+  let j = 0
+  while (i < access.length || j < server.length) {
+    const a = access[i]
+    const v = server[j]
+    if (v === undefined || (a !== undefined && a.time <= v.time)) {
+      out.push(a!)
+      i++
+    } else {
+      out.push(v)
+      j++
+    }
+  }
+  return out
+}
+
 /** Both kinds within [since, until), optionally of one vault, in time order (ties: server events after access entries, then id). */
 export async function auditBetween(db: Kysely<unknown>, since: Date, until: Date, vaultId: string | null): Promise<AuditLine[]> {
   const s = since.getTime()
@@ -79,5 +101,5 @@ export async function auditBetween(db: Kysely<unknown>, since: Date, until: Date
   const vault = vaultId === null ? sql`` : sql` and vault_id = ${vaultId}`
   const a = (await sql`${ACCESS} where at >= ${s} and at < ${u}${vault} order by id`.execute(db)).rows as Record<string, unknown>[]
   const v = (await sql`${SERVER} where at >= ${s} and at < ${u}${vault} order by id`.execute(db)).rows as Record<string, unknown>[]
-  return [...a.map(accessLine), ...v.map(serverLine)].sort((x, y) => x.time.localeCompare(y.time) || x.type.localeCompare(y.type) || x.id - y.id)
+  return mergeLines(a.map(accessLine), v.map(serverLine))
 }

@@ -2,7 +2,7 @@ import { createHash, createHmac, randomUUID } from 'node:crypto'
 import { closeSync, fdatasyncSync, mkdirSync, openSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { sql, type Kysely } from 'kysely'
-import { accessAfter, serverAfter, type AuditLine } from './audit-lines.js'
+import { accessAfter, mergeLines, serverAfter, type AuditLine } from './audit-lines.js'
 
 /** Where ENVKEEP_AUDIT_STREAM sends: a file (JSON Lines appended) or an https endpoint (batches POSTed). */
 export type AuditSink = { readonly kind: 'file'; readonly path: string } | { readonly kind: 'https'; readonly url: string; readonly secret: string }
@@ -142,7 +142,7 @@ export function createAuditStream(o: {
     const access = sendable(await accessAfter(o.db, accessCursor, BATCH), accessCursor, gaps, 'access', now, gapWaitMs)
     const server = sendable(await serverAfter(o.db, serverCursor, BATCH), serverCursor, gaps, 'server', now, gapWaitMs)
     if (access.length + server.length === 0) return false
-    const lines = [...access, ...server].sort((x, y) => x.time.localeCompare(y.time) || x.type.localeCompare(y.type) || x.id - y.id)
+    const lines = mergeLines(access, server)
     await write(lines)
     await sql`update audit_stream_state set access_log_id = ${access.at(-1)?.id ?? accessCursor}, audit_log_id = ${server.at(-1)?.id ?? serverCursor}
       where sink = ${sinkId} and holder = ${me}`.execute(o.db)
