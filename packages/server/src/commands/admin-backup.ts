@@ -13,6 +13,8 @@ import { ensureAuditStreamTable } from '../ops/audit-stream.js'
 import { CommandFailure, openData, report, requireString, UsageFailure, type CommandContext } from './context.js'
 
 function serverVersion(): string {
+  const build = (globalThis as { __envkeepBuild?: { version: string } }).__envkeepBuild
+  if (build) return build.version
   try {
     return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? 'unknown'
   } catch {
