@@ -25,6 +25,16 @@ export interface TokenSet {
   /** Seconds, as the server gave it. */
   readonly expiresIn: number
   readonly scope: string
+  /** Who signed in, as the server says (an extra member of its answer): for display only. */
+  readonly person?: { readonly email: string; readonly name: string }
+}
+
+/** The server's `envkeep_person`, when it is two bounded strings; anything else is ignored. */
+export function personOf(r: Record<string, unknown>): { email: string; name: string } | undefined {
+  const p = r.envkeep_person as Record<string, unknown> | undefined
+  if (!p || typeof p !== 'object' || typeof p.email !== 'string' || typeof p.name !== 'string') return undefined
+  if (p.email.length > 320 || p.name.length > 200) return undefined
+  return { email: p.email, name: p.name }
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
@@ -141,6 +151,7 @@ function tokenSet(r: oauth.TokenEndpointResponse, fallbackScope: string): TokenS
     refreshToken: r.refresh_token,
     expiresIn: typeof r.expires_in === 'number' && r.expires_in > 0 ? r.expires_in : 3600,
     scope: typeof r.scope === 'string' ? r.scope : fallbackScope,
+    ...(personOf(r) ? { person: personOf(r)! } : {}),
   }
 }
 

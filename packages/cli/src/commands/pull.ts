@@ -8,6 +8,7 @@ import { formatVariables, FORMATS, isFormat } from '../formats.js'
 import { checkEnvironment, environmentHint, resolveVault } from '../resolve-vault.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS, isUnreachable, readFallback, writeFallback, type FallbackOptions } from '../fallback.js'
 import { didYouMean } from '../suggest.js'
+import { isTerminal, visibleText } from '../untrusted.js'
 import { pairOf, resolveTarget, type Target } from '../target.js'
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -65,6 +66,20 @@ async function vaultIdOf(api: ReturnType<Context['api']>, ref: string): Promise<
   }
 }
 
+/**
+ * Values to standard output: exactly as stored to a pipe or a file; at a terminal with every
+ * control character written out visibly (a value must not drive the terminal), saying so.
+ */
+export function writeValues(ctx: Context, text: string): void {
+  if (!isTerminal(ctx.deps.stdout)) {
+    ctx.out(text)
+    return
+  }
+  const shown = visibleText(text)
+  ctx.out(shown.text)
+  if (shown.escaped) ctx.err(`${ctx.paint.yellow('note:')} control characters are shown escaped (\\x1b…) on a terminal; pipe or use -o for the exact value\n`)
+}
+
 export const pull: Command = {
   name: 'pull',
   summary: "print or save an environment's variables",
@@ -73,6 +88,9 @@ export const pull: Command = {
 Reads every variable of an environment and prints it, or writes it to FILE
 (mode 0600, replaced atomically). <vault> is a vault id or a unique name.
 Without <vault> <environment>, the folder's link (.envkeep.json, see envkeep link).
+
+At a terminal, control characters in values are shown escaped (\\x1b); piped or
+written with -o, the output is exact.
 
 Formats (each reads back exactly what was stored: newlines, quotes, $, \\, unicode):
   dotenv  NAME='value' lines, as the dotenv package reads them (default)
@@ -102,7 +120,7 @@ ${BASE_URL_HELP}
     const output = values.output as string | undefined
     const count = Object.keys(set.variables).length
     if (output === undefined || output === '-') {
-      ctx.out(text)
+      writeValues(ctx, text)
       return 0
     }
     const path = isAbsolute(output) ? output : resolve(ctx.deps.cwd, output)

@@ -30,7 +30,10 @@ export async function personShown(opts: ResolvedOptions, personId: string): Prom
 }
 
 /** A fresh access/refresh pair: the values for the client, the hashes for storage. */
-export function mintTokens(opts: ResolvedOptions, now: Date): { readonly hashes: IssuedTokens; respond(scopes: readonly string[], person?: PersonShown): TokenResponse } {
+export function mintTokens(
+  opts: ResolvedOptions,
+  now: Date,
+): { readonly hashes: IssuedTokens; respond(scopes: readonly string[], person?: PersonShown): TokenResponse } {
   const access = newAccessToken()
   const refresh = newRefreshToken()
   return {

@@ -1,0 +1,41 @@
+import { isCodeVariable } from '@envkeep/dotenv'
+
+/**
+ * Settings of the person's own environment a command started by `run` is not given: the CI
+ * identity token is used once by envkeep and is nobody else's to use. (GitHub Actions' own
+ * ACTIONS_ID_TOKEN_REQUEST_* reach every step of a job whatever envkeep does; see the README.)
+ */
+const NOT_INHERITED = ['ENVKEEP_OIDC_TOKEN']
+
+/** The names given with `--allow` (repeated, or N1,N2). */
+export function allowedNames(raw: unknown): string[] {
+  const list = Array.isArray(raw) ? raw : typeof raw === 'string' ? [raw] : []
+  return list
+    .flatMap((s) => String(s).split(','))
+    .map((n) => n.trim())
+    .filter((n) => n !== '')
+}
+
+/**
+ * The environment of `run`'s command: the person's own, less what must not be inherited, plus
+ * the vault's variables, except those that make programs run code and are not allowed by name
+ * (returned in `heldBack`, names only, sorted).
+ */
+export function childEnvironment(
+  own: Readonly<Record<string, string | undefined>>,
+  variables: Readonly<Record<string, string>>,
+  o: { readonly override: boolean; readonly allow: readonly string[] },
+): { env: Record<string, string>; heldBack: string[] } {
+  const allow = new Set(o.allow)
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(own)) if (v !== undefined && !NOT_INHERITED.includes(k)) env[k] = v
+  const heldBack: string[] = []
+  for (const [k, v] of Object.entries(variables)) {
+    if (isCodeVariable(k) && !allow.has(k)) {
+      heldBack.push(k)
+      continue
+    }
+    if (o.override || env[k] === undefined) env[k] = v
+  }
+  return { env, heldBack: heldBack.sort() }
+}
