@@ -1,7 +1,7 @@
 import * as oauth from 'oauth4webapi'
 import { CliError } from './errors.js'
 import { EXIT } from './exit-codes.js'
-import { clientFor, discover, oauthFailure, type OAuthDeps } from './oauth.js'
+import { clientFor, discover, isLoopbackHost, oauthFailure, type OAuthDeps } from './oauth.js'
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange'
 const JWT_TYPE = 'urn:ietf:params:oauth:token-type:jwt'
@@ -45,8 +45,6 @@ export function ciTokenSource(env: CiEnv, baseUrl: string): CiTokenSource | null
   return { kind: 'github', url, requestToken, audience: env.ENVKEEP_OIDC_AUDIENCE || baseUrl }
 }
 
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/
-
 /**
  * Why this CI run's identity token must not go to `baseUrl`, or null. It goes only to a server
  * the run named (ENVKEEP_BASE_URL, --base-url), never to one a folder's `.envkeep.json` names
@@ -61,7 +59,7 @@ export function ciRefusal(baseUrl: string, named: boolean): CliError | null {
     })
   }
   const url = new URL(baseUrl)
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.test(url.hostname))) {
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
     return new CliError(`this CI run's identity token goes only over https, not to ${baseUrl}`, {
       exitCode: EXIT.needsSignIn,
       hint: 'give the server as https://… (ENVKEEP_ALLOW_HTTP does not apply to CI tokens)',

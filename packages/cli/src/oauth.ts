@@ -39,6 +39,12 @@ export function personOf(r: Record<string, unknown>): { email: string; name: str
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 
+/** A host name of this machine (`localhost`, 127.x.y.z, `[::1]`): where plain http crosses no network. */
+export function isLoopbackHost(hostname: string): boolean {
+  // an address, not a name that starts like one (127.0.0.1.nip.io is on the network)
+  return LOOPBACK_HOSTS.has(hostname) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+}
+
 /**
  * Checks and normalizes a base URL: http(s), no query, fragment or
  * credentials, no trailing slash. Plain http only for a server on this
@@ -53,7 +59,7 @@ export function normalizeBaseUrl(input: string, allowHttp: boolean): string {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw usageError('the base URL must start with https://')
   if (url.search || url.hash || url.username || url.password) throw usageError('the base URL must have no query, fragment or credentials')
-  if (url.protocol === 'http:' && !allowHttp && !LOOPBACK_HOSTS.has(url.hostname) && !url.hostname.startsWith('127.')) {
+  if (url.protocol === 'http:' && !allowHttp && !isLoopbackHost(url.hostname)) {
     throw usageError(
       `refusing plain http to ${url.host}: tokens and values would cross the network unencrypted`,
       'use https, or set ENVKEEP_ALLOW_HTTP=1 if you really mean it',

@@ -151,6 +151,9 @@ t.test('GitHub Actions: envkeep run/pull/vaults/login --ci with the job identity
     const http = await runBin(['vaults'], { ...ciEnv, ENVKEEP_BASE_URL: 'http://envkeep.invalid', ENVKEEP_ALLOW_HTTP: '1' }).done
     t.equal(http.code, 4, http.stderr)
     t.match(http.stderr, /goes only over https/)
+    const lookalike = await runBin(['vaults'], { ...ciEnv, ENVKEEP_BASE_URL: 'http://127.0.0.1.envkeep.invalid', ENVKEEP_ALLOW_HTTP: '1' }).done
+    t.equal(lookalike.code, 4, 'a name that starts like a loopback address is not one')
+    t.match(lookalike.stderr, /goes only over https/)
     // <vault> <env> given: the link's URL still passes the https rule
     writeFileSync(
       join(folder, '.envkeep.json'),
