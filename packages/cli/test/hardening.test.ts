@@ -92,6 +92,20 @@ t.test('the CLI against a vault an editor may fill', async (t) => {
     t.equal(token.stdout, 'none\n', 'the CI identity token is not inherited by the command')
   })
 
+  await t.test('pull --format shell (for eval) holds back the same names; the data formats stay exact', async (t) => {
+    const shell = await bin(['pull', 'shop', 'development', '--format', 'shell'])
+    t.equal(shell.code, 0, shell.stderr)
+    t.match(shell.stdout, /^export PORT='8080'$/m)
+    t.notMatch(shell.stdout, /NODE_OPTIONS|BASH_ENV/)
+    t.match(shell.stderr, /held back BASH_ENV, NODE_OPTIONS: they make programs run code/)
+    const allowed = await bin(['pull', 'shop', 'development', '--format', 'shell', '--allow', 'NODE_OPTIONS'])
+    t.match(allowed.stdout, /^export NODE_OPTIONS=/m)
+    t.notMatch(allowed.stdout, /BASH_ENV/)
+    const json = await bin(['pull', 'shop', 'development', '--json'])
+    t.equal(JSON.parse(json.stdout).NODE_OPTIONS, `--require ${hook}`, 'json: every variable, exactly')
+    t.equal(json.stderr, '')
+  })
+
   await t.test('run --mask hides each line of a multi-line value when the output is prefixed', async (t) => {
     const script = 'for (const l of process.env.PEM.split("\\n")) console.log("> " + l)'
     const r = await bin(['run', 'shop', 'development', '--mask', '--', process.execPath, '-e', script])

@@ -9,6 +9,7 @@ import { checkEnvironment, environmentHint, resolveVault } from '../resolve-vaul
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS, isUnreachable, readFallback, writeFallback, type FallbackOptions } from '../fallback.js'
 import { didYouMean } from '../suggest.js'
 import { isTerminal, visibleText } from '../untrusted.js'
+import { allowedNames, heldBackNote, withoutCodeVariables } from '../child-env.js'
 import { pairOf, resolveTarget, type Target } from '../target.js'
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -101,6 +102,9 @@ Options:
   -f, --format F   dotenv, json or shell
   --json           the same as --format json: {"NAME": "value", …}
   -o, --output F   write to file F instead of standard output
+  --allow NAME     with --format shell: write NAME although it makes programs run
+                   code (NODE_OPTIONS, BASH_ENV, PATH, …: held back otherwise, as
+                   by envkeep run; also the link's "allow" list)
 ${FALLBACK_HELP}
 ${BASE_URL_HELP}
   -h, --help       show this help`,
@@ -108,6 +112,7 @@ ${BASE_URL_HELP}
     format: { type: 'string', short: 'f' },
     json: { type: 'boolean' },
     output: { type: 'string', short: 'o' },
+    allow: { type: 'string', multiple: true },
     ...FALLBACK_OPTIONS,
   },
   positionals: [0, 2],
@@ -116,9 +121,16 @@ ${BASE_URL_HELP}
     if (!isFormat(format)) throw usageError(`unknown format "${format}"${didYouMean(format, FORMATS)}`, `use one of: ${FORMATS.join(', ')}`)
     const target = await resolveTarget(ctx, values, pairOf(positionals, 'pull'), 'usage: envkeep pull <vault> <environment>')
     const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
-    const text = formatVariables(set.variables, format)
+    let variables = set.variables
+    if (format === 'shell') {
+      // written for a shell to evaluate: the same names as run holds back
+      const { given, heldBack } = withoutCodeVariables(variables, [...allowedNames(values.allow), ...target.allow])
+      if (heldBack.length > 0) ctx.err(`${ctx.paint.yellow('note:')} ${heldBackNote(heldBack)}\n`)
+      variables = given
+    }
+    const text = formatVariables(variables, format)
     const output = values.output as string | undefined
-    const count = Object.keys(set.variables).length
+    const count = Object.keys(variables).length
     if (output === undefined || output === '-') {
       writeValues(ctx, text)
       return 0

@@ -5,7 +5,7 @@ import { CliError, usageError } from '../errors.js'
 import { readEnvironment } from './pull.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
 import { maskedSecrets, pipeMasked } from '../mask.js'
-import { allowedNames, childEnvironment } from '../child-env.js'
+import { allowedNames, childEnvironment, heldBackNote } from '../child-env.js'
 import { didYouMean } from '../suggest.js'
 import { pairOf, resolveTarget } from '../target.js'
 
@@ -74,9 +74,7 @@ ${BASE_URL_HELP}
       allow: [...allowedNames(values.allow), ...target.allow],
     })
     if (heldBack.length > 0) {
-      ctx.err(
-        `${ctx.paint.yellow('note:')} held back ${heldBack.join(', ')}: ${heldBack.length === 1 ? 'it makes' : 'they make'} programs run code; allow by name with --allow ${heldBack[0]}\n`,
-      )
+      ctx.err(`${ctx.paint.yellow('note:')} ${heldBackNote(heldBack)}\n`)
     }
     const mask = values['no-mask'] === true ? false : values.mask === true || ctx.deps.env.ENVKEEP_MASK === '1' || ctx.deps.env.CI === 'true'
     const secrets = maskedSecrets(Object.values(variables))
