@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:https'
@@ -116,6 +116,16 @@ function createSink(tls: { key: string; cert: string }) {
   }
 }
 
+/** A sink with its own CA in `dir`, listening, closed at the end of the test. */
+async function startSink(t: Test, dir: string) {
+  const certs = makeCertificates(dir)
+  const sinkPort = await freePort()
+  const sink = createSink(certs)
+  await sink.listen(sinkPort)
+  t.teardown(() => sink.close().catch(() => {}))
+  return { certs, sink, sinkPort }
+}
+
 async function exported(env: Record<string, string>): Promise<Line[]> {
   const r = await runCli(['admin', 'audit', 'export', '--since', '2000-01-01'], env)
   if (r.code !== 0) throw new Error(r.stderr)
@@ -127,11 +137,7 @@ async function exported(env: Record<string, string>): Promise<Line[]> {
 
 t.test('https audit stream: every entry of a session arrives in order, signed, including after the sink was down and the server restarted', async (t) => {
   const dir = tempDir(t)
-  const certs = makeCertificates(dir)
-  const sinkPort = await freePort()
-  const sink = createSink(certs)
-  await sink.listen(sinkPort)
-  t.teardown(() => sink.close().catch(() => {}))
+  const { certs, sink, sinkPort } = await startSink(t, dir)
 
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
@@ -240,11 +246,7 @@ t.test('two servers on one PostgreSQL database: each entry is sent once between 
     return
   }
   const dir = tempDir(t)
-  const certs = makeCertificates(dir)
-  const sinkPort = await freePort()
-  const sink = createSink(certs)
-  await sink.listen(sinkPort)
-  t.teardown(() => sink.close().catch(() => {}))
+  const { certs, sink, sinkPort } = await startSink(t, dir)
   const publicBase = 'http://127.0.0.1:1'
   const common = {
     ENVKEEP_DATABASE_URL: url,

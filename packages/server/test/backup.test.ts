@@ -5,27 +5,11 @@ import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { withTestDatabase } from '@envkeep/test-support'
 import { freePort, tempDir, runCli } from './helpers.js'
-import { newMasterKey, OWNER, OWNER_PASSWORD, seed, startServer, stopServer } from './ops-helpers.js'
+import { newMasterKey, OWNER_PASSWORD, seed, signInWithPassword, startServer, stopServer } from './ops-helpers.js'
 
 async function read(base: string, token: string, vaultId: string, env = 'development') {
   const res = await fetch(`${base}/api/env/${vaultId}/${env}`, { headers: { authorization: `Bearer ${token}` } })
   return { status: res.status, body: (await res.json()) as { variables?: Record<string, string> } }
-}
-
-async function signInWithPassword(base: string, origin: string): Promise<number> {
-  const page = await fetch(`${base}/login`)
-  const cookie = page.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ')
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!
-  const res = await fetch(`${base}/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ _csrf: csrf, email: OWNER, password: OWNER_PASSWORD }).toString(),
-  })
-  return res.status
 }
 
 /**
@@ -39,7 +23,7 @@ async function checkRestored(t: Test, env: Record<string, string>, token: string
   const r = await read(at, token, vaultId)
   t.equal(r.status, 200, 'the old sign-in works on the restored data')
   t.equal(r.body.variables?.SEEDED_NAME, 'seeded-value', 'the value opens')
-  t.equal(await signInWithPassword(at, env.ENVKEEP_BASE_URL!), 303, 'the password signs in')
+  t.equal(await signInWithPassword(at, env.ENVKEEP_BASE_URL!, OWNER_PASSWORD), 303, 'the password signs in')
   t.equal(await stopServer(server), 0)
 }
 

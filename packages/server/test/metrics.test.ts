@@ -1,6 +1,6 @@
 import t from 'tap'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
-import { freePort, newMasterKey, OWNER, seed, startServer, stopServer } from './ops-helpers.js'
+import { freePort, newMasterKey, OWNER, seed, signInWithPassword, startServer, stopServer } from './ops-helpers.js'
 import { tempDir } from './helpers.js'
 
 type Families = ReturnType<typeof parsePrometheusTextFormat>
@@ -59,20 +59,7 @@ t.test('metrics: off by default; on their own listener; counts match a scripted 
         .status,
       201,
     )
-  // a wrong password on the sign-in page
-  const loginPage = await fetch(`${base}/login`)
-  const cookie = loginPage.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ')
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await loginPage.text())![1]!
-  const wrong = await fetch(`${base}/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie, origin: base, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ _csrf: csrf, email: OWNER, password: 'not-the-password' }).toString(),
-  })
-  t.equal(wrong.status, 401)
+  t.equal(await signInWithPassword(base, base, 'not-the-password'), 401, 'a wrong password on the sign-in page')
 
   t.equal((await fetch(`${base}/metrics`)).status, 404, 'the public port has no /metrics')
   t.equal((await fetch(`http://127.0.0.1:${metricsPort}/other`)).status, 404)

@@ -63,3 +63,20 @@ export async function stopServer(server: Spawned): Promise<number | null> {
 }
 
 export { freePort }
+
+/** Signs in on the /login page as a browser would (CSRF token and cookie, Origin); returns the status (303 signed in, 401 wrong). */
+export async function signInWithPassword(at: string, origin: string, password: string): Promise<number> {
+  const page = await fetch(`${at}/login`)
+  const cookie = page.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ')
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!
+  const res = await fetch(`${at}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: csrf, email: OWNER, password }).toString(),
+  })
+  return res.status
+}
