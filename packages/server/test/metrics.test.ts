@@ -1,5 +1,6 @@
 import t from 'tap'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
+import { withTestDatabase } from '@envkeep/test-support'
 import { freePort, newMasterKey, OWNER, seed, signInWithPassword, startServer, stopServer } from './ops-helpers.js'
 import { tempDir } from './helpers.js'
 
@@ -124,5 +125,40 @@ t.test('rate-limit refusals are counted by route', async (t) => {
   const families = parsePrometheusTextFormat(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())
   t.equal(value(families, 'envkeep_rate_limit_refusals_total', { route: '/api/env/vaults' }), 3)
   t.equal(value(families, 'envkeep_api_operations_total', { operation: 'list', outcome: 'rate_limited' }), 3)
+  t.equal(await stopServer(server), 0)
+})
+
+t.test('on PostgreSQL: the pool is shown, and pending pushes are counted there', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) {
+    t.comment('ENVKEEP_TEST_DATABASE_URL is not set: skipped')
+    return
+  }
+  const dir = tempDir(t)
+  const port = await freePort()
+  const metricsPort = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const env = {
+    ENVKEEP_DATA_DIR: dir,
+    ENVKEEP_PORT: String(port),
+    ENVKEEP_MASTER_KEY: newMasterKey(),
+    ENVKEEP_DATABASE_URL: url,
+    ENVKEEP_DATABASE_POOL: '3',
+    ENVKEEP_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+  }
+  const s = await seed(env, base)
+  const server = await startServer(t, env)
+  const push = await fetch(`${base}/api/env/${s.vaultId}/development/imports`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ variables: { ONE: 'x' } }),
+  })
+  t.equal(push.status, 201)
+  const families = parsePrometheusTextFormat(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())
+  t.equal(value(families, 'envkeep_pending_pushes'), 1)
+  const total = value(families, 'envkeep_database_pool_connections', { state: 'total' })
+  t.ok(total >= 1 && total <= 3, `pool connections ${total} of 3`)
+  const states = families.find((f) => f.name === 'envkeep_database_pool_connections')?.metrics.map((m) => m.labels?.state)
+  t.same(states, ['total', 'idle', 'waiting'])
   t.equal(await stopServer(server), 0)
 })
