@@ -79,11 +79,23 @@ export function createBackupWriter(path: string, header: Omit<BackupHeader, 'for
   const hmac: Hmac | null = key ? createHmac('sha256', integrityKey(key)) : null
   const counts: Record<string, number> = {}
   let current: string | null = null
-  const line = (o: unknown) => {
-    const bytes = Buffer.from(`${JSON.stringify(o)}\n`, 'utf8')
+  // lines are gathered into chunks of about 64 KiB: one hash update and one gzip write each
+  let pending: string[] = []
+  let pendingLength = 0
+  const flush = () => {
+    if (pending.length === 0) return
+    const bytes = Buffer.from(pending.join(''), 'utf8')
+    pending = []
+    pendingLength = 0
     hash.update(bytes)
     hmac?.update(bytes)
     gzip.write(bytes)
+  }
+  const line = (o: unknown) => {
+    const text = `${JSON.stringify(o)}\n`
+    pending.push(text)
+    pendingLength += text.length
+    if (pendingLength >= 65_536) flush()
   }
   line({ format: BACKUP_FORMAT, version: BACKUP_VERSION, ...header })
   return {
@@ -98,6 +110,7 @@ export function createBackupWriter(path: string, header: Omit<BackupHeader, 'for
       line(values)
     },
     async finish() {
+      flush()
       const trailer: BackupTrailer = { end: true, counts, sha256: hash.digest('hex'), hmac: hmac ? hmac.digest('hex') : null }
       gzip.end(`${JSON.stringify(trailer)}\n`)
       await once(out, 'finish')
