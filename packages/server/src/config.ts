@@ -84,7 +84,11 @@ export const DEFAULT_PLANS: Readonly<Record<string, StorageLimit>> = Object.free
   'self-hosted': Object.freeze({ maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 }),
 })
 
-/** Every setting, for --help and the README (keep the README table in step). */
+/**
+ * Every setting, for --help and the README (keep the README table in step). This is also the
+ * list of known names: an ENVKEEP_ variable not here is warned about at start (ops/settings.ts);
+ * a secret one also goes in SECRET_SETTINGS there, which gives it its _FILE form.
+ */
 export const SETTINGS: readonly Setting[] = Object.freeze([
   { flag: '--host', env: 'ENVKEEP_HOST', default: '127.0.0.1', meaning: 'address to listen on' },
   { flag: '--port', env: 'ENVKEEP_PORT', default: '8080', meaning: 'port to listen on (1-65535)' },
