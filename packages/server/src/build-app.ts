@@ -65,6 +65,10 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // a URL Fastify cannot decode gets the spec's error record, not a 400 quoting the URL
     frameworkErrors: envkeepFrameworkErrors,
   })
+  // every answer of the service (the plugin's, the account pages', not-found and framework errors) forbids MIME sniffing
+  app.addHook('onSend', async function noSniff(_request, reply) {
+    reply.header('x-content-type-options', 'nosniff')
+  })
   const isShuttingDown = deps.isShuttingDown
   if (isShuttingDown) {
     app.addHook('onSend', async function closeWhenShuttingDown(_request, reply, payload) {
