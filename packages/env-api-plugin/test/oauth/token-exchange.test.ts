@@ -213,3 +213,42 @@ t.test('an identity with no environment list reads every environment its role re
   t.same((await b.get('/api/env/vaults', token)).json().vaults[0].environments, ['development', 'preview'], 'an editor: not production')
   t.equal((await b.get(`/api/env/${vaultId}/production`, token)).statusCode, 403)
 })
+
+t.test('a JWT is exchanged once however its encoding is changed: padding bits, whitespace, a high-S ES256 signature', async (t) => {
+  const { idp, exchange } = await setup(t)
+  const es = await idp.addKey('ES256')
+  const noJti = { ...claims, jti: undefined }
+  // the spare low bits of the last base64url character decode to the same bytes
+  const spareBits = (segment: string): string => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    const last = alphabet.indexOf(segment.at(-1) as string)
+    return segment.slice(0, -1) + (alphabet[last ^ 1] as string)
+  }
+  // ES256: s and n - s are both valid signatures of the same payload
+  const N = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551')
+  const highS = (jwt: string): string => {
+    const [h, p, s] = jwt.split('.') as [string, string, string]
+    const sig = Buffer.from(s, 'base64url')
+    const low = BigInt(`0x${sig.subarray(32).toString('hex')}`)
+    const flipped = Buffer.from((N - low).toString(16).padStart(64, '0'), 'hex')
+    return `${h}.${p}.${Buffer.concat([sig.subarray(0, 32), flipped]).toString('base64url')}`
+  }
+  for (const [name, signWith, variant] of [
+    ['spare bits of the signature', undefined, (jwt: string) => jwt.replace(/[^.]+$/, (s) => spareBits(s))],
+    ['a high-S ES256 signature', es, highS],
+  ] as const) {
+    const jwt = await idp.sign({ ...noJti, run_id: name }, signWith)
+    t.equal((await exchange(jwt)).statusCode, 200, `${name}: the first exchange`)
+    const changed = variant(jwt)
+    t.not(changed, jwt, `${name}: another string`)
+    const again = await exchange(changed)
+    t.equal(again.json().error, 'invalid_grant', `${name}: the changed token is refused as a replay`)
+  }
+  const spaced = await idp.sign({ ...noJti, run_id: 'spaced' })
+  t.equal((await exchange(spaced)).statusCode, 200)
+  for (const changed of [`${spaced}\n`, ` ${spaced}`, spaced.replace('.', '.\n')]) {
+    const again = await exchange(changed)
+    t.equal(again.statusCode, 400, 'whitespace in or around it: refused')
+    t.equal(again.json().error, 'invalid_grant', 'as a replay or as no JWT')
+  }
+})

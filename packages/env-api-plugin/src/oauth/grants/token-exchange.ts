@@ -57,6 +57,19 @@ export function ciLabel(claims: Record<string, unknown>): string {
 }
 
 /**
+ * One exchange per identity token, however it is encoded: the key is the
+ * verified claims (iss, sub, iat, exp) and a hash of the payload's decoded
+ * bytes, never the token's text, which can change without changing what was
+ * signed (spare bits of the last base64url character, whitespace, the high-S
+ * twin of an ECDSA signature). Only called after the signature is verified.
+ */
+export function replayKey(issuer: string, claims: { sub: string; iat: number; exp: number }, token: string): string {
+  const payload = Buffer.from(token.trim().split('.')[1] ?? '', 'base64url')
+  const payloadHash = createHash('sha256').update(payload).digest('hex')
+  return createHash('sha256').update(JSON.stringify([issuer, claims.sub, claims.iat, claims.exp, payloadHash])).digest('hex')
+}
+
+/**
  * `grant_type=urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693):
  * a CI's identity token (a JWT from an OIDC issuer a vault's CI identity
  * trusts) for an `env:read` access token of the command-line client, at most
@@ -112,10 +125,7 @@ export async function tokenExchangeGrant(
   const expiresAt = new Date(Math.min(now.getTime() + Math.min(opts.accessTokenTtlMs, 3_600_000), claims.exp * 1000))
   if (expiresAt.getTime() <= now.getTime()) throw refused('the subject token has expired')
   const access = newAccessToken()
-  // One exchange per JWT: its issuer and jti, or the hash of the whole token when it has no jti.
-  const key = createHash('sha256')
-    .update(typeof claims.jti === 'string' ? `${issuer}\n${claims.jti}` : `${issuer}\n#${token}`)
-    .digest('hex')
+  const key = replayKey(issuer, claims, token)
   const outcome = await store.issueCiSignIn({
     signIn: {
       id: crypto.randomUUID(),
