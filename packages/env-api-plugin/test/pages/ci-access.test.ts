@@ -1,5 +1,6 @@
 import t from 'tap'
 import { build, PEOPLE, session } from './helpers.js'
+import { testLogEntry } from '../../src/testing/index.js'
 
 const GH = 'https://token.actions.githubusercontent.com'
 
@@ -93,4 +94,22 @@ t.test('only owners reach CI access; forms need the CSRF token', async (t) => {
   t.same(await b.storage.listCiIdentities(b.vaultId), [])
   const anon = session(b.app, null)
   t.equal((await anon.get(url)).statusCode, 303, 'signed out: to the sign-in page')
+})
+
+t.test('a CI read in the access log names the CI identity, the JWT sub and the run, also when the entry has names', async (t) => {
+  const b = await build(t)
+  const s = session(b.app, 'owner')
+  const detail = 'deploy: sub=repo:acme/shop:ref:refs/heads/main run_id=1234'
+  for (const names of [['API_KEY', 'DB_URL'], []]) {
+    await b.storage.appendAccessLog(
+      testLogEntry({ vaultId: b.vaultId, action: 'read', personId: 'ci:0b9a3c2e-0000-4000-8000-000000000001', clientId: 'cli', environment: 'development', names, detail }),
+    )
+    const page = await s.get(`/v/${b.vaultId}/access-log`)
+    t.equal(page.statusCode, 200)
+    const row = /<tbody>[\s\S]*?<\/tr>/.exec(page.body)?.[0] ?? ''
+    t.match(row, 'CI identity', `${names.length} names: the reader is a CI identity, not an unknown person`)
+    t.notMatch(row, 'unknown person')
+    t.match(row, 'deploy: sub=repo:acme/shop:ref:refs/heads/main run_id=1234', `${names.length} names: the identity, sub and run`)
+    if (names.length) t.match(row, 'API_KEY, DB_URL', 'and the names read')
+  }
 })
