@@ -41,7 +41,11 @@ export interface Context {
   readonly store: ConfigStore
   /** The server to talk to: --base-url, else ENVKEEP_BASE_URL, else the last login's. */
   resolveBaseUrl(flag: string | undefined): Promise<string>
-  api(baseUrl: string): ApiClient
+  /**
+   * The API client for a server. `ciVault`: the vault (id or name) a CI run is about to read;
+   * a CI sign-in names it in its exchange, so no other vault's CI identity can get in the way.
+   */
+  api(baseUrl: string, o?: { readonly ciVault?: string }): ApiClient
 }
 
 export function createContext(given: CliDeps): Context {
@@ -60,17 +64,18 @@ export function createContext(given: CliDeps): Context {
     throw signInError('no envkeep server is set', 'sign in first: envkeep login --base-url https://your-envkeep-server (or set ENVKEEP_BASE_URL)')
   }
 
-  /** This CI run's access token per server, exchanged once and kept in memory only. */
+  /** This CI run's access token per server (and vault named), exchanged once and kept in memory only. */
   const ciTokens = new Map<string, Promise<string>>()
-  function ciAccessToken(baseUrl: string): (() => Promise<string>) | null {
+  function ciAccessToken(baseUrl: string, vault: string | undefined): (() => Promise<string>) | null {
     const source = ciTokenSource(deps.env, baseUrl)
     if (!source) return null
+    const key = `${baseUrl}\n${vault ?? ''}`
     return () => {
-      let p = ciTokens.get(baseUrl)
+      let p = ciTokens.get(key)
       if (!p) {
-        p = exchangeCiIdentity(baseUrl, source, deps.env, deps).then((a) => a.accessToken)
-        ciTokens.set(baseUrl, p)
-        p.catch(() => ciTokens.delete(baseUrl))
+        p = exchangeCiIdentity(baseUrl, source, deps.env, deps, vault).then((a) => a.accessToken)
+        ciTokens.set(key, p)
+        p.catch(() => ciTokens.delete(key))
       }
       return p
     }
@@ -83,14 +88,14 @@ export function createContext(given: CliDeps): Context {
     err: (t) => void deps.stderr.write(t),
     store,
     resolveBaseUrl,
-    api: (baseUrl) =>
+    api: (baseUrl, o) =>
       createApiClient(baseUrl, store, {
         fetch: deps.fetch,
         timeoutMs: deps.timeoutMs,
         now: deps.now,
         sleep: deps.sleep,
         notice: (line) => void deps.stderr.write(`${paint.yellow('note:')} ${line}\n`),
-        ciAccessToken: ciAccessToken(baseUrl),
+        ciAccessToken: ciAccessToken(baseUrl, o?.ciVault),
       }),
   }
 }

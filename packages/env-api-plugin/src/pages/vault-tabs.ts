@@ -100,10 +100,10 @@ export async function accessLogTab(deps: PageDeps, vault: VaultAccess, query: un
       l.personId && isCiPrincipal(l.personId)
         ? html`<span class="muted">CI identity</span>`
         : l.personId
-        ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
-        : l.clientId === ADMINISTRATOR_CLIENT
-          ? html`<span class="muted">server administrator</span>`
-          : html`<span class="muted">—</span>`
+          ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
+          : l.clientId === ADMINISTRATOR_CLIENT
+            ? html`<span class="muted">server administrator</span>`
+            : html`<span class="muted">—</span>`
     }</td>
 <td data-label="Action"><span class="action">${l.action.replace(/_/g, ' ')}</span></td>
 <td data-label="Environment">${l.environment ?? ''}</td>

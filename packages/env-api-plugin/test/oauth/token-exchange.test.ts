@@ -252,3 +252,85 @@ t.test('a JWT is exchanged once however its encoding is changed: padding bits, w
     t.equal(again.json().error, 'invalid_grant', 'as a replay or as no JWT')
   }
 })
+
+t.test("another vault's identity for the same issuer, audience and subject does not break this vault's CI when the exchange names the vault", async (t) => {
+  const { b, idp, vaultId, identityId, exchange } = await setup(t)
+  const evilVault = await b.createVault('owner-2', { name: 'evil' })
+  const sameName = await b.createVault('owner-3', { name: 'shop' })
+  for (const [v, name] of [
+    [evilVault, 'broad'],
+    [sameName, 'copycat'],
+  ] as const) {
+    const id = randomUUID()
+    const made = await b.storage.createCiIdentity(
+      {
+        id,
+        vaultId: v,
+        name,
+        issuer: idp.issuer,
+        audience: AUD,
+        subjectPattern: 'repo:acme/shop:*',
+        requiredClaims: {},
+        role: 'owner',
+        environments: null,
+        now: b.clock.now,
+      },
+      testLogEntry({ vaultId: v, action: 'member_added', subject: `ci:${id}`, detail: 'owner' }),
+    )
+    t.ok(made.ok)
+  }
+  const byId = await exchange(await idp.sign({ ...claims, run_id: 'by-id' }), { vault: vaultId })
+  t.equal(byId.statusCode, 200, 'naming the vault by id: its own identity')
+  const vaults = await b.get('/api/env/vaults', byId.json().access_token)
+  t.same(
+    vaults.json().vaults.map((v: { id: string }) => v.id),
+    [vaultId],
+    'the token reaches the named vault only',
+  )
+  await b.get(`/api/env/${vaultId}/development`, byId.json().access_token)
+  const [entry] = await b.storage.listAccessLog(vaultId, { limit: 1 })
+  t.equal(entry?.personId, `ci:${identityId}`, 'read as its own identity')
+
+  const evilToken = await exchange(await idp.sign({ ...claims, run_id: 'evil' }), { vault: evilVault })
+  t.equal(evilToken.statusCode, 200, "the other vault's identity works for its own vault")
+  t.same(
+    (await b.get('/api/env/vaults', evilToken.json().access_token)).json().vaults.map((v: { id: string }) => v.id),
+    [evilVault],
+  )
+
+  const byName = await exchange(await idp.sign({ ...claims, run_id: 'by-name' }), { vault: 'shop' })
+  t.equal(byName.json().error, 'invalid_grant', 'a name two matching vaults share is refused: give the id')
+  const unnamed = await exchange(await idp.sign({ ...claims, run_id: 'unnamed' }))
+  t.equal(unnamed.json().error, 'invalid_grant', 'naming no vault while identities of several vaults match: refused')
+  const elsewhere = await exchange(await idp.sign({ ...claims, run_id: 'elsewhere' }), { vault: randomUUID() })
+  t.equal(elsewhere.json().error, 'invalid_grant', 'a vault no matching identity belongs to: refused')
+  const bad = await exchange(await idp.sign({ ...claims, run_id: 'bad' }), { vault: 'x'.repeat(300) })
+  t.equal(bad.json().error, 'invalid_request', 'an over-long vault parameter: invalid_request')
+})
+
+t.test('the vault may be named by its name when that name is not ambiguous', async (t) => {
+  const { b, idp, vaultId, exchange } = await setup(t)
+  const other = await b.createVault('owner-2', { name: 'evil' })
+  const id = randomUUID()
+  await b.storage.createCiIdentity(
+    {
+      id,
+      vaultId: other,
+      name: 'broad',
+      issuer: idp.issuer,
+      audience: AUD,
+      subjectPattern: 'repo:acme/shop:*',
+      requiredClaims: {},
+      role: 'owner',
+      environments: null,
+      now: b.clock.now,
+    },
+    testLogEntry({ vaultId: other, action: 'member_added', subject: `ci:${id}`, detail: 'owner' }),
+  )
+  const res = await exchange(await idp.sign(claims), { vault: 'SHOP' })
+  t.equal(res.statusCode, 200, res.body)
+  t.same(
+    (await b.get('/api/env/vaults', res.json().access_token)).json().vaults.map((v: { id: string }) => v.id),
+    [vaultId],
+  )
+})

@@ -26,7 +26,29 @@ t.test('subject patterns: exact, or * over the whole sub', async (t) => {
   for (const [p, s, want] of rows) t.equal(subjectMatches(p, s), want, `${p} vs ${s}`)
   t.ok(subjectPatternProblem('*'), 'a bare * is refused')
   t.ok(subjectPatternProblem(''), 'empty is refused')
-  t.equal(subjectPatternProblem('repo:acme/*'), null)
+  // a vault cannot claim subjects by wildcard alone: the repository or project is written out before any *
+  for (const refused of [
+    'repo:acme/*',
+    'repo:*',
+    'repo:*/shop:*',
+    '*:ref:refs/heads/main',
+    'repo:acme*',
+    'project_path:group/*',
+    'project_path:*:ref_type:branch',
+    'anything*',
+    'repo:/shop:*',
+    'repo:acme/:*',
+  ])
+    t.match(subjectPatternProblem(refused), /repository or project/, `${refused}: refused`)
+  for (const kept of [
+    'repo:acme/shop:*',
+    'repo:acme/shop:ref:refs/heads/*',
+    'project_path:group/sub/project:ref_type:branch:ref:*',
+    'system:serviceaccount:ns:*',
+    'repo:acme/shop',
+    'exact-subject-no-wildcard',
+  ])
+    t.equal(subjectPatternProblem(kept), null, `${kept}: kept`)
 })
 
 t.test('issuers: https only; http://127.0.0.1 only when allowed', async (t) => {

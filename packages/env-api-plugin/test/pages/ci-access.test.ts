@@ -58,11 +58,13 @@ t.test('refused CI identities: bad issuer, everything-pattern, role, owners-only
   const s = session(b.app, 'owner')
   const url = `/v/${b.vaultId}/ci`
   await s.get(url)
-  const base = { name: 'x', issuer: GH, audience: 'aud', subject: 'repo:acme/*', role: 'editor' }
+  const base = { name: 'x', issuer: GH, audience: 'aud', subject: 'repo:acme/shop:*', role: 'editor' }
   const rows: [string, Record<string, string>, RegExp][] = [
     ['plain http issuer', { issuer: 'http://issuer.example' }, /must be https/],
     ['loopback http issuer without the test allowance', { issuer: 'http://127.0.0.1:9999' }, /must be https/],
     ['a pattern that matches every subject', { subject: '*' }, /must not match every subject/],
+    ['a pattern whose repository is a wildcard', { subject: 'repo:acme/*' }, /write out the repository or project/],
+    ['a pattern that starts with a wildcard', { subject: '*:environment:production' }, /write out the repository or project/],
     ['viewer role', { role: 'viewer' }, /editor or owner/],
     ['an editor limited to an owners-only environment', { environments: 'production' }, /cannot read owners-only/],
     ['an environment the vault does not have', { environments: 'staging' }, /does not exist/],
@@ -84,12 +86,12 @@ t.test('only owners reach CI access; forms need the CSRF token', async (t) => {
     const page = await s.get(url)
     t.equal(page.statusCode, 403, `${who}: 403`)
     await s.get(`/v/${b.vaultId}`)
-    const add = await s.post(`${url}/add`, { name: 'x', issuer: GH, audience: 'a', subject: 'repo:a/*', role: 'owner' })
+    const add = await s.post(`${url}/add`, { name: 'x', issuer: GH, audience: 'a', subject: 'repo:acme/shop:*', role: 'owner' })
     t.equal(add.statusCode, 403, `${who} cannot add`)
   }
   const owner = session(b.app, 'owner')
   await owner.get(url)
-  const noCsrf = await owner.post(`${url}/add`, { name: 'x', issuer: GH, audience: 'a', subject: 'repo:a/*', role: 'owner' }, { csrf: false })
+  const noCsrf = await owner.post(`${url}/add`, { name: 'x', issuer: GH, audience: 'a', subject: 'repo:acme/shop:*', role: 'owner' }, { csrf: false })
   t.equal(noCsrf.statusCode, 403, 'no CSRF token: refused')
   t.same(await b.storage.listCiIdentities(b.vaultId), [])
   const anon = session(b.app, null)
@@ -102,7 +104,15 @@ t.test('a CI read in the access log names the CI identity, the JWT sub and the r
   const detail = 'deploy: sub=repo:acme/shop:ref:refs/heads/main run_id=1234'
   for (const names of [['API_KEY', 'DB_URL'], []]) {
     await b.storage.appendAccessLog(
-      testLogEntry({ vaultId: b.vaultId, action: 'read', personId: 'ci:0b9a3c2e-0000-4000-8000-000000000001', clientId: 'cli', environment: 'development', names, detail }),
+      testLogEntry({
+        vaultId: b.vaultId,
+        action: 'read',
+        personId: 'ci:0b9a3c2e-0000-4000-8000-000000000001',
+        clientId: 'cli',
+        environment: 'development',
+        names,
+        detail,
+      }),
     )
     const page = await s.get(`/v/${b.vaultId}/access-log`)
     t.equal(page.statusCode, 200)

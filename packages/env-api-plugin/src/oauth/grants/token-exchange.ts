@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto'
 import { ciPrincipal, type CiIdentityRecord, type CiIdentityStore } from '../../adapters/ci-identity-store.js'
+import type { VaultStore } from '../../adapters/vault-store.js'
+import { sameVaultName } from '../../domain/vault-admin.js'
 import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors, OAuthError } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
@@ -23,6 +25,8 @@ export interface TokenExchangeParams {
   readonly requestedTokenType: ParamValue
   readonly actorToken: ParamValue
   readonly audience: ParamValue
+  /** envkeep's own, optional: the vault (id, or name) this run reads; picks among identities of several vaults */
+  readonly vault: ParamValue
 }
 
 /** RFC 8693 §2.2.1: no refresh token, and the type of what was issued. */
@@ -41,6 +45,18 @@ export function matchingIdentities(identities: readonly CiIdentityRecord[], clai
   return identities.filter(
     (i) => aud.includes(i.audience) && subjectMatches(i.subjectPattern, sub) && Object.entries(i.requiredClaims).every(([k, v]) => claims[k] === v),
   )
+}
+
+/** The identities among `matches` that belong to the vault `ref` names: its id, else its name (case-insensitive). */
+async function inVault(matches: CiIdentityRecord[], ref: string, store: Pick<VaultStore, 'findVaults'>): Promise<CiIdentityRecord[]> {
+  const byId = matches.filter((i) => i.vaultId === ref.toLowerCase())
+  if (byId.length > 0) return byId
+  const named: CiIdentityRecord[] = []
+  for (const vaultId of new Set(matches.map((i) => i.vaultId))) {
+    const [vault] = await store.findVaults({ id: vaultId })
+    if (vault && sameVaultName(vault.name, ref)) named.push(...matches.filter((i) => i.vaultId === vaultId))
+  }
+  return named
 }
 
 /** The claims of a CI run worth keeping in the access log: sub and run identifiers, printable, bounded. */
@@ -66,7 +82,9 @@ export function ciLabel(claims: Record<string, unknown>): string {
 export function replayKey(issuer: string, claims: { sub: string; iat: number; exp: number }, token: string): string {
   const payload = Buffer.from(token.trim().split('.')[1] ?? '', 'base64url')
   const payloadHash = createHash('sha256').update(payload).digest('hex')
-  return createHash('sha256').update(JSON.stringify([issuer, claims.sub, claims.iat, claims.exp, payloadHash])).digest('hex')
+  return createHash('sha256')
+    .update(JSON.stringify([issuer, claims.sub, claims.iat, claims.exp, payloadHash]))
+    .digest('hex')
 }
 
 /**
@@ -80,7 +98,7 @@ export function replayKey(issuer: string, claims: { sub: string; iat: number; ex
 export async function tokenExchangeGrant(
   p: TokenExchangeParams,
   opts: ResolvedOptions,
-  store: Pick<CiIdentityStore, 'listCiIdentitiesByIssuer' | 'issueCiSignIn'>,
+  store: Pick<CiIdentityStore, 'listCiIdentitiesByIssuer' | 'issueCiSignIn'> & Pick<VaultStore, 'findVaults'>,
   verifier: SubjectTokenVerifier,
 ): Promise<TokenExchangeResponse> {
   if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
@@ -93,6 +111,8 @@ export async function tokenExchangeGrant(
   if (p.requestedTokenType !== undefined && p.requestedTokenType !== TOKEN_TYPE_ACCESS_TOKEN)
     throw oauthErrors.invalidRequest('requested_token_type must be an access token')
   if (p.scope !== undefined && p.scope !== SCOPE_READ) throw oauthErrors.invalidScope('a CI sign-in can only read (env:read)')
+  if (p.vault !== undefined && (typeof p.vault !== 'string' || p.vault.length < 1 || p.vault.length > 200))
+    throw oauthErrors.invalidRequest('vault must be a vault id or name of at most 200 characters')
 
   const refused = (reason: string, cause?: unknown): OAuthError =>
     new OAuthError(400, 'invalid_grant', 'the subject token was refused or matches no CI identity', {
@@ -116,9 +136,21 @@ export async function tokenExchangeGrant(
   } catch (cause) {
     throw refused(cause instanceof Error ? cause.message : 'verification failed', cause)
   }
-  const matches = matchingIdentities(trusting, claims)
+  let matches = matchingIdentities(trusting, claims)
   if (matches.length === 0) throw refused('audience, subject or required claims match no CI identity')
-  if (matches.length > 1) throw refused('more than one CI identity matches: give each a distinct audience')
+  // Identities never interfere across vaults: a run that names its vault gets that vault's identity only.
+  if (typeof p.vault === 'string') {
+    matches = await inVault(matches, p.vault, store)
+    if (matches.length === 0) throw refused('no matching CI identity belongs to the vault the exchange names')
+    if (new Set(matches.map((i) => i.vaultId)).size > 1) throw refused('matching CI identities belong to several vaults of that name: name the vault by its id')
+    if (matches.length > 1) throw refused("more than one of this vault's CI identities matches: give each a distinct audience or subject pattern")
+  } else if (matches.length > 1) {
+    throw refused(
+      new Set(matches.map((i) => i.vaultId)).size > 1
+        ? 'CI identities of several vaults match and the exchange names no vault (the envkeep CLI names the vault it reads)'
+        : "more than one of this vault's CI identities matches: give each a distinct audience or subject pattern",
+    )
+  }
   const identity = matches[0] as CiIdentityRecord
 
   const now = opts.now()
