@@ -1,6 +1,8 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createPublicKey } from 'node:crypto'
-import { SignJWT } from 'jose'
+import { createServer, type ServerResponse } from 'node:http'
+import { createServer as createNetServer, type AddressInfo } from 'node:net'
+import { generateKeyPair, SignJWT } from 'jose'
 import { startOidcIssuer } from '@envkeep/test-support'
 import { createSubjectTokenVerifier, SubjectTokenRefused, audiences } from '../../src/oauth/workload/verify-subject-token.js'
 import { issuerProblem } from '../../src/oauth/workload/issuer-url.js'
@@ -129,4 +131,92 @@ t.test('a rotated key is found by fetching the JWKS again', async (t) => {
   const rotated = await idp.addKey('ES256')
   t.equal((await verifier.verify(await idp.sign(claims, rotated), idp.issuer)).sub, 's')
   t.equal(idp.fetches.jwks, 2)
+})
+
+/** An issuer on 127.0.0.1 whose discovery names `jwksUri(issuer)` and whose JWKS answer is `jwks`. */
+async function hostileIssuer(t: Test, o: { jwksUri?: (issuer: string) => string; hugeJwks?: boolean; hugeDiscovery?: boolean }) {
+  const sent = { jwks: 0, discovery: 0 }
+  let issuer = ''
+  const flood = (res: ServerResponse, key: 'jwks' | 'discovery') => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    const chunk = Buffer.alloc(64 * 1024, 0x20)
+    const more = () => {
+      while (sent[key] < 32 * 1024 * 1024) {
+        sent[key] += chunk.length
+        if (!res.write(chunk)) return void res.once('drain', more)
+      }
+      res.end()
+    }
+    res.on('close', () => res.removeAllListeners('drain'))
+    more()
+  }
+  const server = createServer((req, res) => {
+    if (req.url === '/.well-known/openid-configuration') {
+      if (o.hugeDiscovery) return flood(res, 'discovery')
+      res.writeHead(200, { 'content-type': 'application/json' })
+      return res.end(JSON.stringify({ issuer, jwks_uri: o.jwksUri ? o.jwksUri(issuer) : `${issuer}/jwks` }))
+    }
+    if (req.url === '/jwks' && o.hugeJwks) return flood(res, 'jwks')
+    res.writeHead(404).end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
+  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const { privateKey } = await generateKeyPair('ES256')
+  const now = Math.floor(Date.now() / 1000)
+  const token = await new SignJWT({ iss: issuer, sub: 'repo:acme/shop:ref:refs/heads/main', aud: 'x', iat: now, exp: now + 300 })
+    .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+    .sign(privateKey)
+  return { issuer, token, sent }
+}
+
+/** A TCP listener on 127.0.0.1 that counts connections (a service an issuer URL must never reach). */
+async function loopbackService(t: Test) {
+  const seen = { connections: 0 }
+  const server = createNetServer((socket) => {
+    seen.connections++
+    socket.destroy()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
+  return { port: (server.address() as AddressInfo).port, seen }
+}
+
+t.test('a JWKS or discovery document past 256 KiB is refused, and reading stops there', async (t) => {
+  const verifier = createSubjectTokenVerifier({ now: () => new Date(), allowHttpLoopback: true })
+  for (const which of ['jwks', 'discovery'] as const) {
+    const idp = await hostileIssuer(t, which === 'jwks' ? { hugeJwks: true } : { hugeDiscovery: true })
+    const err = await verifier.verify(idp.token, idp.issuer).catch((e: unknown) => e)
+    t.ok(err instanceof SubjectTokenRefused, `${which}: refused`)
+    t.match((err as Error).message, /over 262144 bytes/, `${which}: because of its size`)
+    t.ok(idp.sent[which] < 8 * 1024 * 1024, `${which}: the server could send ${idp.sent[which]} of 32 MiB before we hung up`)
+  }
+})
+
+t.test('issuers and jwks_uri leading to loopback, private or link-local addresses are refused before any connection', async (t) => {
+  const svc = await loopbackService(t)
+  const strict = createSubjectTokenVerifier({ now: () => new Date(), allowHttpLoopback: false, fetchTimeoutMs: 3000 })
+  const { privateKey } = await generateKeyPair('ES256')
+  const now = Math.floor(Date.now() / 1000)
+  for (const issuer of [
+    `https://localhost:${svc.port}`,
+    `https://127.0.0.1:${svc.port}`,
+    `https://[::1]:${svc.port}`,
+    'https://169.254.169.254',
+    'https://10.0.0.1',
+  ]) {
+    const token = await new SignJWT({ iss: issuer, sub: 's', aud: 'x', iat: now, exp: now + 300 }).setProtectedHeader({ alg: 'ES256' }).sign(privateKey)
+    const err = await strict.verify(token, issuer).catch((e: unknown) => e)
+    t.ok(err instanceof SubjectTokenRefused, `${issuer}: refused`)
+    t.match(String((err as Error & { cause?: unknown }).message), /private, loopback or link-local/, `${issuer}: as an address we never call`)
+  }
+  // the loopback test issuer is allowed by ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback; what its discovery names is not
+  const loose = createSubjectTokenVerifier({ now: () => new Date(), allowHttpLoopback: true, fetchTimeoutMs: 3000 })
+  for (const jwksUri of [`https://localhost:${svc.port}/jwks`, 'https://169.254.169.254/latest/meta-data', `https://[::ffff:127.0.0.1]:${svc.port}/jwks`]) {
+    const idp = await hostileIssuer(t, { jwksUri: () => jwksUri })
+    const err = await loose.verify(idp.token, idp.issuer).catch((e: unknown) => e)
+    t.ok(err instanceof SubjectTokenRefused, `jwks_uri ${jwksUri}: refused`)
+    t.match(String((err as Error).message), /private, loopback or link-local/, `jwks_uri ${jwksUri}: as an address we never call`)
+  }
+  t.equal(svc.seen.connections, 0, 'the loopback service was never connected to')
 })
