@@ -147,3 +147,42 @@ export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vau
   if (!removed) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
   return found
 }
+
+/**
+ * Ends the CI identities `personId` added to a vault, once they are no longer one of its
+ * owners (demoted or removed). Ending rather than flagging: an identity says which CI runs
+ * may read, and the person who chose that (a repository they may control, a branch they
+ * may push to) should not keep a way in after they lose the right to decide it. Who added
+ * an identity is its `member_added` entry in the access log; each ending is logged
+ * (`member_removed`, saying why) and its live tokens stop at once. Identities the
+ * administrator added belong to no person and stay.
+ */
+export async function endCiIdentitiesAddedBy(d: DomainDeps, actor: Actor, vaultId: string, personId: string): Promise<string[]> {
+  const identities = await d.storage.listCiIdentities(vaultId)
+  if (identities.length === 0) return []
+  const theirs = new Set<string>()
+  let before: number | undefined
+  for (;;) {
+    const page = await d.storage.listAccessLog(vaultId, { action: 'member_added', limit: 500, ...(before === undefined ? {} : { before }) })
+    for (const e of page) if (e.personId === personId && e.subject && isCiPrincipal(e.subject)) theirs.add(ciIdentityIdOf(e.subject) as string)
+    if (page.length < 500) break
+    before = page[page.length - 1]?.id
+  }
+  const ended: string[] = []
+  for (const identity of identities) {
+    if (!theirs.has(identity.id)) continue
+    const now = d.now()
+    const removed = await d.storage.removeCiIdentity(
+      { vaultId, id: identity.id, now },
+      entryFor(actor, {
+        vaultId,
+        action: 'member_removed',
+        at: now,
+        subject: ciPrincipal(identity.id),
+        detail: `CI: ${identity.name} (ended: the owner who added it is no longer an owner)`,
+      }),
+    )
+    if (removed) ended.push(identity.name)
+  }
+  return ended
+}

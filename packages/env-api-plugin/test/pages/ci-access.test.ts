@@ -123,3 +123,34 @@ t.test('a CI read in the access log names the CI identity, the JWT sub and the r
     if (names.length) t.match(row, 'API_KEY, DB_URL', 'and the names read')
   }
 })
+
+t.test('CI identities end when the owner who added them loses the owner role or leaves; the others stay', async (t) => {
+  const b = await build(t)
+  const owner = session(b.app, 'owner')
+  const editor = session(b.app, 'editor')
+  const url = `/v/${b.vaultId}/ci`
+  const add = async (s: ReturnType<typeof session>, name: string) => {
+    await s.get(url)
+    const r = await s.post(`${url}/add`, { name, issuer: GH, audience: 'aud', subject: `repo:acme/${name}:*`, role: 'editor' })
+    t.equal(r.statusCode, 303, `${name} added`)
+  }
+  const names = async () => (await b.storage.listCiIdentities(b.vaultId)).map((i) => i.name).sort()
+  await owner.get(`/v/${b.vaultId}/members`)
+  const promote = (who: string, role: string) => owner.post(`/v/${b.vaultId}/members/change`, { person: PEOPLE[who]!.id, role })
+  t.equal((await promote('editor', 'owner')).statusCode, 303, 'the editor becomes an owner')
+  await add(owner, 'kept')
+  await add(editor, 'by-editor')
+  await add(editor, 'by-editor-2')
+  t.same(await names(), ['by-editor', 'by-editor-2', 'kept'])
+
+  t.equal((await promote('editor', 'editor')).statusCode, 303, 'the owner role is taken back')
+  t.same(await names(), ['kept'], 'the identities that person added are ended; the others stay')
+  const entries = await b.storage.listAccessLog(b.vaultId, { action: 'member_removed', limit: 10 })
+  t.equal(entries.filter((e) => e.subject?.startsWith('ci:') && /no longer an owner/.test(e.detail ?? '')).length, 2, 'each ending is logged, saying why')
+
+  // leaving: promote again, add, then remove the person
+  t.equal((await promote('editor', 'owner')).statusCode, 303)
+  await add(editor, 'before-leaving')
+  t.equal((await owner.post(`/v/${b.vaultId}/members/remove`, { person: PEOPLE.editor!.id })).statusCode, 303)
+  t.same(await names(), ['kept'], 'removing the person ends theirs too')
+})
