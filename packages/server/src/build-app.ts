@@ -14,6 +14,7 @@ import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
+import { attemptCounters } from './pages/attempt-limiter.js'
 import { accountPages } from './pages/account-pages.js'
 import { invitePages } from './pages/invite-pages.js'
 
@@ -87,8 +88,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   }
   // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
   await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
+  // sign-in limits in the storage's shared counters when it has them: every process counts alike
+  const counters = attemptCounters(deps.storage)
   await app.register(accountPages, {
     accounts: deps.accounts,
+    attemptCounters: counters,
     people,
     basePath: config.basePath,
     now,
@@ -106,6 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   })
   await app.register(invitePages, {
     accounts: deps.accounts,
+    attemptCounters: counters,
     people,
     domain,
     basePath: config.basePath,
