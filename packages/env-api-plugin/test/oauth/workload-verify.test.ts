@@ -62,6 +62,9 @@ t.test('issuers: https only; http://127.0.0.1 only when allowed', async (t) => {
   t.ok(issuerProblem('https://x.example/', false), 'a trailing slash is refused')
   t.ok(issuerProblem('https://u:p@x.example', false))
   t.ok(issuerProblem('file:///etc/passwd', true))
+  for (const address of ['https://169.254.169.254', 'https://127.0.0.1:8443', 'https://[::1]', 'https://10.1.2.3', 'https://[::ffff:192.168.0.1]'])
+    t.match(issuerProblem(address, true), /public address/, `${address}: refused when added`)
+  t.equal(issuerProblem('https://140.82.112.3', false), null, 'a public address is fine')
 })
 
 t.test('the verifier against a real issuer on 127.0.0.1', async (t) => {
@@ -208,7 +211,7 @@ t.test('issuers and jwks_uri leading to loopback, private or link-local addresse
     const token = await new SignJWT({ iss: issuer, sub: 's', aud: 'x', iat: now, exp: now + 300 }).setProtectedHeader({ alg: 'ES256' }).sign(privateKey)
     const err = await strict.verify(token, issuer).catch((e: unknown) => e)
     t.ok(err instanceof SubjectTokenRefused, `${issuer}: refused`)
-    t.match(String((err as Error & { cause?: unknown }).message), /private, loopback or link-local/, `${issuer}: as an address we never call`)
+    t.match(String((err as Error & { cause?: unknown }).message), /public address|private, loopback or link-local/, `${issuer}: as an address we never call`)
   }
   // the loopback test issuer is allowed by ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback; what its discovery names is not
   const loose = createSubjectTokenVerifier({ now: () => new Date(), allowHttpLoopback: true, fetchTimeoutMs: 3000 })
@@ -216,7 +219,7 @@ t.test('issuers and jwks_uri leading to loopback, private or link-local addresse
     const idp = await hostileIssuer(t, { jwksUri: () => jwksUri })
     const err = await loose.verify(idp.token, idp.issuer).catch((e: unknown) => e)
     t.ok(err instanceof SubjectTokenRefused, `jwks_uri ${jwksUri}: refused`)
-    t.match(String((err as Error).message), /private, loopback or link-local/, `jwks_uri ${jwksUri}: as an address we never call`)
+    t.match(String((err as Error).message), /public address|private, loopback or link-local/, `jwks_uri ${jwksUri}: as an address we never call`)
   }
   t.equal(svc.seen.connections, 0, 'the loopback service was never connected to')
 })
