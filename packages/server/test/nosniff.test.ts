@@ -1,4 +1,5 @@
 import t from 'tap'
+import type { InjectOptions } from 'fastify'
 import { buildTestApp } from './helpers.js'
 
 // Issue 25 (outside tests 4): JSON answers outside /api/env (the not-found record for JSON
@@ -9,7 +10,7 @@ t.test('every kind of answer carries X-Content-Type-Options: nosniff', async (t)
   const json = { accept: 'application/json' }
   const html = { accept: 'text/html' }
   const form = { 'content-type': 'application/x-www-form-urlencoded' }
-  const cases: [string, Parameters<typeof app.inject>[0] & object][] = [
+  const cases: [string, InjectOptions][] = [
     ['JSON not-found record', { method: 'GET', url: '/nowhere', headers: json }],
     ['JSON not-found record (POST)', { method: 'POST', url: '/oauth/nowhere', headers: json }],
     ['HTML not-found page', { method: 'GET', url: '/nowhere', headers: html }],
