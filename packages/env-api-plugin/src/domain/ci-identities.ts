@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
-import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
+import type { EnvironmentInfo, VaultAccess, VaultStore } from '../adapters/vault-store.js'
 import { issuerProblem } from '../oauth/workload/issuer-url.js'
 import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
 import { entryFor, type Actor } from './actor.js'
@@ -160,17 +160,10 @@ export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vau
 export async function endCiIdentitiesAddedBy(d: DomainDeps, actor: Actor, vaultId: string, personId: string): Promise<string[]> {
   const identities = await d.storage.listCiIdentities(vaultId)
   if (identities.length === 0) return []
-  const theirs = new Set<string>()
-  let before: number | undefined
-  for (;;) {
-    const page = await d.storage.listAccessLog(vaultId, { action: 'member_added', limit: 500, ...(before === undefined ? {} : { before }) })
-    for (const e of page) if (e.personId === personId && e.subject && isCiPrincipal(e.subject)) theirs.add(ciIdentityIdOf(e.subject) as string)
-    if (page.length < 500) break
-    before = page[page.length - 1]?.id
-  }
+  const adders = await ciIdentityAdders(d.storage, vaultId)
   const ended: string[] = []
   for (const identity of identities) {
-    if (!theirs.has(identity.id)) continue
+    if (adders.get(identity.id) !== personId) continue
     const now = d.now()
     const removed = await d.storage.removeCiIdentity(
       { vaultId, id: identity.id, now },
@@ -185,4 +178,27 @@ export async function endCiIdentitiesAddedBy(d: DomainDeps, actor: Actor, vaultI
     if (removed) ended.push(identity.name)
   }
   return ended
+}
+
+/** Who added each CI identity of a vault (its `member_added` entry): identity id → person id, or null for the administrator. */
+export async function ciIdentityAdders(storage: Pick<VaultStore, 'listAccessLog'>, vaultId: string): Promise<Map<string, string | null>> {
+  const adders = new Map<string, string | null>()
+  let before: number | undefined
+  for (;;) {
+    const page = await storage.listAccessLog(vaultId, { action: 'member_added', limit: 500, ...(before === undefined ? {} : { before }) })
+    for (const e of page) if (e.subject && isCiPrincipal(e.subject)) adders.set(ciIdentityIdOf(e.subject) as string, e.personId)
+    if (page.length < 500) return adders
+    before = page[page.length - 1]?.id
+  }
+}
+
+/**
+ * Whether a CI identity may still sign in: the person who added it is still an owner of its
+ * vault (or the administrator added it). Checked at every exchange, beside the ending on a
+ * demotion, so an identity whose owner lost the role by any path never signs in again.
+ */
+export async function ciIdentityOwnerStays(storage: Pick<VaultStore, 'listAccessLog' | 'listMembers'>, identity: CiIdentityRecord): Promise<boolean> {
+  const adder = (await ciIdentityAdders(storage, identity.vaultId)).get(identity.id) ?? null
+  if (adder === null) return true
+  return (await storage.listMembers(identity.vaultId)).some((m) => m.personId === adder && m.role === 'owner')
 }

@@ -334,3 +334,50 @@ t.test('the vault may be named by its name when that name is not ambiguous', asy
     [vaultId],
   )
 })
+
+t.test('an identity whose adder is no longer an owner of its vault (by any path) never signs in again', async (t) => {
+  const { b, idp, vaultId, exchange } = await setup(t)
+  const id = randomUUID()
+  // added by owner-1 (an owner): signs in
+  await b.storage.createCiIdentity(
+    {
+      id,
+      vaultId,
+      name: 'by-owner',
+      issuer: idp.issuer,
+      audience: 'https://other-audience.example',
+      subjectPattern: 'repo:acme/shop:*',
+      requiredClaims: {},
+      role: 'editor',
+      environments: null,
+      now: b.clock.now,
+    },
+    testLogEntry({ vaultId, action: 'member_added', personId: 'owner-1', subject: `ci:${id}`, detail: 'editor' }),
+  )
+  const other = { ...claims, aud: 'https://other-audience.example' }
+  t.equal((await exchange(await idp.sign(other))).statusCode, 200, 'its adder is an owner')
+  // added by someone who is not (or no longer) an owner of the vault
+  const stale = randomUUID()
+  await b.storage.createCiIdentity(
+    {
+      id: stale,
+      vaultId,
+      name: 'stale',
+      issuer: idp.issuer,
+      audience: 'https://stale.example',
+      subjectPattern: 'repo:acme/shop:*',
+      requiredClaims: {},
+      role: 'editor',
+      environments: null,
+      now: b.clock.now,
+    },
+    testLogEntry({ vaultId, action: 'member_added', personId: 'person-who-left', subject: `ci:${stale}`, detail: 'editor' }),
+  )
+  b.logs.length = 0
+  const res = await exchange(await idp.sign({ ...claims, aud: 'https://stale.example' }))
+  t.equal(res.json().error, 'invalid_grant')
+  t.ok(
+    b.logs.some((l) => l.includes(res.json().ref) && l.includes('no longer an owner')),
+    'the log says why',
+  )
+})

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { ciPrincipal, type CiIdentityRecord, type CiIdentityStore } from '../../adapters/ci-identity-store.js'
 import type { VaultStore } from '../../adapters/vault-store.js'
+import { ciIdentityOwnerStays } from '../../domain/ci-identities.js'
 import { sameVaultName } from '../../domain/vault-admin.js'
 import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors, OAuthError } from '../oauth-errors.js'
@@ -98,7 +99,7 @@ export function replayKey(issuer: string, claims: { sub: string; iat: number; ex
 export async function tokenExchangeGrant(
   p: TokenExchangeParams,
   opts: ResolvedOptions,
-  store: Pick<CiIdentityStore, 'listCiIdentitiesByIssuer' | 'issueCiSignIn'> & Pick<VaultStore, 'findVaults'>,
+  store: Pick<CiIdentityStore, 'listCiIdentitiesByIssuer' | 'issueCiSignIn'> & Pick<VaultStore, 'findVaults' | 'listAccessLog' | 'listMembers'>,
   verifier: SubjectTokenVerifier,
 ): Promise<TokenExchangeResponse> {
   if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
@@ -152,6 +153,7 @@ export async function tokenExchangeGrant(
     )
   }
   const identity = matches[0] as CiIdentityRecord
+  if (!(await ciIdentityOwnerStays(store, identity))) throw refused('the owner who added this CI identity is no longer an owner of its vault')
 
   const now = opts.now()
   const expiresAt = new Date(Math.min(now.getTime() + Math.min(opts.accessTokenTtlMs, 3_600_000), claims.exp * 1000))
