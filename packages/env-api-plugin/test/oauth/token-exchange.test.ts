@@ -67,6 +67,33 @@ async function setup(t: Test, over: Partial<NewCiIdentity> = {}): Promise<Setup>
 
 const claims = { sub: SUB, aud: AUD, ref: 'refs/heads/main', run_id: '1234' }
 
+/** One more CI identity for the setup's issuer and subjects, in `vaultId`, added by `personId` (null: the administrator). */
+async function addIdentity(
+  s: Pick<Setup, 'b' | 'idp'>,
+  vaultId: string,
+  o: { name: string; audience?: string; role?: 'editor' | 'owner'; personId?: string | null },
+): Promise<string> {
+  const id = randomUUID()
+  const role = o.role ?? 'owner'
+  const made = await s.b.storage.createCiIdentity(
+    {
+      id,
+      vaultId,
+      name: o.name,
+      issuer: s.idp.issuer,
+      audience: o.audience ?? AUD,
+      subjectPattern: 'repo:acme/shop:*',
+      requiredClaims: {},
+      role,
+      environments: null,
+      now: s.b.clock.now,
+    },
+    testLogEntry({ vaultId, action: 'member_added', personId: o.personId ?? null, subject: `ci:${id}`, detail: role }),
+  )
+  if (!made.ok) throw new Error('the identity was not created')
+  return id
+}
+
 t.test('a CI identity token becomes an env:read access token: vault list, read, log', async (t) => {
   const { b, idp, vaultId, identityId, exchange } = await setup(t)
   const jwt = await idp.sign(claims)
@@ -257,28 +284,8 @@ t.test("another vault's identity for the same issuer, audience and subject does 
   const { b, idp, vaultId, identityId, exchange } = await setup(t)
   const evilVault = await b.createVault('owner-2', { name: 'evil' })
   const sameName = await b.createVault('owner-3', { name: 'shop' })
-  for (const [v, name] of [
-    [evilVault, 'broad'],
-    [sameName, 'copycat'],
-  ] as const) {
-    const id = randomUUID()
-    const made = await b.storage.createCiIdentity(
-      {
-        id,
-        vaultId: v,
-        name,
-        issuer: idp.issuer,
-        audience: AUD,
-        subjectPattern: 'repo:acme/shop:*',
-        requiredClaims: {},
-        role: 'owner',
-        environments: null,
-        now: b.clock.now,
-      },
-      testLogEntry({ vaultId: v, action: 'member_added', subject: `ci:${id}`, detail: 'owner' }),
-    )
-    t.ok(made.ok)
-  }
+  await addIdentity({ b, idp }, evilVault, { name: 'broad' })
+  await addIdentity({ b, idp }, sameName, { name: 'copycat' })
   const byId = await exchange(await idp.sign({ ...claims, run_id: 'by-id' }), { vault: vaultId })
   t.equal(byId.statusCode, 200, 'naming the vault by id: its own identity')
   const vaults = await b.get('/api/env/vaults', byId.json().access_token)
@@ -310,23 +317,7 @@ t.test("another vault's identity for the same issuer, audience and subject does 
 
 t.test('the vault may be named by its name when that name is not ambiguous', async (t) => {
   const { b, idp, vaultId, exchange } = await setup(t)
-  const other = await b.createVault('owner-2', { name: 'evil' })
-  const id = randomUUID()
-  await b.storage.createCiIdentity(
-    {
-      id,
-      vaultId: other,
-      name: 'broad',
-      issuer: idp.issuer,
-      audience: AUD,
-      subjectPattern: 'repo:acme/shop:*',
-      requiredClaims: {},
-      role: 'owner',
-      environments: null,
-      now: b.clock.now,
-    },
-    testLogEntry({ vaultId: other, action: 'member_added', subject: `ci:${id}`, detail: 'owner' }),
-  )
+  await addIdentity({ b, idp }, await b.createVault('owner-2', { name: 'evil' }), { name: 'broad' })
   const res = await exchange(await idp.sign(claims), { vault: 'SHOP' })
   t.equal(res.statusCode, 200, res.body)
   t.same(
@@ -337,42 +328,12 @@ t.test('the vault may be named by its name when that name is not ambiguous', asy
 
 t.test('an identity whose adder is no longer an owner of its vault (by any path) never signs in again', async (t) => {
   const { b, idp, vaultId, exchange } = await setup(t)
-  const id = randomUUID()
   // added by owner-1 (an owner): signs in
-  await b.storage.createCiIdentity(
-    {
-      id,
-      vaultId,
-      name: 'by-owner',
-      issuer: idp.issuer,
-      audience: 'https://other-audience.example',
-      subjectPattern: 'repo:acme/shop:*',
-      requiredClaims: {},
-      role: 'editor',
-      environments: null,
-      now: b.clock.now,
-    },
-    testLogEntry({ vaultId, action: 'member_added', personId: 'owner-1', subject: `ci:${id}`, detail: 'editor' }),
-  )
+  await addIdentity({ b, idp }, vaultId, { name: 'by-owner', audience: 'https://other-audience.example', role: 'editor', personId: 'owner-1' })
   const other = { ...claims, aud: 'https://other-audience.example' }
   t.equal((await exchange(await idp.sign(other))).statusCode, 200, 'its adder is an owner')
   // added by someone who is not (or no longer) an owner of the vault
-  const stale = randomUUID()
-  await b.storage.createCiIdentity(
-    {
-      id: stale,
-      vaultId,
-      name: 'stale',
-      issuer: idp.issuer,
-      audience: 'https://stale.example',
-      subjectPattern: 'repo:acme/shop:*',
-      requiredClaims: {},
-      role: 'editor',
-      environments: null,
-      now: b.clock.now,
-    },
-    testLogEntry({ vaultId, action: 'member_added', personId: 'person-who-left', subject: `ci:${stale}`, detail: 'editor' }),
-  )
+  await addIdentity({ b, idp }, vaultId, { name: 'stale', audience: 'https://stale.example', role: 'editor', personId: 'person-who-left' })
   b.logs.length = 0
   const res = await exchange(await idp.sign({ ...claims, aud: 'https://stale.example' }))
   t.equal(res.json().error, 'invalid_grant')
