@@ -59,6 +59,26 @@ t.test('two envkeep-server processes on one PostgreSQL count sign-in and OAuth a
   t.equal(limited.status, 429, 'the 11th try from this address is refused by the other process')
   t.match(limited.body, /too many attempts from this address/)
 
+  // setup shares the sign-in count: refused on either process now
+  const setupPage = await browser.get(`${at(p1)}/login`)
+  const setup = await browser.post(`${at(p1)}/setup`, {
+    _csrf: hiddenFields(setupPage.html)._csrf!,
+    token: 'x'.repeat(43),
+    email: 'x@example.com',
+    name: 'X',
+    password: 'wrong',
+  })
+  t.equal(setup.status, 429, 'setup attempts count with sign-in attempts')
+
+  // invitation links (10 a minute): guesses through both processes count together
+  const guess = async (port: number, i: number) => {
+    const page = await browser.get(`${at(port)}/login`)
+    const token = `${'g'.repeat(40)}${String(i).padStart(3, '0')}`
+    return (await browser.post(`${at(port)}/invite/${token}`, { _csrf: hiddenFields(page.html)._csrf!, name: 'X', password: 'a long enough password' })).status
+  }
+  for (let i = 0; i < 10; i++) t.not(await guess(i % 2 ? p2 : p1, i), 429, `invitation guess ${i + 1}, alternating processes`)
+  t.equal(await guess(p2, 10), 429, 'the 11th invitation guess in a minute is refused')
+
   // the OAuth endpoints (4 a minute here): counted together too
   const token = (port: number) =>
     fetch(`${at(port)}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token' })
