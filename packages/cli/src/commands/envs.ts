@@ -24,7 +24,7 @@ ${BASE_URL_HELP}
       values['base-url'] === undefined && !ctx.deps.env.ENVKEEP_BASE_URL && link
         ? link.link.baseUrl
         : await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
-    const api = ctx.api(baseUrl)
+    const api = ctx.api(baseUrl, { ciVault: link ? link.link.vault.id : positionals[0]! })
     const id = link ? link.link.vault.id : (await resolveVault(api, positionals[0]!)).id
     const vault = (await listVaults(api)).find((v) => v.id === id)
     if (!vault) throw new CliError(`no vault with id ${id} is shared with you on ${baseUrl}`, { hint: 'list them with: envkeep vaults' })
