@@ -154,3 +154,26 @@ t.test('CI identities end when the owner who added them loses the owner role or 
   t.equal((await owner.post(`/v/${b.vaultId}/members/remove`, { person: PEOPLE.editor!.id })).statusCode, 303)
   t.same(await names(), ['kept'], 'removing the person ends theirs too')
 })
+
+t.test('an identity added before the subject rule, whose pattern claims subjects by wildcard alone, is flagged on CI access', async (t) => {
+  const b = await build(t)
+  const s = session(b.app, 'owner')
+  const id = '0b9a3c2e-0000-4000-8000-0000000000aa'
+  await b.storage.createCiIdentity(
+    {
+      id,
+      vaultId: b.vaultId,
+      name: 'old-broad',
+      issuer: GH,
+      audience: 'aud',
+      subjectPattern: 'repo:acme/*',
+      requiredClaims: {},
+      role: 'editor',
+      environments: null,
+      now: new Date(),
+    },
+    testLogEntry({ vaultId: b.vaultId, action: 'member_added', subject: `ci:${id}`, detail: 'editor' }),
+  )
+  const page = await s.get(`/v/${b.vaultId}/ci`)
+  t.match(page.body, /This pattern is no longer accepted/)
+})
