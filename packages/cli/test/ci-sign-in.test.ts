@@ -116,6 +116,11 @@ t.test('GitHub Actions: envkeep run/pull/vaults/login --ci with the job identity
   const despite = await runBin(['pull', 'shop', 'development'], ciEnv).done
   t.equal(despite.code, 0, `another vault's identity does not get in the way: ${despite.stderr}`)
   t.match(despite.stdout, /dev-db/)
+  const ambiguous = await runBin(['login', '--ci'], ciEnv).done
+  t.equal(ambiguous.code, 4, 'login --ci naming no vault while two vaults match: refused')
+  const named = await runBin(['login', '--ci', '--vault', 'shop'], ciEnv).done
+  t.equal(named.code, 0, `login --ci --vault names the vault: ${named.stderr}`)
+  t.match(named.stderr, /CI identity "deploy"/)
 
   const missing = await runBin(['pull', 'shop', 'development'], { ...ciEnv, ACTIONS_ID_TOKEN_REQUEST_TOKEN: '' }).done
   t.equal(missing.code, 4, 'a missing GitHub variable: needs sign-in')
