@@ -141,23 +141,32 @@ export function createMetrics(o: { storage: Storage; now: () => Date }): Metrics
       })
     },
     timeStorage(storage) {
+      // methods run with the storage itself as `this` (a class's #private fields need it), each bound once
+      const bound = new Map<string | symbol, unknown>()
       return new Proxy(storage, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver)
-          if (typeof prop !== 'string' || !LOGGING_METHODS.has(prop) || typeof value !== 'function') return value
-          return async function timed(...args: unknown[]) {
-            const end = logWrites.startTimer({ method: prop })
-            try {
-              const r = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)
-              end({ result: 'ok' })
-              return r
-            } catch (err) {
-              end({ result: 'error' })
-              throw err
-            }
-          }
+        get(target, prop) {
+          const value = Reflect.get(target, prop, target)
+          if (typeof value !== 'function') return value
+          if (bound.has(prop)) return bound.get(prop)
+          let fn: unknown = value.bind(target)
+          if (typeof prop === 'string' && LOGGING_METHODS.has(prop)) fn = timed(prop, value as (...a: unknown[]) => unknown)
+          bound.set(prop, fn)
+          return fn
         },
       })
+      function timed(prop: string, value: (...a: unknown[]) => unknown) {
+        return async function timedCall(...args: unknown[]) {
+          const end = logWrites.startTimer({ method: prop })
+          try {
+            const r = await value.apply(storage, args)
+            end({ result: 'ok' })
+            return r
+          } catch (err) {
+            end({ result: 'error' })
+            throw err
+          }
+        }
+      }
     },
     auditStream: {
       sent: (n) => auditSent.inc(n),
