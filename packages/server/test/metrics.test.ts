@@ -154,8 +154,11 @@ t.test('on PostgreSQL: the pool is shown, and pending pushes are counted there',
     body: JSON.stringify({ variables: { ONE: 'x' } }),
   })
   t.equal(push.status, 201)
+  // the sign-in page's attempt limits live in the database here, reached through the timed storage
+  t.equal(await signInWithPassword(base, base, 'not-the-password'), 401)
   const families = parsePrometheusTextFormat(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())
   t.equal(value(families, 'envkeep_pending_pushes'), 1)
+  t.equal(value(families, 'envkeep_sign_in_checks_total', { kind: 'password', outcome: 'invalid' }), 1)
   const total = value(families, 'envkeep_database_pool_connections', { state: 'total' })
   t.ok(total >= 1 && total <= 3, `pool connections ${total} of 3`)
   const states = families.find((f) => f.name === 'envkeep_database_pool_connections')?.metrics.map((m) => m.labels?.state)
