@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { withTestDatabase } from '@envkeep/test-support'
 import { freePort, newMasterKey, OWNER, seed, signInWithPassword, startServer, stopServer } from './ops-helpers.js'
@@ -105,20 +105,24 @@ t.test('metrics: off by default; on their own listener; counts match a scripted 
   t.equal(await stopServer(server), 0)
 })
 
-t.test('rate-limit refusals are counted by route', async (t) => {
-  const dir = tempDir(t)
+/** A seeded installation served with metrics on, and `extra` settings. */
+async function seededWithMetrics(t: Test, extra: Record<string, string>) {
   const port = await freePort()
   const metricsPort = await freePort()
   const base = `http://127.0.0.1:${port}`
   const env = {
-    ENVKEEP_DATA_DIR: dir,
+    ENVKEEP_DATA_DIR: tempDir(t),
     ENVKEEP_PORT: String(port),
     ENVKEEP_MASTER_KEY: newMasterKey(),
-    ENVKEEP_RATE_PER_MINUTE: '2',
     ENVKEEP_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+    ...extra,
   }
   const s = await seed(env, base)
-  const server = await startServer(t, env)
+  return { base, metricsPort, s, server: await startServer(t, env) }
+}
+
+t.test('rate-limit refusals are counted by route', async (t) => {
+  const { base, metricsPort, s, server } = await seededWithMetrics(t, { ENVKEEP_RATE_PER_MINUTE: '2' })
   const statuses: number[] = []
   for (let i = 0; i < 5; i++) statuses.push((await fetch(`${base}/api/env/vaults`, { headers: { authorization: `Bearer ${s.token}` } })).status)
   t.same(statuses, [200, 200, 429, 429, 429])
@@ -134,20 +138,7 @@ t.test('on PostgreSQL: the pool is shown, and pending pushes are counted there',
     t.comment('ENVKEEP_TEST_DATABASE_URL is not set: skipped')
     return
   }
-  const dir = tempDir(t)
-  const port = await freePort()
-  const metricsPort = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const env = {
-    ENVKEEP_DATA_DIR: dir,
-    ENVKEEP_PORT: String(port),
-    ENVKEEP_MASTER_KEY: newMasterKey(),
-    ENVKEEP_DATABASE_URL: url,
-    ENVKEEP_DATABASE_POOL: '3',
-    ENVKEEP_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-  }
-  const s = await seed(env, base)
-  const server = await startServer(t, env)
+  const { base, metricsPort, s, server } = await seededWithMetrics(t, { ENVKEEP_DATABASE_URL: url, ENVKEEP_DATABASE_POOL: '3' })
   const push = await fetch(`${base}/api/env/${s.vaultId}/development/imports`, {
     method: 'POST',
     headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
