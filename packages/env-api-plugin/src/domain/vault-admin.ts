@@ -17,14 +17,18 @@ export function sameVaultName(a: string, b: string): boolean {
   return a.normalize('NFC').toLocaleLowerCase('en') === b.normalize('NFC').toLocaleLowerCase('en')
 }
 
-/** Refuses when `personId` reaches a vault (other than `except`) with this name. */
+/**
+ * Refuses when `personId` reaches a vault (other than `except`) with this name. The refusal
+ * never quotes the other vault's name: for "they" it is someone else's vault, and even its
+ * spelling (case) is theirs to know.
+ */
 export async function requireFreeName(d: DomainDeps, personId: string, name: string, who: 'you' | 'they', except?: string): Promise<void> {
   const clash = (await d.storage.listVaults(personId)).find((v) => v.id !== except && sameVaultName(v.name, name))
   if (!clash) return
   throw fail.conflict(
     who === 'you'
-      ? `you already have a vault named "${clash.name}"; choose another name`
-      : `that person already has a vault named "${clash.name}"; rename one of the two first`,
+      ? 'a vault you can reach already has that name (names are unique regardless of case); choose another name'
+      : 'a vault they can reach already has that name (names are unique regardless of case for each person); choose another name',
   )
 }
 
