@@ -98,7 +98,7 @@ ${
   added.secret
     ? html`<p>Its signing secret, to give the receiver: copy it now, <strong>it is not shown again</strong>.</p>
 <p><code class="secret" id="webhook-secret">${added.secret}</code></p>
-<p class="hint">Each delivery carries <code>x-envkeep-signature: sha256=…</code>, the hex HMAC-SHA256 of the raw body under this secret, and <code>x-envkeep-timestamp</code>.</p>`
+<p class="hint">Each delivery carries <code>x-envkeep-timestamp</code> (Unix seconds) and <code>x-envkeep-signature: sha256=…</code>, the hex HMAC-SHA256 under this secret of the timestamp, a dot and the raw body. Refuse a delivery whose timestamp is more than five minutes off.</p>`
     : html`<p>Slack deliveries are not signed; keep the Slack URL to yourself.</p>`
 }
 </section>`

@@ -80,10 +80,8 @@ async function prepare(deps: WebhookWorkerDeps, d: ClaimedDelivery): Promise<{ b
     return { error: 'the signing secret could not be opened (master key missing or changed)' }
   }
   const body = genericBody(facts)
-  return {
-    body,
-    headers: { ...headers, 'x-envkeep-signature': signatureOf(secret, body), 'x-envkeep-timestamp': String(Math.floor(deps.now().getTime() / 1000)) },
-  }
+  const timestamp = String(Math.floor(deps.now().getTime() / 1000))
+  return { body, headers: { ...headers, 'x-envkeep-signature': signatureOf(secret, timestamp, body), 'x-envkeep-timestamp': timestamp } }
 }
 
 async function attempt(deps: WebhookWorkerDeps, d: ClaimedDelivery, token: string): Promise<DeliveryAttempt['outcome']> {
