@@ -4,6 +4,7 @@ import { authorOf, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
+import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
 
 /** What a change makes of an environment: name → its new value, or null to delete it. */
 export type Target = Readonly<Record<string, string | null>>
@@ -61,6 +62,8 @@ export async function changeEnvironment(
     readonly expectVersion?: number
   },
 ): Promise<ChangeOutcome> {
+  // the one door of direct changes: with "Require a second person", a person proposes instead
+  if (mustPropose(actor, vault, env)) throw fail.forbidden(PROPOSE_INSTEAD)
   for (let attempt = 1; ; attempt++) {
     const state = await d.storage.readCurrent(vault.id, env.name, o.names)
     if (o.expectVersion !== undefined && state.version !== o.expectVersion) throw fail.conflict(ENVIRONMENT_CHANGED)

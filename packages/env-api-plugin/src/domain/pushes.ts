@@ -67,13 +67,23 @@ export async function createPush(
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   located?.(vault, env)
   if (!canReadEnvironment(vault.role, env)) throw fail.forbidden(roleRefusal(vault.role, env, 'push to'))
+  return stagePush(d, actor, vault, env, input.body)
+}
+
+/**
+ * Stages a push (checked, sealed, counted against the plan's limit, `push_created` logged in
+ * storage's transaction) and enqueues its webhooks. The callers have checked the right to
+ * push; the pages' proposals (issue 25: changes on an environment that requires a second
+ * person) come here too.
+ */
+export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultAccess, env: EnvironmentInfo, body: PushInput): Promise<ImportRecord> {
   if (!d.hasKey) throw errors.notConfigured()
-  const problem = pushProblem(input.body)
+  const problem = pushProblem(body)
   if (problem) throw fail.invalid(problem)
   const now = d.now()
-  const names = Object.keys(input.body.variables).sort()
+  const names = Object.keys(body.variables).sort()
   const r = await withCurrentKey(d, vault.id, async () => {
-    const sealed = await d.crypto.seal(vault.id, env.name, input.body.variables)
+    const sealed = await d.crypto.seal(vault.id, env.name, body.variables)
     return d.storage.createImport(
       {
         id: randomUUID(),
@@ -83,7 +93,7 @@ export async function createPush(
         signInId: actor.signInId,
         values: sealed.values,
         sealedUnder: sealed.sealedUnder,
-        refused: (input.body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
+        refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
         createdAt: now,
         expiresAt: new Date(now.getTime() + d.importTtlMs),
         limit: limitOf(d.plans, vault.plan),

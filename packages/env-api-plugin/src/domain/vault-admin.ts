@@ -91,3 +91,20 @@ export async function setEnvironmentRules(
 export function secondPersonRequired(vault: VaultAccess, env: EnvironmentInfo): boolean {
   return vault.requireSecondPerson || (env.secondPerson ?? env.ownersOnly)
 }
+
+/**
+ * Whether a change of values by this actor must be proposed as a push that another person
+ * decides (issue 25): a person, on an environment that requires a second person. Every
+ * direct change (changeEnvironment) checks it, so no page or route can forget it. The server
+ * administrator (`admin var set`, `admin restore`, on the server itself) is the break-glass
+ * and is not bound: whoever runs them holds the database and the master key already, so a
+ * rule there would protect nothing, and a vault whose only owner is away must stay
+ * repairable. Their changes are logged as the server administrator's.
+ */
+export function mustPropose(actor: Actor, vault: VaultAccess, env: EnvironmentInfo): boolean {
+  return actor.kind === 'person' && secondPersonRequired(vault, env)
+}
+
+/** Why a direct change is refused where it must be proposed. */
+export const PROPOSE_INSTEAD =
+  'this environment requires a second person: a change of its values is proposed as a push, and someone else applies it'

@@ -269,6 +269,11 @@ ${
         ? html`Every variable of the <a href="${base}">change of ${when(change.at)}</a> goes back to the value it had before it, in ${change.environment}.`
         : html`Every variable of ${change.environment} goes back to its value right after the <a href="${base}">change of ${when(change.at)}</a>.`
     } Nothing has changed yet.</p>
+${
+  plan.propose
+    ? html`<p class="hint second-person">This environment requires a second person: this is proposed as a push, and someone else applies it.${plan.delete.length > 0 ? ' It deletes variables, which cannot be proposed yet.' : ''}</p>`
+    : ''
+}
 <section class="plan">
 <h2>Will be written (${plan.write.length})</h2>
 <p>${nameList(plan.write)}</p>
@@ -289,11 +294,13 @@ ${
 ${
   nothing
     ? html`<p class="hint">There is nothing to write: the environment already holds these values.</p>`
+    : plan.propose && plan.delete.length > 0
+      ? ''
     : html`<form method="post" action="${base}/${kind}" class="inline">
 ${csrfField(token)}
 <input type="hidden" name="version" value="${String(plan.version)}">
 <input type="hidden" name="also" value="${plan.alsoLater ? '1' : ''}">
-<button type="submit" class="primary">${kind === 'revert' ? 'Revert' : 'Restore'}</button>
+<button type="submit" class="primary">${plan.propose ? 'Propose' : kind === 'revert' ? 'Revert' : 'Restore'}</button>
 </form>`
 }
 <p><a href="${base}">Cancel</a></p>`
@@ -330,6 +337,7 @@ ${csrfField(token)}
         const input = { vaultId: request.params.vault, changeSetId: request.params.change, kind, alsoLater }
         try {
           const r = await domain.rollBack(actor, { ...input, version: Number.isSafeInteger(version) ? version : -1 })
+          if (r.proposed) return seeOther(deps, reply, `/v/${encodeURIComponent(r.view.vault.id)}/variables/imports/${encodeURIComponent(r.proposed.id)}`)
           return seeOther(deps, reply, r.changeSetId ? changePath(r.view.vault.id, r.changeSetId) : historyPath(r.view.vault.id, r.view.change.environment))
         } catch (err) {
           const f = toPageFailure(err, request)

@@ -3,6 +3,7 @@ import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
 import { canManageVault, canReadEnvironment, canWriteEnvironment } from '../domain/permissions.js'
+import { secondPersonRequired } from '../domain/vault-admin.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
@@ -176,6 +177,8 @@ function environmentSection(
   const readable = canReadEnvironment(vault.role, env)
   const writable = readable && canWriteEnvironment(vault.role, env)
   const anchor = `env-${env.name}`
+  // "Require a second person": changes are proposed as pushes for someone else to apply (issue 25)
+  const propose = writable && secondPersonRequired(vault, env)
   const items = vars.map((v) => {
     const value = revealed && Object.hasOwn(revealed, v.name) ? revealed[v.name] : undefined
     return html`<li class="var">
@@ -204,18 +207,22 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="
 <button type="submit" class="secondary">Edit</button>
 </form>`
 }
-<details${editing === v.name ? html` open` : ''}><summary>Change</summary>
+<details${editing === v.name ? html` open` : ''}><summary>${propose ? 'Propose a change' : 'Change'}</summary>
 <form method="post" action="${`${base}/variables/change#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
 <label for="${`change-${env.name}-${v.name}`}">New value</label>
 <textarea id="${`change-${env.name}-${v.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off">${editing === v.name && value !== undefined ? value : ''}</textarea>
-<button type="submit">Save</button>
+<button type="submit">${propose ? 'Propose' : 'Save'}</button>
 </form>
 </details>
-<form method="post" action="${`${base}/variables/delete#${anchor}`}" class="inline" data-confirm="Delete this variable?">
+${
+  propose
+    ? ''
+    : html`<form method="post" action="${`${base}/variables/delete#${anchor}`}" class="inline" data-confirm="Delete this variable?">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
 <button type="submit" class="danger">Delete</button>
-</form>
+</form>`
+}
 </div>`
     : ''
 }
@@ -229,6 +236,11 @@ ${
     ? html`<p class="hint">Your role (${vault.role}) cannot read the values of ${env.ownersOnly && vault.role === 'editor' ? 'owners-only environments' : 'this environment'}.</p>`
     : ''
 }
+${
+  propose
+    ? html`<p class="hint second-person">This environment requires a second person: a change you make here is proposed as a push, and someone else applies it.</p>`
+    : ''
+}
 ${vars.length === 0 ? html`<p class="muted">No variables yet.</p>` : html`<ul class="vars">${items}</ul>`}
 ${
   readable && vars.length > 0
@@ -240,14 +252,14 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}">
 }
 ${
   writable
-    ? html`<details class="add"><summary>Add a variable</summary>
+    ? html`<details class="add"><summary>${propose ? 'Propose a variable' : 'Add a variable'}</summary>
 <form method="post" action="${`${base}/variables/add#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <label for="${`add-name-${env.name}`}">Name</label>
 <input id="${`add-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="[A-Za-z_][A-Za-z0-9_]*" autocomplete="off" spellcheck="false">
 <label for="${`add-value-${env.name}`}">Value</label>
 <textarea id="${`add-value-${env.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off"></textarea>
-<button type="submit">Add variable</button>
+<button type="submit">${propose ? 'Propose' : 'Add variable'}</button>
 </form>
 </details>`
     : ''
@@ -346,6 +358,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
           value: field(request.body, 'value').replace(/\r\n?/g, '\n'),
           mode,
         })
+        if (r.proposed) return seeOther(deps, reply, `/v/${encodeURIComponent(r.vault.id)}/variables/imports/${encodeURIComponent(r.proposed.id)}`)
         return seeOther(
           deps,
           reply,
