@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import fastifyFormbody from '@fastify/formbody'
+import { useStrictForms } from './form-body.js'
 import type { ResolvedOptions } from '../options.js'
 import { createVaultCrypto } from '../vault-service.js'
 import { ASSETS } from './assets.js'
@@ -69,9 +69,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
   const { opts } = o
   await parent.register(
     async function envkeepPages(app) {
-      if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) {
-        await app.register(fastifyFormbody, { bodyLimit: FORM_BODY_LIMIT })
-      }
+      useStrictForms(app, FORM_BODY_LIMIT)
       const deps: PageDeps = { opts, crypto: createVaultCrypto(opts.storage, opts.keyring) }
 
       app.setErrorHandler(async function pageErrorHandler(err, request, reply) {
