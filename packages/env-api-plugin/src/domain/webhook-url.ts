@@ -70,6 +70,22 @@ function embeddedIPv4(p: readonly number[]): ipaddr.IPv4[] {
   return out
 }
 
+/**
+ * A webhook URL as shown and stored (issue 25): origin and first path segment. The rest of
+ * the path often is the receiver's own secret (a Slack URL's last segments), so only this
+ * form is kept in the clear; the URL itself is sealed (domain/webhooks.ts).
+ */
+export function shownUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    const segments = u.pathname.split('/').filter(Boolean)
+    const more = segments.length > 1 || u.search !== ''
+    return `${u.origin}${segments.length > 0 ? `/${segments[0]}` : ''}${more ? '/…' : ''}`
+  } catch {
+    return '(unreadable URL)'
+  }
+}
+
 /** The URL's hostname as an address or name to resolve (IPv6 without brackets). */
 export function hostOf(url: URL): string {
   return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname

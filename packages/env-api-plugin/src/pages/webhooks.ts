@@ -1,3 +1,4 @@
+import { shownUrl } from '../domain/webhook-url.js'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
@@ -25,21 +26,7 @@ const EVENT_LABELS: Readonly<Record<string, string>> = Object.freeze({
   'push.expired': 'a push expires undecided',
 })
 
-/**
- * A webhook URL as shown: origin and first path segment. The rest of the
- * path often is the receiver's own secret (a Slack URL's last segments),
- * so it is never shown again after it was typed.
- */
-export function shownUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    const segments = u.pathname.split('/').filter(Boolean)
-    const more = segments.length > 1 || u.search !== ''
-    return `${u.origin}${segments.length > 0 ? `/${segments[0]}` : ''}${more ? '/…' : ''}`
-  } catch {
-    return '(unreadable URL)'
-  }
-}
+export { shownUrl }
 
 function outcome(d: DeliveryRecord): SafeHtml {
   const detail = d.lastError ?? (d.lastStatus !== null ? `HTTP ${d.lastStatus}` : '')
