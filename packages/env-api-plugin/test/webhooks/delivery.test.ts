@@ -141,6 +141,22 @@ t.test('an expired push is swept and delivered as push.expired; the Slack format
   t.ok(deliverDueWebhooks, 'exported for hosts')
 })
 
+t.test('push.expired arrives when the push expires, not a sweep or two later (issue 25)', async (t) => {
+  const hook = await receiver(t)
+  // the expiry runs every 20 ms here (5 s by default); the webhook sweep still once a minute
+  const b = await build(t, { plugin: { allowPrivateWebhooks: true, webhookIntervalMs: 25, expiryIntervalMs: 20 } })
+  const domain = domainOf(b)
+  const owner = (await import('./helpers.js')).ownerActor
+  await domain.addWebhook(owner, { vaultId: b.vaultId, url: `${hook.url}/expired`, format: 'slack', events: ['push.expired'] })
+  const push = await domain.createPush(editorActor, { vaultId: b.vaultId, environment: 'development', body: { variables: { TOKEN: VALUE } } })
+  // past its end: nothing here expires it or sweeps; the plugin's own timers must
+  b.clock.now = new Date(push.expiresAt.getTime() + 1)
+  const [got] = await hook.waitFor(1, 10_000)
+  t.ok(got, 'push.expired delivered without waiting for the minute sweeps')
+  t.match((JSON.parse(got!.body) as { text: string }).text, /expired without a decision/)
+  t.equal((await b.storage.getImport(push.id, b.clock.now))?.status, 'expired')
+})
+
 t.test('after the vault’s data key is rotated, deliveries are still signed with the same secret', async (t) => {
   const hook = await receiver(t)
   const b = await build(t, { plugin: { allowPrivateWebhooks: true, webhookIntervalMs: 3_600_000 } })
