@@ -24,7 +24,8 @@ export interface VaultCrypto {
   sealHistory(vaultId: string, environment: string, changeSetId: string, entries: readonly HistoryValues[]): Promise<SealedHistory[]>
   /**
    * Opens one side of history entries of one change set; throws ApiError
-   * decrypt_failed if any fails (nothing is returned). A null side opens to null.
+   * decrypt_failed if any fails (nothing is returned). A null side opens to null; a
+   * value recorded as unreadable (zero bytes) is left out.
    */
   openHistory(
     vaultId: string,
@@ -189,6 +190,9 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         const out: Record<string, string | null> = {}
         for (const e of entries) {
           const sealed = e[side]
+          // zero bytes: a value that could not be opened when it was replaced (domain/changes.ts,
+          // UNREADABLE_BEFORE); left out, so nobody takes it for "none"
+          if (sealed !== null && sealed.byteLength === 0) continue
           out[e.name] = sealed === null ? null : open(key, sealed, historyPlaceOf(vaultId, environment, e.name, changeSetId, side)).toString('utf8')
         }
         return out
@@ -235,6 +239,7 @@ export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId:
       return seal(newKey, open(oldKey, sealed, place), place)
     }
     const againInHistory = (h: VaultSecrets['history'][number]): Uint8Array => {
+      if (h.sealed.byteLength === 0) return h.sealed // a value recorded as unreadable (UNREADABLE_BEFORE)
       const place = historyPlaceOf(vaultId, h.environment, h.name, h.changeSetId, h.side)
       return seal(newKey, open(oldKey, h.sealed, place), place)
     }

@@ -130,7 +130,8 @@ async function valuesRightAfter(d: DomainDeps, vault: VaultAccess, environment: 
       'before',
       group.map((g) => g.entry),
     )
-    for (const g of group) out.set(g.name, opened[g.name] ?? null)
+    // a value recorded as unreadable (left out by openHistory) is not restored: never guessed
+    for (const g of group) if (Object.hasOwn(opened, g.name)) out.set(g.name, opened[g.name] ?? null)
   }
   return out
 }
@@ -148,6 +149,7 @@ async function rollbackTarget(
   const target = new Map<string, string | null>()
   const conflicts: string[] = []
   for (const e of change.entries) {
+    if (!Object.hasOwn(before, e.name)) continue // its value before could not be opened: nothing to go back to
     if (later.has(e.name)) {
       conflicts.push(e.name)
       if (!alsoLater) continue

@@ -3,7 +3,7 @@ import type { ChangeKind, EnvironmentInfo, ImportRecord, NewChangeSet, RefusedLi
 import { errors } from '../errors.js'
 import { MAX_REASON, MAX_REFUSED } from '../schemas/imports.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
-import { entriesOf } from './changes.js'
+import { entriesOf, mayReplaceUnreadable, openCurrent, UNREADABLE_BEFORE } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
@@ -233,11 +233,15 @@ async function pushChangeSet(d: DomainDeps, actor: PersonActor, view: PushView, 
   const { vault, push } = view
   const state = await d.storage.readCurrent(vault.id, push.environment, push.names)
   const staged = await d.storage.getImportValues(push.id)
-  const current = await d.crypto.openValues(vault.id, push.environment, state.variables)
+  const { values: current, unreadable, failure } = await openCurrent(d, vault.id, push.environment, state.variables)
   const incoming = await d.crypto.openValues(vault.id, push.environment, staged)
-  const entries = entriesOf(current, incoming)
+  const entries = entriesOf(current, incoming, unreadable)
+  // a live value that no longer opens: an owner's Apply replaces it, recorded as unreadable
+  if (entries.some((e) => unreadable.has(e.name)) && !mayReplaceUnreadable(actor, vault)) throw failure
   const id = randomUUID()
-  const sealed = await d.crypto.sealHistory(vault.id, push.environment, id, entries)
+  const sealed = (await d.crypto.sealHistory(vault.id, push.environment, id, entries)).map((k) =>
+    unreadable.has(k.name) ? { ...k, before: UNREADABLE_BEFORE } : k,
+  )
   return {
     ifVersion: state.version,
     changeSet: {

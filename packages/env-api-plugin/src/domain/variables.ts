@@ -99,8 +99,8 @@ export async function writeVariable(
     names: [name],
     how: directHow(actor),
     ref: null,
-    plan: (current) => {
-      const has = Object.hasOwn(current, name)
+    plan: (current, unreadable) => {
+      const has = Object.hasOwn(current, name) || unreadable.has(name)
       if (input.mode === 'add' && has) throw fail.conflict(EXISTS)
       if (input.mode === 'change' && !has) throw fail.notFound(VARIABLE_NOT_FOUND)
       return { [name]: input.value }
@@ -128,8 +128,8 @@ export async function deleteVariable(
     names: [name],
     how: directHow(actor),
     ref: null,
-    plan: (current) => {
-      if (!Object.hasOwn(current, name)) throw fail.notFound(VARIABLE_NOT_FOUND)
+    plan: (current, unreadable) => {
+      if (!Object.hasOwn(current, name) && !unreadable.has(name)) throw fail.notFound(VARIABLE_NOT_FOUND)
       return { [name]: null }
     },
     log: (names, at) => entryFor(actor, { vaultId: vault.id, action: 'variable_deleted', at, environment: env.name, names }),

@@ -46,7 +46,9 @@ function nameList(names: readonly string[]): SafeHtml {
 
 function valueCell(v: string | null | undefined, revealed: boolean): SafeHtml {
   if (!revealed) return html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`
-  return v === null || v === undefined ? html`<span class="muted">(none)</span>` : html`<code class="value">${v}</code>`
+  // undefined: a value recorded as unreadable when it was replaced (openHistory leaves it out)
+  if (v === undefined) return html`<span class="muted">(could not be opened)</span>`
+  return v === null ? html`<span class="muted">(none)</span>` : html`<code class="value">${v}</code>`
 }
 
 export function historyRoutes(app: FastifyInstance, deps: PageDeps): void {
