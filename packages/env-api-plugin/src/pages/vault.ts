@@ -6,11 +6,10 @@ import { canManageVault, canReadEnvironment, canWriteEnvironment } from '../doma
 import { secondPersonRequired } from '../domain/vault-admin.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
-import { historyPath } from './history.js'
-import { settingsPath } from './settings.js'
+import { historyPath, tabPath, vaultHeader } from './vault-header.js'
 import { html, type SafeHtml } from './html.js'
 import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
@@ -52,11 +51,7 @@ interface VaultView {
 
 export type VaultTab = 'variables' | 'pushes' | 'members' | 'access-log'
 
-/** The vault's pages, as the tab bar links them. */
-export function tabPath(vaultId: string, tab: VaultTab): string {
-  const base = `/v/${encodeURIComponent(vaultId)}`
-  return tab === 'variables' ? base : `${base}/${tab}`
-}
+export { tabPath }
 
 async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView): Promise<FastifyReply> {
   const { vault, person } = view
@@ -89,31 +84,9 @@ ${membersSection({ base, vault, person, csrf, members, memberPeople, invitations
 </section>`
   } else section = await accessLogTab(deps, vault, view.query, people)
 
-  const tabs: [VaultTab | 'history' | 'settings', string, string][] = [
-    ['variables', 'Variables', pagePath(deps, tabPath(vault.id, 'variables'))],
-    ['pushes', pushes.length ? `Pushes (${pushes.length})` : 'Pushes', pagePath(deps, tabPath(vault.id, 'pushes'))],
-    ...(readableEnv
-      ? [
-          [
-            'history',
-            'History',
-            pagePath(deps, historyPath(vault.id, shownEnv && canReadEnvironment(vault.role, shownEnv) ? shownEnv.name : readableEnv.name)),
-          ] as ['history', string, string],
-        ]
-      : []),
-    ['members', 'Members', pagePath(deps, tabPath(vault.id, 'members'))],
-    ['access-log', 'Access log', pagePath(deps, tabPath(vault.id, 'access-log'))],
-    ['settings', 'Settings', pagePath(deps, settingsPath(vault.id))],
-  ]
   const body = html`${view.problem ? refusalBox(view.problem) : ''}
 ${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}
-<p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a></p>
-<h1>${vault.name}</h1>
-<p>Your role: <span class="role role-${vault.role}">${vault.role}</span>${owner ? html` · <a href="${base}/webhooks">Webhooks</a>` : ''}</p>
-${vault.role === 'viewer' ? html`<p class="hint">As a viewer you see the names of variables, not their values.</p>` : ''}
-<nav class="tabs" aria-label="Vault">${tabs.map(
-    ([id, label, href]) => html`<a href="${href}"${id === tab ? html` aria-current="page" class="current"` : ''}>${label}</a>`,
-  )}</nav>
+${await vaultHeader(deps, vault, tab, { env: shownEnv?.name ?? null, pending: pushes.length })}
 ${section}`
 
   return sendPage(deps, reply, { status: view.problem?.status ?? 200, title: vault.name, body, person })
@@ -192,6 +165,7 @@ ${
 <form method="post" action="${`${base}/reveal#${anchor}`}" class="inline">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
 <button type="submit" class="secondary">Reveal</button>
+<button type="button" class="copy secondary" data-reveal-copy="${v.name}" aria-label="${`Copy the value of ${v.name}`}">Copy</button>
 </form>`
       }</div>`
     : ''
@@ -324,7 +298,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
       } catch (err) {
         const f = toPageFailure(err, request)
         const fresh = f.status >= 500 ? null : await domain.locateVault(actor, request.params.vault).catch(() => null)
-        if (!fresh) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+        if (!fresh) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
         return renderVault(deps, reply, { vault: fresh, person, problem: f, tab, env: field(request.body, 'environment') || null })
       }
     })
