@@ -118,7 +118,9 @@ class SqliteWebhookStore implements WebhookStore {
       'none',
       () =>
         (
-          this.#q(`select ${WEBHOOK_COLUMNS}, w.sealed_secret from webhooks w where w.vault_id = ? order by w.created_at, w.rowid`).all(vaultId) as (WebhookRow & {
+          this.#q(`select ${WEBHOOK_COLUMNS}, w.sealed_secret from webhooks w where w.vault_id = ? order by w.created_at, w.rowid`).all(
+            vaultId,
+          ) as (WebhookRow & {
             sealed_secret: Buffer | null
           })[]
         ).map((r) => ({ ...webhookOf(r), sealedSecret: r.sealed_secret && new Uint8Array(r.sealed_secret) })),

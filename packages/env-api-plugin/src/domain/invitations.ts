@@ -65,9 +65,7 @@ export async function inviteMember(
   const r = await invite.call(d.people, { email, role, vaultId: vault.id, vaultName: vault.name, invitedBy: input.invitedBy })
   if (!r || typeof r.link !== 'string' || r.link === '') throw new Error('envkeep: people.invite returned no link')
   // issue 25: logged with the role and the email (owners see it), never the link or its token
-  await d.storage.appendAccessLog(
-    entryFor(actor, { vaultId: vault.id, action: 'invitation_sent', at: d.now(), detail: invitationDetail(role, email) }),
-  )
+  await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'invitation_sent', at: d.now(), detail: invitationDetail(role, email) }))
   return { kind: 'invited', vault, email, role, link: r.link, emailed: r.emailed === true }
 }
 

@@ -106,5 +106,4 @@ export function mustPropose(actor: Actor, vault: VaultAccess, env: EnvironmentIn
 }
 
 /** Why a direct change is refused where it must be proposed. */
-export const PROPOSE_INSTEAD =
-  'this environment requires a second person: a change of its values is proposed as a push, and someone else applies it'
+export const PROPOSE_INSTEAD = 'this environment requires a second person: a change of its values is proposed as a push, and someone else applies it'

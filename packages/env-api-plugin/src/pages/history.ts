@@ -305,7 +305,7 @@ ${
     ? html`<p class="hint">There is nothing to write: the environment already holds these values.</p>`
     : plan.propose && plan.delete.length > 0
       ? ''
-    : html`<form method="post" action="${base}/${kind}" class="inline">
+      : html`<form method="post" action="${base}/${kind}" class="inline">
 ${csrfField(token)}
 <input type="hidden" name="version" value="${String(plan.version)}">
 <input type="hidden" name="also" value="${plan.alsoLater ? '1' : ''}">

@@ -51,7 +51,10 @@ export function reviewUrlOf(baseUrl: string, vaultId: string, pushId: string): s
 }
 
 /** What to send for a claimed delivery, or why it cannot be sent. */
-async function prepare(deps: WebhookWorkerDeps, d: ClaimedDelivery): Promise<{ url: string; body: string; headers: Record<string, string> } | { error: string }> {
+async function prepare(
+  deps: WebhookWorkerDeps,
+  d: ClaimedDelivery,
+): Promise<{ url: string; body: string; headers: Record<string, string> } | { error: string }> {
   const push = await deps.storage.getImport(d.pushId, deps.now())
   const [vault] = await deps.storage.findVaults({ id: d.vaultId })
   if (!push || !vault) return { error: 'the push or the vault is gone' }

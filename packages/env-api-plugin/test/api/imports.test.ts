@@ -324,8 +324,7 @@ t.test('bytes that are not UTF-8 in a JSON body: 400, no push (issue 25, not sto
   const b = await build(t)
   const v = await b.createVault('alice')
   const token = await b.signIn('alice')
-  const bytes = (inner: number[]) =>
-    Buffer.concat([Buffer.from(`{"variables": {"A": "${CANARY}`), Buffer.from(inner), Buffer.from('"}}')])
+  const bytes = (inner: number[]) => Buffer.concat([Buffer.from(`{"variables": {"A": "${CANARY}`), Buffer.from(inner), Buffer.from('"}}')])
   for (const [name, payload] of [
     ['a 0xFF byte', bytes([0xff])],
     ['a CESU-8 surrogate (ED A0 80)', bytes([0xed, 0xa0, 0x80])],

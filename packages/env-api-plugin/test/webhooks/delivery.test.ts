@@ -63,8 +63,20 @@ t.test('push.created and push.decided are delivered, signed, to a local receiver
   const sig = created!.headers['x-envkeep-signature'] as string
   const now = new Date(Number(ts) * 1000)
   t.ok(verifyWebhookSignature({ secret: secret!, body: created!.body, timestamp: ts, signature: sig, now }), 'the exported check agrees')
-  t.notOk(verifyWebhookSignature({ secret: secret!, body: created!.body, timestamp: String(Number(ts) + 3600), signature: sig, now: new Date(now.getTime() + 3_600_000) }), 'a replay under a fresh time fails')
-  t.notOk(verifyWebhookSignature({ secret: secret!, body: created!.body, timestamp: ts, signature: sig, now: new Date(now.getTime() + 3_600_000) }), 'an old delivery is refused')
+  t.notOk(
+    verifyWebhookSignature({
+      secret: secret!,
+      body: created!.body,
+      timestamp: String(Number(ts) + 3600),
+      signature: sig,
+      now: new Date(now.getTime() + 3_600_000),
+    }),
+    'a replay under a fresh time fails',
+  )
+  t.notOk(
+    verifyWebhookSignature({ secret: secret!, body: created!.body, timestamp: ts, signature: sig, now: new Date(now.getTime() + 3_600_000) }),
+    'an old delivery is refused',
+  )
   t.match(created!.headers['x-envkeep-timestamp'], /^[0-9]{10}$/)
   const body = JSON.parse(created!.body) as GenericBody
   t.same(body, {
