@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { storageUnderTest } from '../storage-under-test.js'
 import { tamper } from '../api/helpers.js'
@@ -8,7 +8,7 @@ import { build, session } from './helpers.js'
 // deletion. An owner may delete or overwrite it, logged; its history "before" is recorded as
 // unreadable, not guessed. Others still get decrypt_failed.
 
-async function setup(t: Parameters<typeof build>[0]) {
+async function setup(t: Test) {
   const b = await build(t, { storage: await storageUnderTest(t) })
   const owner = session(b.app, 'owner')
   await owner.get(`/v/${b.vaultId}?env=development`)

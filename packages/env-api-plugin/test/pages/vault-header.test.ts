@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createTestPeople, build, session } from './helpers.js'
 
 // Issue 25 (outside tests, 7): History and Settings lost the vault's tab bar; History had no
@@ -7,7 +7,7 @@ import { createTestPeople, build, session } from './helpers.js'
 
 const SIGN_OUT = '/logout-canary'
 
-async function setup(t: Parameters<typeof build>[0]) {
+async function setup(t: Test) {
   const people = { ...createTestPeople(), signOutUrl: () => SIGN_OUT }
   const b = await build(t, { people })
   return { b, owner: session(b.app, 'owner'), editor: session(b.app, 'editor') }

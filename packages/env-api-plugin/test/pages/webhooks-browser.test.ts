@@ -23,7 +23,9 @@ t.test('in Chromium: add a webhook on its page, see a signed delivery listed', a
   })
   page.on('pageerror', (e) => problems.push(String(e)))
 
+  // reached from the vault's Settings (issue 25)
   await page.goto(`${b.address}/v/${b.vaultId}`)
+  await page.getByRole('link', { name: 'Settings' }).click()
   await page.getByRole('link', { name: 'Webhooks' }).click()
   await page.waitForURL('**/webhooks')
   t.equal(await page.locator('h1').textContent(), 'Webhooks')
