@@ -2,7 +2,9 @@ import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { createVaultCrypto } from '../../src/vault-service.js'
 import { storageUnderTest } from '../storage-under-test.js'
-import { build, session } from '../pages/helpers.js'
+import Fastify from 'fastify'
+import envApi from '../../src/index.js'
+import { build, createTestPeople, session, TTL } from '../pages/helpers.js'
 import { domainOf, editorActor, receiver } from './helpers.js'
 
 // Issue 25: a webhook's URL (a Slack URL is a credential) is stored sealed like values, shown
@@ -56,7 +58,8 @@ t.test('the URL is stored sealed and masked, deliveries still reach it, add and 
 
 t.test('a webhook stored with its URL in the clear (before issue 25) is sealed when the worker starts', async (t) => {
   const hook = await receiver(t)
-  const b = await build(t, { storage: await storageUnderTest(t), plugin: { allowPrivateWebhooks: true, webhookIntervalMs: 25 } })
+  // the previous version's server: its worker does not run here (first tick in an hour)
+  const b = await build(t, { storage: await storageUnderTest(t), plugin: { allowPrivateWebhooks: true, webhookIntervalMs: 3_600_000 } })
   const crypto = createVaultCrypto(b.storage, b.keyring)
   // as the previous version stored them: the URL plain, the generic secret sealed bare
   const generic = randomUUID()
@@ -71,7 +74,20 @@ t.test('a webhook stored with its URL in the clear (before issue 25) is sealed w
     sealedSecret: await crypto.sealWebhookSecret(b.vaultId, generic, secret),
   })
   await b.storage.createWebhook({ ...old, id: slack, url: `${hook.url}${PATH}/slack`, format: 'slack', sealedSecret: null })
-  // the app was built before the rows: the worker's first run seals them
+  // this version starts on the same database: its worker's first run seals them
+  const next = Fastify({ logger: false })
+  await next.register(envApi, {
+    baseUrl: 'http://127.0.0.1',
+    storage: b.storage,
+    keyring: b.keyring,
+    people: createTestPeople(),
+    now: () => b.clock.now,
+    importTtlMs: TTL,
+    allowPrivateWebhooks: true,
+    webhookIntervalMs: 25,
+  })
+  await next.ready()
+  t.teardown(() => next.close())
   await domainOf(b).createPush(editorActor, { vaultId: b.vaultId, environment: 'development', body: { variables: { A: 'value-canary' } } })
   const got = await hook.waitFor(2)
   t.same(got.map((g) => g.path).sort(), [`${PATH}/generic`, `${PATH}/slack`], 'both still delivered to their URLs')
