@@ -43,6 +43,11 @@ export interface EnvApiOptions {
   allowPrivateWebhooks?: boolean
   /** How often the webhook worker looks for due deliveries. Default 2 seconds. */
   webhookIntervalMs?: number
+  /**
+   * How often pending pushes past their end are expired (and their `push.expired`
+   * deliveries enqueued at once). Default 5 seconds: one indexed update.
+   */
+  expiryIntervalMs?: number
   /** Told about token checks, API outcomes and webhook deliveries (for metrics). Default: nobody. */
   observer?: EnvApiObserver
 }
@@ -65,6 +70,7 @@ export interface ResolvedOptions {
   readonly ciAllowHttpLoopbackIssuers: boolean
   readonly allowPrivateWebhooks: boolean
   readonly webhookIntervalMs: number
+  readonly expiryIntervalMs: number
   readonly observer: Required<EnvApiObserver>
   /** `{baseUrl}/api/env` */
   readonly resource: string
@@ -126,6 +132,7 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     ciAllowHttpLoopbackIssuers: o.ciAllowHttpLoopbackIssuers === true,
     allowPrivateWebhooks: o.allowPrivateWebhooks === true,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
+    expiryIntervalMs: positive('expiryIntervalMs', o.expiryIntervalMs, 5000),
     observer: safeObserver(o.observer),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,

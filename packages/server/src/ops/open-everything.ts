@@ -55,7 +55,7 @@ export async function openEverything(storage: Storage, db: Kysely<unknown>, keyr
     const entries = group.map((r) => ({ name: r.name, before: r.before === null ? null : bytes(r.before), after: r.after === null ? null : bytes(r.after) }))
     for (const side of ['before', 'after'] as const) {
       await crypto.openHistory(group[0]!.vault_id, group[0]!.environment, group[0]!.id, side, entries)
-      historySides += entries.filter((e) => e[side] !== null).length
+      historySides += entries.filter((e) => e[side] !== null && e[side].byteLength > 0).length // zero bytes: recorded as unreadable, never opened
     }
   }
   const hooks = await q<{ vault_id: string; id: string; sealed_secret: unknown }>(
