@@ -27,7 +27,7 @@ export interface SendInput {
   readonly resolveHost?: ResolveHost
 }
 
-class RefusedAddress extends Error {
+export class RefusedAddress extends Error {
   constructor() {
     super('refused address')
     this.name = 'RefusedAddress'
@@ -37,7 +37,7 @@ class RefusedAddress extends Error {
 type LookupCallback = (err: Error | null, address: string | LookupAddress[], family?: number) => void
 
 /** A `lookup` for sockets that resolves with `resolve` and refuses non-public addresses. */
-function checkedLookup(resolve: ResolveHost) {
+export function checkedLookup(resolve: ResolveHost) {
   return (hostname: string, options: LookupOneOptions & { all?: boolean }, callback: LookupCallback): void => {
     resolve(hostname).then(
       (addresses) => {
@@ -53,7 +53,7 @@ function checkedLookup(resolve: ResolveHost) {
   }
 }
 
-function describe(err: unknown, timeoutMs: number): string {
+export function describe(err: unknown, timeoutMs: number): string {
   if (err instanceof RefusedAddress) return 'refused: the host resolves to a private, loopback or link-local address'
   const e = err as { code?: unknown; name?: unknown } | null
   const code = typeof e?.code === 'string' ? e.code : ''
