@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { Client, StreamableHTTPClientTransport, UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/client'
+import { Client, StreamableHTTPClientTransport, UnauthorizedError, type ClientOptions, type OAuthClientProvider } from '@modelcontextprotocol/client'
+import type { EnvApiOptions } from '../../src/index.js'
 import { createTestKeyring, testLogEntry } from '../../src/testing/index.js'
 import { build, cookiesOf, parseConsentForm, PEOPLE, type Built } from '../oauth/helpers.js'
 
 type Tap = { teardown(fn: () => unknown): void }
 
 /** The plugin with the MCP endpoint on, listening on 127.0.0.1, with a key for values. */
-export async function buildMcp(t: Tap): Promise<Built> {
-  return build(t, { listen: true, extra: { mcp: { allowHttpLoopbackClients: true }, keyring: createTestKeyring() } })
+export async function buildMcp(t: Tap, extra: Partial<EnvApiOptions> = {}): Promise<Built> {
+  return build(t, { listen: true, extra: { mcp: { allowHttpLoopbackClients: true }, keyring: createTestKeyring(), ...extra } })
 }
 
 /** A vault of ada's (owner) where bob is an editor; production is owners-only. */
@@ -146,10 +147,11 @@ export async function connect(
   b: Built,
   provider: ReturnType<typeof consentingProvider>,
   received: string[],
+  options: ClientOptions = {},
 ): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const url = new URL(`${b.base}/mcp`)
   const first = new StreamableHTTPClientTransport(url, { authProvider: provider, fetch: recordingFetch(received) })
-  const client = new Client({ name: 'envkeep-test', version: '1.0.0' })
+  const client = new Client({ name: 'envkeep-test', version: '1.0.0' }, options)
   try {
     await client.connect(first)
     return { client, transport: first }
@@ -158,7 +160,7 @@ export async function connect(
   }
   await first.finishAuth(provider.callback())
   const transport = new StreamableHTTPClientTransport(url, { authProvider: provider, fetch: recordingFetch(received) })
-  const connected = new Client({ name: 'envkeep-test', version: '1.0.0' })
+  const connected = new Client({ name: 'envkeep-test', version: '1.0.0' }, options)
   await connected.connect(transport)
   return { client: connected, transport }
 }
