@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration'
+import { m006ClientRegistrations } from './migration-006-client-registrations.js'
 
 /**
  * The schema, as versioned migrations (kysely's Migrator, table `envkeep_storage_migration`).
@@ -288,6 +289,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003_history': m003,
   '004_vault_admin': m004,
   '005_webhooks': m005,
+  '006_client_registrations': m006ClientRegistrations,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }
