@@ -101,6 +101,7 @@ t.test('the SDK client signs in by metadata document, runs every tool, a person 
   await client.close()
 
   const everything = received.join('\n') + b.logs.join('\n')
+  t.ok(everything.includes('review_url') && everything.includes('API_KEY'), 'the scan sees the tool results')
   t.notOk(everything.includes(CANARY), 'no canary in any byte the client received or the server logged')
   t.ok(before?.refresh_token, 'a refresh token was issued')
 })
