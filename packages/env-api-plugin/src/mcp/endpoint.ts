@@ -25,14 +25,17 @@ export class McpEndpointError extends Error {
   readonly rpcCode: number
   readonly why: string
   readonly headers: Readonly<Record<string, string>>
+  /** for the log only */
+  readonly detail: string | undefined
 
-  constructor(status: number, rpcCode: number, why: string, headers: Readonly<Record<string, string>> = {}) {
+  constructor(status: number, rpcCode: number, why: string, headers: Readonly<Record<string, string>> = {}, detail?: string) {
     super(why)
     this.name = 'McpEndpointError'
     this.status = status
     this.rpcCode = rpcCode
     this.why = why
     this.headers = headers
+    this.detail = detail
   }
 }
 
@@ -136,7 +139,7 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
       if (!caller) throw new Error('envkeep: MCP request without its caller')
       return createMcpServer(opts, domain, caller)
     },
-    { legacy: 'stateless', responseMode: 'json', maxRequestBodySize: PUSH_BODY_LIMIT },
+    { legacy: 'stateless', responseMode: 'auto', maxRequestBodySize: PUSH_BODY_LIMIT },
   )
   app.addHook('onClose', async () => handler.close())
 
@@ -165,6 +168,7 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
         extra: { caller },
       },
     })
+    if (answer.status >= 400) return sendSdkRefusal(answer, request, reply)
     reply.hijack()
     const out: Record<string, string> = { 'cache-control': 'no-store, private' }
     answer.headers.forEach((v, k) => {
@@ -186,8 +190,34 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
   })
 }
 
+/**
+ * A refusal the SDK itself made (a malformed 2026-07-28 envelope, an unsupported
+ * version…): the same status and JSON-RPC code, its message as `why`, and our
+ * `data: {what, where, why, ref}` with the ref in the log.
+ */
+async function sendSdkRefusal(answer: Response, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  let code = -32600
+  let why = `the MCP request was refused (HTTP ${answer.status})`
+  let detail: string | undefined
+  let id: string | number | null = idOf(request.body)
+  try {
+    const body = JSON.parse(await answer.text()) as { id?: unknown; error?: { code?: unknown; message?: unknown } }
+    if (typeof body.error?.code === 'number') code = body.error.code
+    // the SDK's words may quote what the client sent: they go to the log only
+    if (typeof body.error?.message === 'string') detail = body.error.message.replace(/[\r\n]+/g, ' ').slice(0, 300)
+    if (answer.status === 400) why = 'the request is not a valid MCP message for the protocol revision it names'
+    if (typeof body.id === 'string' || typeof body.id === 'number') id = body.id
+  } catch {
+    // not JSON: keep the generic reason
+  }
+  const headers: Record<string, string> = {}
+  const allow = answer.headers.get('allow')
+  if (allow) headers['allow'] = allow
+  return sendEndpointError(new McpEndpointError(answer.status, code, why, headers, detail), request, reply, id)
+}
+
 /** Renders an endpoint failure as JSON-RPC `{error: {code, message, data: {what, where, why, ref}}}` with the spec's status, logged under its ref. */
-function sendEndpointError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+function sendEndpointError(err: unknown, request: FastifyRequest, reply: FastifyReply, id: string | number | null = idOf(request.body)): FastifyReply {
   let e: McpEndpointError
   if (err instanceof McpEndpointError) e = err
   else if (err instanceof ApiError && err.status === 429) e = new McpEndpointError(429, -32000, err.reason, err.headers)
@@ -197,13 +227,20 @@ function sendEndpointError(err: unknown, request: FastifyRequest, reply: Fastify
     else e = new McpEndpointError(500, -32603, 'an internal error occurred; quote the reference in a report')
   }
   const where = 'MCP server'
-  const ref = logFailure(request, 'MCP request', { status: e.status, error: String(e.rpcCode), where, reason: e.why, cause: err })
+  const ref = logFailure(request, 'MCP request', {
+    status: e.status,
+    error: String(e.rpcCode),
+    where,
+    reason: e.why,
+    cause: err,
+    ...(e.detail === undefined ? {} : { detail: e.detail }),
+  })
   const what = 'answering an MCP request'
   return reply
     .code(e.status)
     .headers({ ...e.headers, 'cache-control': 'no-store, private' })
     .type('application/json')
-    .send({ jsonrpc: '2.0', id: idOf(request.body), error: { code: e.rpcCode, message: e.why, data: { what, where, why: e.why, ref } } })
+    .send({ jsonrpc: '2.0', id, error: { code: e.rpcCode, message: e.why, data: { what, where, why: e.why, ref } } })
 }
 
 function idOf(body: unknown): string | number | null {

@@ -37,7 +37,7 @@ function mayListNames(vault: VaultAccess, env: { ownersOnly: boolean }): boolean
  * names, environments, who and when, review URLs, statuses; never a value.
  */
 export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: ToolCaller): McpServer {
-  const server = new McpServer({ name: `${opts.serviceName}`, version: '0.1.0' }, { capabilities: { tools: {} } })
+  const server = new McpServer({ name: `${opts.serviceName}`, version: '0.1.0' }, { capabilities: { tools: { listChanged: false } } })
   const actor: PersonActor = personActor({
     personId: caller.signIn.personId,
     signInId: caller.signIn.id,

@@ -91,6 +91,16 @@ t.test('endpoint failures are JSON-RPC with data {what, where, why, ref} and the
     ['another media type', await post(tok, 'a=b', { 'content-type': 'application/x-www-form-urlencoded' }), 415, -32600],
     ['a foreign Origin', await post(tok, INIT, { origin: 'https://evil.example' }), 403, -32600],
     ['an unknown MCP-Protocol-Version', await post(tok, INIT, { 'mcp-protocol-version': '1999-01-01' }), 400, -32600],
+    [
+      'a 2026-07-28 request the SDK refuses (no client capabilities in its envelope)',
+      await post(
+        tok,
+        { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } },
+        { 'mcp-protocol-version': '2026-07-28' },
+      ),
+      400,
+      -32602,
+    ],
   ]
   for (const [name, res, status, code] of cases) {
     t.equal(res.statusCode, status, `${name}: ${status}`)
