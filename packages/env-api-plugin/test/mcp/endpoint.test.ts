@@ -235,3 +235,17 @@ t.test('an editor never touches owners-only environments; refresh rotates and re
   t.equal(after.status, 401, 'and it revoked the whole sign-in')
   await client.close()
 })
+
+t.test('a base URL with a path: the endpoint and its metadata follow it (RFC 9728 path-inserted)', async (t) => {
+  const base = 'https://example.com/envkeep'
+  const b = await build(t, { baseUrl: base, extra: { mcp: true } })
+  const prm = await b.app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource/envkeep/mcp' })
+  t.equal(prm.statusCode, 200)
+  t.equal((prm.json() as { resource: string }).resource, `${base}/mcp`)
+  const res = await b.app.inject({ method: 'POST', url: '/envkeep/mcp', headers: HEADERS, payload: JSON.stringify(INIT) })
+  t.equal(res.statusCode, 401)
+  t.equal(res.headers['www-authenticate'], `Bearer realm="envkeep", resource_metadata="https://example.com/.well-known/oauth-protected-resource/envkeep/mcp"`)
+  const as = (await b.app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server/envkeep' })).json() as Record<string, unknown>
+  t.equal(as['registration_endpoint'], `${base}/oauth/register`)
+  t.equal((await b.app.inject({ method: 'POST', url: '/envkeep/oauth/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ redirect_uris: ['http://127.0.0.1/cb'] }) })).statusCode, 201)
+})
