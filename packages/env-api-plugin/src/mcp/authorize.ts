@@ -1,10 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { tokenHash } from '../crypto/token-hash.js'
 import type { ResolvedOptions } from '../options.js'
 import { asParams, param, REPEATED, type RawParams } from '../oauth/params.js'
-import { newAuthorizationCode } from '../oauth/tokens.js'
 import { PAGE_HEADERS } from '../pages/html.js'
-import { callbackUrl, checkAuthorizeParams, type AuthorizeCheck, type AuthorizeRequest } from '../routes/oauth/authorize.js'
+import { callbackUrl, checkAuthorizeParams, issueCode, type AuthorizeCheck, type AuthorizeRequest } from '../routes/oauth/authorize.js'
 import { knownOnlyByLocalhost, mcpClientsOf, type McpClient } from './clients.js'
 import { mcpConsentHeaders, renderMcpConsentPage } from './consent-page.js'
 import { redirectMatches, redirectTarget } from './redirect.js'
@@ -116,21 +114,8 @@ export function createMcpAuthorize(opts: ResolvedOptions) {
         description: 'the person denied the sign-in',
       })
     }
-    const now = opts.now()
-    const code = newAuthorizationCode()
     await clients.remember(c.client)
-    await opts.storage.saveAuthorizationCode({
-      codeHash: tokenHash(code),
-      clientId: r.clientId,
-      redirectUri: r.redirectUri,
-      codeChallenge: r.codeChallenge,
-      resource: r.resource,
-      scopes: grantedMcpScopes(r.scopes, param(body, 'allow_propose') === 'yes'),
-      personId: person.id,
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + opts.codeTtlMs),
-      consumedAt: null,
-    })
+    const code = await issueCode(opts, r, grantedMcpScopes(r.scopes, param(body, 'allow_propose') === 'yes'), person.id)
     return reply.headers(PAGE_HEADERS).redirect(callbackUrl(r.redirectUri, { code, state: r.state || undefined }, opts.baseUrl), 303)
   }
 

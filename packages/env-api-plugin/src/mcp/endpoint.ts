@@ -1,12 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { createMcpHandler } from '@modelcontextprotocol/server'
 import type { SignInRecord } from '../adapters/oauth-store.js'
-import { tokenHash } from '../crypto/token-hash.js'
 import { createDomain } from '../domain/index.js'
 import { ApiError } from '../errors.js'
 import { classifyFailure } from '../failure-class.js'
 import { logFailure } from '../failure-log.js'
-import { bearerTokenOf } from '../hooks/authenticate.js'
+import { liveSignInOf } from '../hooks/authenticate.js'
 import { createRateLimitHook } from '../hooks/rate-limit.js'
 import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../options.js'
 import { createVaultCrypto } from '../vault-service.js'
@@ -90,16 +89,10 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
   if (!app.hasRequestDecorator('envkeepAuthFailure')) app.decorateRequest('envkeepAuthFailure', null)
   app.decorateRequest('mcpClientName', null)
 
+  /** A live sign-in bound to this resource (RFC 8707): the CLI's and CI's tokens are for /api/env. */
   async function resolve(request: FastifyRequest): Promise<SignInRecord | null> {
-    const token = bearerTokenOf(request)
-    if (token === null) return null
-    const now = opts.now()
-    const grant = await opts.storage.findAccessToken(tokenHash(token), now, new Date(now.getTime() - opts.signInIdleMs))
-    if (!grant) return null
-    const s = grant.signIn
-    // bound to this resource (RFC 8707): the CLI's and CI's tokens are for /api/env
-    if (s.resource !== mcp?.resource || s.clientId === opts.cliClientId || !s.scopes.includes(MCP_READ)) return null
-    if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || now.getTime() >= grant.tokenExpiresAt.getTime()) return null
+    const s = await liveSignInOf(request, opts)
+    if (!s || s.resource !== mcp?.resource || s.clientId === opts.cliClientId || !s.scopes.includes(MCP_READ)) return null
     return s
   }
 

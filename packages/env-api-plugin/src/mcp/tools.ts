@@ -81,6 +81,13 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
     return { vault, env, names }
   }
 
+  /** People's names by id, looked up once each; null (the administrator) and unknown ids in words. */
+  async function namesOfPeople(ids: readonly (string | null)[]): Promise<(id: string | null) => string> {
+    const names = new Map<string, string>()
+    for (const id of new Set(ids)) if (id !== null) names.set(id, (await opts.people.getPerson(id))?.name ?? 'a former member')
+    return (id) => (id === null ? 'the server administrator' : (names.get(id) ?? 'a former member'))
+  }
+
   async function logNames(vault: VaultAccess, environment: string, names: readonly string[], tool: string): Promise<void> {
     await opts.storage.appendAccessLog({
       vaultId: vault.id,
@@ -144,17 +151,14 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
           r.names.map((n) => n.name),
           'list_variables',
         )
-        const people = new Map<string, string>()
-        for (const n of r.names) {
-          if (n.updatedBy && !people.has(n.updatedBy)) people.set(n.updatedBy, (await opts.people.getPerson(n.updatedBy))?.name ?? 'a former member')
-        }
+        const who = await namesOfPeople(r.names.map((n) => n.updatedBy))
         return text({
           vault: r.vault.id,
           environment: r.env.name,
           variables: r.names.map((n) => ({
             name: n.name,
             updated_at: n.updatedAt.toISOString(),
-            updated_by: n.updatedBy ? people.get(n.updatedBy) : 'the server administrator',
+            updated_by: who(n.updatedBy),
           })),
         })
       } catch (err) {
@@ -283,14 +287,13 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
         const h = await domain.listHistory(actor, { vaultId, environment, limit: limit ?? 20 })
         const names = [...new Set(h.changes.flatMap((c) => [...c.added, ...c.changed, ...c.deleted]))]
         await logNames(h.vault, h.env.name, names, 'recent_changes')
-        const people = new Map<string, string>()
-        for (const c of h.changes) if (c.by && !people.has(c.by)) people.set(c.by, (await opts.people.getPerson(c.by))?.name ?? 'a former member')
+        const who = await namesOfPeople(h.changes.map((c) => c.by))
         return text({
           vault: h.vault.id,
           environment: h.env.name,
           changes: h.changes.map((c) => ({
             at: c.at.toISOString(),
-            by: c.by ? people.get(c.by) : 'the server administrator',
+            by: who(c.by),
             how: c.how,
             added: [...c.added],
             changed: [...c.changed],

@@ -247,5 +247,15 @@ t.test('a base URL with a path: the endpoint and its metadata follow it (RFC 972
   t.equal(res.headers['www-authenticate'], `Bearer realm="envkeep", resource_metadata="https://example.com/.well-known/oauth-protected-resource/envkeep/mcp"`)
   const as = (await b.app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server/envkeep' })).json() as Record<string, unknown>
   t.equal(as['registration_endpoint'], `${base}/oauth/register`)
-  t.equal((await b.app.inject({ method: 'POST', url: '/envkeep/oauth/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ redirect_uris: ['http://127.0.0.1/cb'] }) })).statusCode, 201)
+  t.equal(
+    (
+      await b.app.inject({
+        method: 'POST',
+        url: '/envkeep/oauth/register',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ redirect_uris: ['http://127.0.0.1/cb'] }),
+      })
+    ).statusCode,
+    201,
+  )
 })

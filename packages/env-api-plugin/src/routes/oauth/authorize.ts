@@ -253,20 +253,26 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
         description: 'the person denied the sign-in',
       })
     }
-    const now = opts.now()
-    const code = newAuthorizationCode()
-    await opts.storage.saveAuthorizationCode({
-      codeHash: tokenHash(code),
-      clientId: r.clientId,
-      redirectUri: r.redirectUri,
-      codeChallenge: r.codeChallenge,
-      resource: r.resource,
-      scopes: grantedScopes(r.scopes, param(body, 'allow_push') === 'yes'),
-      personId: person.id,
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + opts.codeTtlMs),
-      consumedAt: null,
-    })
+    const code = await issueCode(opts, r, grantedScopes(r.scopes, param(body, 'allow_push') === 'yes'), person.id)
     return reply.headers(PAGE_HEADERS).redirect(callbackUrl(r.redirectUri, { code, state: r.state }, opts.baseUrl), 303)
   })
+}
+
+/** Stores a new authorization code for an allowed request (only its hash) and returns the code. */
+export async function issueCode(opts: ResolvedOptions, r: AuthorizeRequest<unknown>, scopes: readonly string[], personId: string): Promise<string> {
+  const now = opts.now()
+  const code = newAuthorizationCode()
+  await opts.storage.saveAuthorizationCode({
+    codeHash: tokenHash(code),
+    clientId: r.clientId,
+    redirectUri: r.redirectUri,
+    codeChallenge: r.codeChallenge,
+    resource: r.resource,
+    scopes,
+    personId,
+    createdAt: now,
+    expiresAt: new Date(now.getTime() + opts.codeTtlMs),
+    consumedAt: null,
+  })
+  return code
 }
