@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Client, StreamableHTTPClientTransport, UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/client'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { CHROMIUM_LAUNCH, loopbackCallback, spawnNode, withTestDatabase, type Spawned } from '@envkeep/test-support'
+import { axeViolations, CHROMIUM_LAUNCH, describeViolations, loopbackCallback, spawnNode, withTestDatabase, type Spawned } from '@envkeep/test-support'
 import { freePort, runCli, tempDir } from './helpers.js'
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
@@ -18,7 +18,7 @@ type Tokens = Awaited<ReturnType<OAuthClientProvider['tokens']>>
 /** An SDK OAuth provider whose browser is Chromium: the person reads the consent page and answers it. */
 function chromiumProvider(
   page: Page,
-  o: { clientId?: string; clientName: string; redirectUri: string; allowPropose: boolean; consent: string[] },
+  o: { clientId?: string; clientName: string; redirectUri: string; allowPropose: boolean; consent: string[]; axe?: string[] },
 ): OAuthClientProvider & { setTokens(t: Tokens): void } {
   let tokens: Tokens
   let info: Awaited<ReturnType<OAuthClientProvider['clientInformation']>> = o.clientId ? { client_id: o.clientId } : undefined
@@ -56,6 +56,12 @@ function chromiumProvider(
       await page.goto(url.href)
       await page.waitForURL(/\/oauth\/authorize\?/)
       o.consent.push((await page.locator('main').textContent()) ?? '')
+      for (const width of [1100, 390]) {
+        await page.setViewportSize({ width, height: 900 })
+        o.axe?.push(...(await axeViolations(page)).map((v) => `${width}px ${describeViolations([v])}`))
+        if ((await page.evaluate<number>('document.documentElement.scrollWidth')) > width) o.axe?.push(`${width}px: horizontal scrolling`)
+      }
+      await page.setViewportSize({ width: 1100, height: 900 })
       if (o.allowPropose) await page.getByLabel('Also let it propose changes').check()
       await page.getByRole('button', { name: 'Allow' }).click()
     },
@@ -141,7 +147,8 @@ for (const store of ['sqlite', 'postgres'] as const) {
       docUrl = `http://127.0.0.1:${(docServer.address() as AddressInfo).port}/oauth-client.json`
       const received: string[] = []
       const consent: string[] = []
-      const provider = chromiumProvider(page, { clientId: docUrl, clientName: 'ignored', redirectUri: cb.redirectUri, allowPropose: true, consent })
+      const axe: string[] = []
+      const provider = chromiumProvider(page, { clientId: docUrl, clientName: 'ignored', redirectUri: cb.redirectUri, allowPropose: true, consent, axe })
       const client = await connect(base, provider, cb.callback, received)
       t.match(consent[0], /Claude Code/, 'the consent page names the client')
       t.match(consent[0], /names, never values/)
@@ -205,7 +212,7 @@ for (const store of ['sqlite', 'postgres'] as const) {
       const cb2 = await loopbackCallback()
       t.teardown(cb2.close)
       const consent2: string[] = []
-      const dcr = chromiumProvider(page, { clientName: 'Cursor', redirectUri: cb2.redirectUri, allowPropose: false, consent: consent2 })
+      const dcr = chromiumProvider(page, { clientName: 'Cursor', redirectUri: cb2.redirectUri, allowPropose: false, consent: consent2, axe })
       const client2 = await connect(base, dcr, cb2.callback, received)
       t.match(String((await dcr.clientInformation())?.client_id), /^mcp_/, 'registered by DCR')
       t.match(consent2[0], /known only by a redirect to this computer/)
@@ -231,6 +238,7 @@ for (const store of ['sqlite', 'postgres'] as const) {
 
       await client.close()
       t.same(problems, [], 'no CSP or script error in the browser')
+      t.same(axe, [], 'the consent pages pass axe and fit 390 px')
       const everything = `${received.join('\n')}\n${server.stdout()}\n${server.stderr()}`
       t.ok(everything.includes('API_KEY') && everything.includes('review_url'), 'the scan sees the tool results and the log')
       t.notOk(everything.includes(CANARY), 'no canary in any byte the client received or the server logged')

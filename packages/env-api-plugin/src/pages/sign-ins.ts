@@ -56,7 +56,7 @@ ${csrfField(token)}<input type="hidden" name="sign_in" value="${s.id}">
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a></p>
 <h1>Sign-ins</h1>
-<p class="hint">Each time you run <code>envkeep login</code> and allow it, a sign-in is made. Revoke the ones you no longer use.</p>
+<p class="hint">Each time you run <code>envkeep login</code>, or connect an AI assistant (MCP), and allow it, a sign-in is made. Revoke the ones you no longer use.</p>
 ${
   signIns.length === 0
     ? html`<p class="muted">You have no command-line sign-ins.</p>`
