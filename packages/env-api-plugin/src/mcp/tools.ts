@@ -2,8 +2,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import { McpServer } from '@modelcontextprotocol/server'
 import * as z from 'zod/v4'
 import type { SignInRecord } from '../adapters/oauth-store.js'
-import type { VaultAccess } from '../adapters/vault-store.js'
-import { personActor, type PersonActor } from '../domain/actor.js'
+import type { AccessAction, EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
+import { entryFor, personActor, type PersonActor } from '../domain/actor.js'
 import type { Domain } from '../domain/index.js'
 import { DomainFailure } from '../domain/failure.js'
 import { roleRefusal } from '../domain/permissions.js'
@@ -20,15 +20,29 @@ export interface ToolCaller {
   readonly log: FastifyBaseLogger
 }
 
-type Text = { content: { type: 'text'; text: string }[] }
-const text = (value: unknown): Text => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 1) }] })
-
 const vaultArg = z.string().min(1).max(200).describe('The vault id (a UUID, from list_vaults) or its exact name')
 const envArg = z.string().min(1).max(100).describe('The environment name, e.g. "development" or "production"')
+const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }
 
 /** Names only, never a value: may this role see the names of this environment (owners-only ones are for owners)? */
-function mayListNames(vault: VaultAccess, env: { ownersOnly: boolean }): boolean {
+function mayListNames(vault: VaultAccess, env: EnvironmentInfo): boolean {
   return vault.role === 'owner' || !env.ownersOnly
+}
+
+/**
+ * The schema as advertised to the model, but accepting anything at the SDK's
+ * own check: the tool checks the arguments itself, so a bad call gets the
+ * spec's two-line tool error with a ref, not the SDK's one line.
+ */
+function advertised<S extends z.ZodType>(schema: S): S {
+  const std = schema['~standard']
+  return { '~standard': { ...std, validate: (value: unknown) => ({ value }) } } as unknown as S
+}
+
+/** Why arguments do not fit, by path and rule: never the value given. */
+function argumentProblem(error: z.ZodError): string {
+  const issues = error.issues.slice(0, 5).map((i) => `${i.path.length > 0 ? i.path.join('.') : 'the arguments'}: ${i.message}`)
+  return `the arguments do not fit this tool (${issues.join('; ')})`.slice(0, 400)
 }
 
 /**
@@ -46,9 +60,33 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
     label: `MCP ${caller.clientName}`,
   })
 
-  async function locate(vaultRef: string, environment: string) {
-    const vaultId = await resolveVault(vaultRef)
-    return domain.locateEnvironment(actor, vaultId, environment)
+  /** One tool: its arguments checked, its answer as JSON text, any failure as the two-line tool error under `step.what`. */
+  function tool<S extends z.ZodObject>(
+    name: string,
+    config: { title: string; description: string; input: S; readOnly: boolean },
+    what: string,
+    run: (args: z.infer<S>, step: { what: string }) => Promise<unknown>,
+  ): void {
+    const handler = async (raw: unknown) => {
+      const step = { what }
+      try {
+        const parsed = config.input.safeParse(raw ?? {})
+        if (!parsed.success) throw new DomainFailure('invalid', argumentProblem(parsed.error))
+        return { content: [{ type: 'text' as const, text: JSON.stringify(await run(parsed.data, step), null, 1) }] }
+      } catch (err) {
+        return toolError(caller.log, name, step.what, err)
+      }
+    }
+    server.registerTool(
+      name,
+      {
+        title: config.title,
+        description: config.description,
+        inputSchema: advertised(config.input),
+        annotations: config.readOnly ? readOnly : { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      },
+      handler as never,
+    )
   }
 
   /** A vault named by id or by exact name among the caller's vaults. */
@@ -59,26 +97,21 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
     return v.id
   }
 
-  async function namesOf(vaultRef: string, environment: string, tool: string) {
-    const { vault, env } = await locate(vaultRef, environment)
+  async function log(vault: VaultAccess, env: EnvironmentInfo, action: AccessAction, names: readonly string[], detail: string): Promise<void> {
+    await opts.storage.appendAccessLog(
+      entryFor(actor, { vaultId: vault.id, action, at: opts.now(), environment: env.name, names, detail: `MCP ${caller.clientName}: ${detail}` }),
+    )
+  }
+
+  /** The names of an environment the caller may see names of; a refusal is logged as refused. */
+  async function namesOf(vaultRef: string, environment: string, name: string, step: { what: string }, phrase: string) {
+    const { vault, env } = await domain.locateEnvironment(actor, await resolveVault(vaultRef), environment)
+    step.what = `${phrase} ${env.name} of vault ${vaultTag(vault.id)}`
     if (!mayListNames(vault, env)) {
-      await opts.storage.appendAccessLog({
-        vaultId: vault.id,
-        at: opts.now(),
-        personId: actor.personId,
-        signInId: actor.signInId,
-        clientId: actor.clientId,
-        address: actor.address,
-        action: 'refused',
-        environment: env.name,
-        names: [],
-        subject: null,
-        detail: `MCP ${caller.clientName}: ${tool}`,
-      })
+      await log(vault, env, 'refused', [], name)
       throw new DomainFailure('forbidden', roleRefusal(vault.role, env, 'see the names of'))
     }
-    const names = await opts.storage.listVariableNames(vault.id, env.name)
-    return { vault, env, names }
+    return { vault, env, names: await opts.storage.listVariableNames(vault.id, env.name) }
   }
 
   /** People's names by id, looked up once each; null (the administrator) and unknown ids in words. */
@@ -88,220 +121,174 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
     return (id) => (id === null ? 'the server administrator' : (names.get(id) ?? 'a former member'))
   }
 
-  async function logNames(vault: VaultAccess, environment: string, names: readonly string[], tool: string): Promise<void> {
-    await opts.storage.appendAccessLog({
-      vaultId: vault.id,
-      at: opts.now(),
-      personId: actor.personId,
-      signInId: actor.signInId,
-      clientId: actor.clientId,
-      address: actor.address,
-      action: 'read',
-      environment,
-      names: [...names],
-      subject: null,
-      detail: `MCP ${caller.clientName}: ${tool} (names only)`,
-    })
-  }
-
-  const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }
-
-  server.registerTool(
+  tool(
     'list_vaults',
     {
       title: 'List vaults',
       description:
         'Lists the envkeep vaults this person can reach, with their role (owner, editor or viewer) and the environments whose variable names they may see. Never returns a value. Use a vault id or name and an environment from here in the other tools.',
-      inputSchema: z.object({}),
-      annotations: readOnly,
+      input: z.object({}),
+      readOnly: true,
     },
-    async () => {
-      try {
-        const vaults = await domain.listVaults(actor.personId)
-        return text({
-          vaults: vaults.map((v) => ({
-            id: v.id,
-            name: v.name,
-            role: v.role,
-            environments: v.environments.filter((e) => mayListNames(v, e)).map((e) => e.name),
-          })),
-        })
-      } catch (err) {
-        return toolError(caller.log, 'list_vaults', 'listing vaults', err)
-      }
-    },
+    'listing vaults',
+    async () => ({
+      vaults: (await domain.listVaults(actor.personId)).map((v) => ({
+        id: v.id,
+        name: v.name,
+        role: v.role,
+        environments: v.environments.filter((e) => mayListNames(v, e)).map((e) => e.name),
+      })),
+    }),
   )
 
-  server.registerTool(
+  tool(
     'list_variables',
     {
       title: 'List variable names',
       description:
         'Lists the names of the variables in one environment of a vault, with when each last changed and by whom. Values are never returned, not masked, not their length: ask the person to look in envkeep if a value matters.',
-      inputSchema: z.object({ vault: vaultArg, environment: envArg }),
-      annotations: readOnly,
+      input: z.object({ vault: vaultArg, environment: envArg }),
+      readOnly: true,
     },
-    async ({ vault, environment }) => {
-      const what = `listing the variable names of ${environment}`
-      try {
-        const r = await namesOf(vault, environment, 'list_variables')
-        await logNames(
-          r.vault,
-          r.env.name,
-          r.names.map((n) => n.name),
-          'list_variables',
-        )
-        const who = await namesOfPeople(r.names.map((n) => n.updatedBy))
-        return text({
-          vault: r.vault.id,
-          environment: r.env.name,
-          variables: r.names.map((n) => ({
-            name: n.name,
-            updated_at: n.updatedAt.toISOString(),
-            updated_by: who(n.updatedBy),
-          })),
-        })
-      } catch (err) {
-        return toolError(caller.log, 'list_variables', what, err)
+    'listing variable names',
+    async ({ vault, environment }, step) => {
+      const r = await namesOf(vault, environment, 'list_variables (names only)', step, 'listing the variable names of')
+      await log(
+        r.vault,
+        r.env,
+        'read',
+        r.names.map((n) => n.name),
+        'list_variables (names only)',
+      )
+      const who = await namesOfPeople(r.names.map((n) => n.updatedBy))
+      return {
+        vault: r.vault.id,
+        environment: r.env.name,
+        variables: r.names.map((n) => ({ name: n.name, updated_at: n.updatedAt.toISOString(), updated_by: who(n.updatedBy) })),
       }
     },
   )
 
-  server.registerTool(
+  tool(
     'compare_env',
     {
       title: 'Compare a .env with an environment',
       description:
-        'Compares the variable NAMES of a local .env file with an environment of a vault. Send only the names (the part before "="), never the values. Answers which names the environment lacks (missing) and which the environment has that the file lacks (extra).',
-      inputSchema: z.object({
+        'Compares the variable NAMES of a local .env file with an environment of a vault. Send only the names (the part before "="), never the values. Answers which names the environment lacks and which the environment has that the file lacks.',
+      input: z.object({
         vault: vaultArg,
         environment: envArg,
         names: z.array(z.string().max(256)).max(10000).describe('The variable names found in the local .env file; names only, never values'),
       }),
-      annotations: readOnly,
+      readOnly: true,
     },
-    async ({ vault, environment, names }) => {
-      const what = `comparing a .env with ${environment}`
-      try {
-        const r = await namesOf(vault, environment, 'compare_env')
-        const stored = new Set(r.names.map((n) => n.name))
-        const local = new Set(names)
-        await logNames(r.vault, r.env.name, [...stored], 'compare_env')
-        return text({
-          vault: r.vault.id,
-          environment: r.env.name,
-          missing_from_environment: [...local].filter((n) => !stored.has(n)).sort(),
-          missing_from_file: [...stored].filter((n) => !local.has(n)).sort(),
-        })
-      } catch (err) {
-        return toolError(caller.log, 'compare_env', what, err)
+    'comparing a .env with an environment',
+    async ({ vault, environment, names }, step) => {
+      const r = await namesOf(vault, environment, 'compare_env (names only)', step, 'comparing a .env with')
+      const stored = new Set(r.names.map((n) => n.name))
+      const local = new Set(names)
+      await log(r.vault, r.env, 'read', [...stored], 'compare_env (names only)')
+      return {
+        vault: r.vault.id,
+        environment: r.env.name,
+        missing_from_environment: [...local].filter((n) => !stored.has(n)).sort(),
+        missing_from_file: [...stored].filter((n) => !local.has(n)).sort(),
       }
     },
   )
 
-  server.registerTool(
+  tool(
     'propose_push',
     {
       title: 'Propose changes for review',
       description:
         'Proposes new or changed variables for one environment as a push: nothing changes until a person with write access reviews and applies it on the page at the returned review_url. The values you send are sealed at once and are never shown back to you. Needs the "propose changes" permission; owners-only environments and the vault\'s push rules apply.',
-      inputSchema: z.object({
+      input: z.object({
         vault: vaultArg,
         environment: envArg,
         variables: z.record(z.string(), z.string()).describe('Variable name → value pairs to propose'),
       }),
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      readOnly: false,
     },
-    async ({ vault, environment, variables }) => {
-      let what = `proposing a push to ${environment}`
-      try {
-        if (!caller.signIn.scopes.includes(MCP_PROPOSE)) {
-          throw new DomainFailure(
-            'forbidden',
-            'this connection was not allowed to propose changes; the person can connect it again and tick "Also let it propose changes"',
-          )
-        }
-        const vaultId = await resolveVault(vault)
-        what = `proposing a push to ${environment} of vault ${vaultTag(vaultId)}`
-        const imp = await domain.createPush(actor, { vaultId, environment, body: { variables } })
-        return text({
-          push: imp.id,
-          status: imp.status,
-          vault: imp.vaultId,
-          environment: imp.environment,
-          names: [...imp.names],
-          overwrites: [...imp.overwrites],
-          expires_at: imp.expiresAt.toISOString(),
-          review_url: `${opts.baseUrl}/v/${imp.vaultId}/variables/imports/${imp.id}`,
-          note: 'A person must review and apply this push; check it with push_status.',
-        })
-      } catch (err) {
-        return toolError(caller.log, 'propose_push', what, err)
+    'proposing a push',
+    async ({ vault, environment, variables }, step) => {
+      if (!caller.signIn.scopes.includes(MCP_PROPOSE)) {
+        throw new DomainFailure(
+          'forbidden',
+          'this connection was not allowed to propose changes; the person can connect it again and tick "Also let it propose changes"',
+        )
+      }
+      const imp = await domain.createPush(actor, { vaultId: await resolveVault(vault), environment, body: { variables } }, (v, env) => {
+        step.what = `proposing a push to ${env.name} of vault ${vaultTag(v.id)}`
+      })
+      return {
+        push: imp.id,
+        status: imp.status,
+        vault: imp.vaultId,
+        environment: imp.environment,
+        names: [...imp.names],
+        overwrites: [...imp.overwrites],
+        expires_at: imp.expiresAt.toISOString(),
+        review_url: `${opts.baseUrl}/v/${imp.vaultId}/variables/imports/${imp.id}`,
+        note: 'A person must review and apply this push; check it with push_status.',
       }
     },
   )
 
-  server.registerTool(
+  tool(
     'push_status',
     {
       title: 'Status of a proposed push',
       description:
         'Tells whether a push proposed through propose_push is pending, applied, rejected or expired, with the names it holds. Only pushes this person sent are found.',
-      inputSchema: z.object({ push: z.string().uuid().describe('The push id returned by propose_push') }),
-      annotations: readOnly,
+      input: z.object({ push: z.string().uuid().describe('The push id returned by propose_push') }),
+      readOnly: true,
     },
-    async ({ push }) => {
-      try {
-        const imp = await domain.pushStatus(actor, push.toLowerCase())
-        return text({
-          push: imp.id,
-          status: imp.status,
-          environments: [imp.environment],
-          names: [...imp.names],
-          expires_at: imp.expiresAt.toISOString(),
-          decided_at: imp.decidedAt ? imp.decidedAt.toISOString() : null,
-        })
-      } catch (err) {
-        return toolError(caller.log, 'push_status', `reading the status of push ${push.slice(0, 8)}`, err)
+    'reading the status of a push',
+    async ({ push }, step) => {
+      step.what = `reading the status of push ${push.slice(0, 8)}`
+      const imp = await domain.pushStatus(actor, push.toLowerCase())
+      return {
+        push: imp.id,
+        status: imp.status,
+        environments: [imp.environment],
+        names: [...imp.names],
+        expires_at: imp.expiresAt.toISOString(),
+        decided_at: imp.decidedAt ? imp.decidedAt.toISOString() : null,
       }
     },
   )
 
-  server.registerTool(
+  tool(
     'recent_changes',
     {
       title: 'Recent changes of an environment',
       description:
         'Lists the latest changes of one environment, newest first: when, by whom, how (a push, an edit, a revert…) and which names were added, changed or deleted. Names only, never values.',
-      inputSchema: z.object({
+      input: z.object({
         vault: vaultArg,
         environment: envArg,
         limit: z.number().int().min(1).max(50).optional().describe('How many changes, 1 to 50 (default 20)'),
       }),
-      annotations: readOnly,
+      readOnly: true,
     },
-    async ({ vault, environment, limit }) => {
-      const what = `listing the recent changes of ${environment}`
-      try {
-        const vaultId = await resolveVault(vault)
-        const h = await domain.listHistory(actor, { vaultId, environment, limit: limit ?? 20 })
-        const names = [...new Set(h.changes.flatMap((c) => [...c.added, ...c.changed, ...c.deleted]))]
-        await logNames(h.vault, h.env.name, names, 'recent_changes')
-        const who = await namesOfPeople(h.changes.map((c) => c.by))
-        return text({
-          vault: h.vault.id,
-          environment: h.env.name,
-          changes: h.changes.map((c) => ({
-            at: c.at.toISOString(),
-            by: who(c.by),
-            how: c.how,
-            added: [...c.added],
-            changed: [...c.changed],
-            deleted: [...c.deleted],
-          })),
-        })
-      } catch (err) {
-        return toolError(caller.log, 'recent_changes', what, err)
+    'listing recent changes',
+    async ({ vault, environment, limit }, step) => {
+      const h = await domain.listHistory(actor, { vaultId: await resolveVault(vault), environment, limit: limit ?? 20 })
+      step.what = `listing the recent changes of ${h.env.name} of vault ${vaultTag(h.vault.id)}`
+      await log(h.vault, h.env, 'read', [...new Set(h.changes.flatMap((c) => [...c.added, ...c.changed, ...c.deleted]))], 'recent_changes (names only)')
+      const who = await namesOfPeople(h.changes.map((c) => c.by))
+      return {
+        vault: h.vault.id,
+        environment: h.env.name,
+        changes: h.changes.map((c) => ({
+          at: c.at.toISOString(),
+          by: who(c.by),
+          how: c.how,
+          added: [...c.added],
+          changed: [...c.changed],
+          deleted: [...c.deleted],
+        })),
       }
     },
   )

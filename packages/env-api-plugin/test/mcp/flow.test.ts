@@ -91,6 +91,18 @@ t.test('the SDK client signs in by metadata document, runs every tool, a person 
     'the ref finds its record in the log',
   )
 
+  // arguments that do not fit: the same two lines, naming the rule, never the value
+  for (const [name, args] of [
+    ['push_status', { push: CANARY }],
+    ['propose_push', { vault: 'shop', environment: 'development', variables: { A: 5, B: CANARY }, extra: CANARY }],
+  ] as const) {
+    const bad = await call(client, name, args)
+    t.equal(bad.isError, true, `${name}: refused`)
+    const [first, second] = (bad.content[0]?.text ?? '').split('\n')
+    t.match(first, /failed: the arguments do not fit this tool/)
+    t.match(second, new RegExp(`where: MCP tool ${name}; ref: [A-Z0-9]+$`))
+  }
+
   // the access log names the client and the names
   const log = await b.storage.listAccessLog(vaultId, { limit: 50 })
   t.ok(log.some((e) => e.action === 'push_created' && e.detail === 'MCP Claude Code <i>' && e.names.join() === 'API_KEY,DB_URL'))
