@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedOptions } from '../options.js'
 import { asParams, param, REPEATED, type RawParams } from '../oauth/params.js'
 import { PAGE_HEADERS } from '../pages/html.js'
-import { callbackUrl, checkAuthorizeParams, issueCode, type AuthorizeCheck, type AuthorizeRequest } from '../routes/oauth/authorize.js'
+import { callbackUrl, checkAuthorizeParams, hiddenFields, issueCode, type AuthorizeCheck, type AuthorizeRequest } from '../routes/oauth/authorize.js'
 import { knownOnlyByLocalhost, mcpClientsOf, type McpClient } from './clients.js'
 import { mcpConsentHeaders, renderMcpConsentPage } from './consent-page.js'
 import { redirectMatches, redirectTarget } from './redirect.js'
@@ -58,18 +58,10 @@ export function createMcpAuthorize(opts: ResolvedOptions) {
     return { ok: true, client: found.client, request: c.request }
   }
 
+  /** The request's fields, with the person the form is shown to (none on the way to sign in). */
   function fields(r: AuthorizeRequest<null>, personId: string | null): Record<string, string> {
-    const out: Record<string, string> = {
-      response_type: 'code',
-      client_id: r.clientId,
-      redirect_uri: r.redirectUri,
-      code_challenge: r.codeChallenge,
-      code_challenge_method: 'S256',
-      resource: r.resource,
-    }
-    if (r.state !== '') out['state'] = r.state
-    if (r.scope !== undefined) out['scope'] = r.scope
-    if (personId !== null) out['person'] = personId
+    const out = hiddenFields(r, personId ?? '')
+    if (personId === null) delete out['person']
     return out
   }
 

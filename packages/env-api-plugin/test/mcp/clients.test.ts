@@ -136,6 +136,13 @@ t.test('dynamic registration: shape, only the MCP resource, expiry when unused, 
       scope: 'mcp:read mcp:propose',
     })
   const ada = `test_person=${PEOPLE.ada!.id}`
+  const signedOut = await b.app.inject({ method: 'GET', url: `/oauth/authorize?${await query(`${BASE}/mcp`)}` })
+  t.equal(signedOut.statusCode, 303, 'signed out: to the sign-in page first')
+  const back = new URL(decodeURIComponent(String(signedOut.headers.location).split('return_to=')[1] ?? ''), BASE)
+  t.equal(back.pathname, '/oauth/authorize')
+  t.equal(back.searchParams.get('client_id'), reg['client_id'], 'and back to the same request')
+  t.notOk(back.searchParams.has('person'))
+  t.notOk(back.searchParams.has('state'), 'no state was sent, none is made up')
   const asApi = await b.app.inject({ method: 'GET', url: `/oauth/authorize?${await query(`${BASE}/api/env`)}`, headers: { cookie: ada } })
   t.equal(asApi.statusCode, 303)
   t.match(asApi.headers.location, /error=invalid_target/, 'a registered client can ask only for the MCP resource')

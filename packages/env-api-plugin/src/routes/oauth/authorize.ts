@@ -113,8 +113,8 @@ export function callbackUrl(redirectUri: string, params: Record<string, string |
   return `${redirectUri}?${q.toString()}`
 }
 
-/** The parameters the consent form carries to its POST, unchanged. */
-function hiddenFields(r: AuthorizeRequest, personId: string): Record<string, string> {
+/** The parameters the consent form carries to its POST, unchanged (`state` only when sent: an MCP client may send none). */
+export function hiddenFields(r: AuthorizeRequest<unknown>, personId: string): Record<string, string> {
   const out: Record<string, string> = {
     response_type: 'code',
     client_id: r.clientId,
@@ -122,7 +122,7 @@ function hiddenFields(r: AuthorizeRequest, personId: string): Record<string, str
     code_challenge: r.codeChallenge,
     code_challenge_method: 'S256',
     resource: r.resource,
-    state: r.state,
+    ...(r.state === '' ? {} : { state: r.state }),
     person: personId,
   }
   if (r.scope !== undefined) out['scope'] = r.scope
