@@ -100,5 +100,6 @@ export function mcpGrantTarget(opts: ResolvedOptions): GrantTarget {
     resource: opts.mcp?.resource ?? '',
     wrongResource: 'resource must be exactly the MCP endpoint of this service',
     parseScope: parseMcpScope,
+    showsPerson: false,
   }
 }

@@ -192,6 +192,7 @@ t.test('dynamic registration: shape, only the MCP resource, expiry when unused, 
   t.equal(issued.statusCode, 200)
   t.equal((issued.json() as { scope: string }).scope, 'mcp:read', 'unticked: read only')
   t.match((issued.json() as { access_token: string }).access_token, /^ekat_/)
+  t.notOk(issued.body.includes('envkeep_person') || issued.body.includes(PEOPLE.ada!.email), 'an MCP client is not told who signed in')
   const unknown = await token({
     grant_type: 'authorization_code',
     code,

@@ -4,7 +4,7 @@ import { oauthErrors } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
 import { isWellFormedVerifier, verifierMatches } from '../pkce.js'
 import { tokenHash } from '../../crypto/token-hash.js'
-import { cliGrantTarget, mintTokens, type GrantTarget, type TokenResponse } from './issue.js'
+import { cliGrantTarget, mintTokens, personShown, type GrantTarget, type TokenResponse } from './issue.js'
 
 export interface AuthorizationCodeParams {
   readonly clientId: string
@@ -62,5 +62,5 @@ export async function authorizationCodeGrant(
     throw oauthErrors.invalidGrant('the code was already used; the sign-in it started is revoked')
   }
   if (result.outcome !== 'issued') throw invalid()
-  return tokens.respond(result.signIn.scopes)
+  return tokens.respond(result.signIn.scopes, target.showsPerson ? await personShown(opts, result.signIn.personId) : undefined)
 }

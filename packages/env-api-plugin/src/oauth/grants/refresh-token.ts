@@ -2,7 +2,7 @@ import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
 import { tokenHash } from '../../crypto/token-hash.js'
-import { cliGrantTarget, mintTokens, type GrantTarget, type TokenResponse } from './issue.js'
+import { cliGrantTarget, mintTokens, personShown, type GrantTarget, type TokenResponse } from './issue.js'
 
 export interface RefreshTokenParams {
   readonly clientId: string
@@ -48,5 +48,5 @@ export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOpt
     throw oauthErrors.invalidGrant('the refresh token was already used; the whole sign-in is revoked')
   }
   if (result.outcome !== 'rotated') throw invalid()
-  return tokens.respond(result.signIn.scopes)
+  return tokens.respond(result.signIn.scopes, target.showsPerson ? await personShown(opts, result.signIn.personId) : undefined)
 }
