@@ -208,6 +208,13 @@ for (const store of ['sqlite', 'postgres'] as const) {
       t.ok(Array.isArray(json((await client.callTool({ name: 'list_vaults', arguments: {} })) as Tool)['vaults']), 'refreshed and answered')
       t.not((await provider.tokens())?.refresh_token, before?.refresh_token, 'the refresh token rotated')
 
+      // the vault's access log says who, through which client and tool, and that only names were seen
+      await page.goto(`${base}/v/${vaultId}/access-log`)
+      const logText = (await page.locator('#access-log').textContent()) ?? ''
+      t.match(logText, /via an AI assistant \(MCP\)/)
+      t.match(logText, /MCP Claude Code: list_variables \(names only\)/)
+      t.match(logText, /push created/)
+
       // 2. a client that registers itself (RFC 7591), in the same browser
       const cb2 = await loopbackCallback()
       t.teardown(cb2.close)

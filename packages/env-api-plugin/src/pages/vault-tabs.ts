@@ -3,6 +3,11 @@ import { ADMINISTRATOR_CLIENT } from '../domain/actor.js'
 import { field, pagePath, personLabel, when, type PageDeps, type personCache } from './context.js'
 import { html, type SafeHtml } from './html.js'
 
+/** An entry made through the MCP endpoint: its detail names the client and the tool ("MCP <client>: <tool> (names only)"). */
+function viaMcp(detail: string | null): boolean {
+  return detail !== null && detail.startsWith('MCP ')
+}
+
 /** The Pushes and Access log pages of a vault (vault.ts renders the header and the tab bar). */
 
 function vaultBase(deps: PageDeps, vaultId: string): string {
@@ -97,7 +102,7 @@ export async function accessLogTab(deps: PageDeps, vault: VaultAccess, query: un
 <td data-label="When">${when(l.at)}</td>
 <td data-label="Who">${
       l.personId
-        ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
+        ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via ${viaMcp(l.detail) ? 'an AI assistant (MCP)' : 'command line'}</span>` : ''}`
         : l.clientId === ADMINISTRATOR_CLIENT
           ? html`<span class="muted">server administrator</span>`
           : html`<span class="muted">—</span>`
@@ -108,7 +113,7 @@ export async function accessLogTab(deps: PageDeps, vault: VaultAccess, query: un
       l.subject
         ? html`${personLabel(logSubjects[i] ?? null, l.subject)}${l.detail ? html` as <span class="role role-${l.detail}">${l.detail}</span>` : ''}`
         : l.names.length
-          ? html`<code>${l.names.join(', ')}</code>`
+          ? html`<code>${l.names.join(', ')}</code>${viaMcp(l.detail) ? html` <span class="muted">${l.detail}</span>` : ''}`
           : l.detail
             ? html`<span class="muted">${l.detail}</span>`
             : ''
