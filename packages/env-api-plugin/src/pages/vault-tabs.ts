@@ -5,7 +5,7 @@ import { html, type SafeHtml } from './html.js'
 
 /** An entry made through the MCP endpoint: its detail names the client and the tool ("MCP <client>: <tool> (names only)"). */
 function viaMcp(detail: string | null): boolean {
-  return detail !== null && detail.startsWith('MCP ')
+  return detail?.startsWith('MCP ') === true
 }
 
 /** The Pushes and Access log pages of a vault (vault.ts renders the header and the tab bar). */
