@@ -36,7 +36,10 @@ export class RefusedAddress extends Error {
 
 type LookupCallback = (err: Error | null, address: string | LookupAddress[], family?: number) => void
 
-/** A `lookup` for sockets that resolves with `resolve` and refuses non-public addresses. */
+/**
+ * A `lookup` for sockets that resolves with `resolve` and refuses non-public addresses
+ * (webhook deliveries, CI issuers' discovery and JWKS fetches, MCP client metadata documents).
+ */
 export function checkedLookup(resolve: ResolveHost) {
   return (hostname: string, options: LookupOneOptions & { all?: boolean }, callback: LookupCallback): void => {
     resolve(hostname).then(
