@@ -38,7 +38,7 @@ type LookupCallback = (err: Error | null, address: string | LookupAddress[], fam
 
 /**
  * A `lookup` for sockets that resolves with `resolve` and refuses non-public addresses
- * (webhook deliveries, CI issuers' discovery and JWKS fetches, MCP client metadata documents).
+ * (webhook deliveries, and CI issuers' discovery and JWKS fetches).
  */
 export function checkedLookup(resolve: ResolveHost) {
   return (hostname: string, options: LookupOneOptions & { all?: boolean }, callback: LookupCallback): void => {
@@ -56,7 +56,7 @@ export function checkedLookup(resolve: ResolveHost) {
   }
 }
 
-export function describe(err: unknown, timeoutMs: number): string {
+function describe(err: unknown, timeoutMs: number): string {
   if (err instanceof RefusedAddress) return 'refused: the host resolves to a private, loopback or link-local address'
   const e = err as { code?: unknown; name?: unknown } | null
   const code = typeof e?.code === 'string' ? e.code : ''

@@ -77,8 +77,8 @@ t.test('client metadata documents: fetched once and cached, checked, bounded; pr
   t.equal(docs.hits(), 2, 'fetched again after ten minutes')
   for (const [path, why] of [
     ['/other-id.json', /another client_id/],
-    ['/huge.json', /larger than 16384 bytes/],
-    ['/moved.json', /redirect not followed/],
+    ['/huge.json', /over 16384 bytes/],
+    ['/moved.json', /HTTP 302 \(redirects are not followed\)/],
     ['/html.json', /not JSON/],
     ['/bad-redirect.json', /no acceptable redirect_uris/],
     ['/secret.json', /not a public client/],
