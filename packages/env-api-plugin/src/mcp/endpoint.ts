@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { createMcpHandler } from '@modelcontextprotocol/server'
 import type { SignInRecord } from '../adapters/oauth-store.js'
-import { createDomain } from '../domain/index.js'
+import { createDomainFor } from '../domain-for.js'
 import { ApiError } from '../errors.js'
 import { classifyFailure } from '../failure-class.js'
 import { logFailure } from '../failure-log.js'
@@ -69,16 +69,8 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
   const mcp = opts.mcp
   if (!mcp) return
   const clients = mcpClientsOf(opts)
-  const domain = createDomain({
-    storage: opts.storage,
-    crypto: createVaultCrypto(opts.storage, opts.keyring),
-    hasKey: opts.keyring !== null,
-    plans: opts.plans,
-    now: opts.now,
-    importTtlMs: opts.importTtlMs,
-    people: opts.people,
-    ciAllowHttpLoopback: opts.ciAllowHttpLoopbackIssuers,
-  })
+  const domain = createDomainFor(opts, createVaultCrypto(opts.storage, opts.keyring))
+
   const ownOrigin = new URL(opts.baseUrl).origin
   const unauthorized = (): McpEndpointError =>
     new McpEndpointError(401, -32001, 'the request has no valid access token for the MCP endpoint', {
