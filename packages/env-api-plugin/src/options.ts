@@ -43,6 +43,11 @@ export interface EnvApiOptions {
   /** How often the webhook worker looks for due deliveries. Default 2 seconds. */
   webhookIntervalMs?: number
   /**
+   * How often pending pushes past their end are expired (and their `push.expired`
+   * deliveries enqueued at once). Default 5 seconds: one indexed update.
+   */
+  expiryIntervalMs?: number
+  /**
    * The MCP endpoint at `{baseUrl}/mcp` with its own OAuth resource, client
    * registration (metadata documents and RFC 7591) and consent. Default off
    * in the plugin (an embedding app opts in); `envkeep-server` turns it on.
@@ -81,6 +86,7 @@ export interface ResolvedOptions {
   readonly ciAllowHttpLoopbackIssuers: boolean
   readonly allowPrivateWebhooks: boolean
   readonly webhookIntervalMs: number
+  readonly expiryIntervalMs: number
   /** `{baseUrl}/api/env` */
   readonly resource: string
   /** `{baseUrl}/cli/oauth-client.json` */
@@ -143,6 +149,7 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     ciAllowHttpLoopbackIssuers: o.ciAllowHttpLoopbackIssuers === true,
     allowPrivateWebhooks: o.allowPrivateWebhooks === true,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
+    expiryIntervalMs: positive('expiryIntervalMs', o.expiryIntervalMs, 5000),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,

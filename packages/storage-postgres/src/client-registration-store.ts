@@ -12,7 +12,7 @@ interface Row {
   expires_at: string | null
 }
 
-/** MCP client registrations on PostgreSQL (client-registration-store.ts in the plugin): table client_registrations (migration 006). */
+/** MCP client registrations on PostgreSQL (client-registration-store.ts in the plugin): table client_registrations (migration 007). */
 export class PostgresClientRegistrationStore implements Required<ClientRegistrationStore> {
   readonly #db: Kysely<unknown>
 

@@ -12,7 +12,7 @@ interface Row {
   expires_at: number | null
 }
 
-/** MCP client registrations on SQLite (client-registration-store.ts in the plugin): table client_registrations (migration 009). */
+/** MCP client registrations on SQLite (client-registration-store.ts in the plugin): table client_registrations (migration 010). */
 export function createSqliteClientRegistrationStore(d: OpenDatabase): Required<ClientRegistrationStore> {
   return {
     saveClientRegistration: (r) =>

@@ -6,7 +6,7 @@ import type { Migration } from 'kysely/migration'
  * client metadata document once a person allowed them (for their names on the
  * Sign-ins page). No foreign keys: a sign-in names its client by id only.
  */
-export const m009ClientRegistrations: Migration = {
+export const m010ClientRegistrations: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await sql`create table client_registrations (
       client_id text primary key,
