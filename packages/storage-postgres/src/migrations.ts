@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration'
+import { m007ClientRegistrations } from './migration-007-client-registrations.js'
 
 /**
  * The schema, as versioned migrations (kysely's Migrator, table `envkeep_storage_migration`).
@@ -304,6 +305,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_vault_admin': m004,
   '005_webhooks': m005,
   '006_access_log_issue_25': m006,
+  '007_client_registrations': m007ClientRegistrations,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

@@ -8,6 +8,7 @@ import { m006History } from './006-history.js'
 import { m007VaultAdmin } from './007-vault-admin.js'
 import { m008Webhooks } from './008-webhooks.js'
 import { m009AccessLogIssue25 } from './009-access-log-issue-25.js'
+import { m010ClientRegistrations } from './010-client-registrations.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '007_vault_admin': m007VaultAdmin,
   '008_webhooks': m008Webhooks,
   '009_access_log_issue_25': m009AccessLogIssue25,
+  '010_client_registrations': m010ClientRegistrations,
 }
