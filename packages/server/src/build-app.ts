@@ -3,6 +3,7 @@ import fastifyCookie from '@fastify/cookie'
 import envApi, {
   createDomain,
   createVaultCrypto,
+  csrfCookieName,
   csrfPlugin,
   envkeepFrameworkErrors,
   envkeepNotFound,
@@ -13,7 +14,7 @@ import type { AccountStore } from './accounts/account-store.js'
 import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
-import { createLocalPeople, type LocalPeople } from './people-local.js'
+import { createCookieTossGuard, createLocalPeople, sessionCookieName, type LocalPeople } from './people-local.js'
 import { accountPages } from './pages/account-pages.js'
 import { invitePages } from './pages/invite-pages.js'
 
@@ -75,6 +76,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   // one not-found answer for the whole server: a page or the error record, never quoting the query
   app.setNotFoundHandler(envkeepNotFound(config.baseUrl))
   await app.register(fastifyCookie)
+  // a session or CSRF cookie sent twice (one planted by a sibling origin over http): signed out, all copies expired
+  app.addHook(
+    'onRequest',
+    createCookieTossGuard({ names: [sessionCookieName(secureCookies), csrfCookieName(config.baseUrl)], basePath: config.basePath, secureCookies }),
+  )
   const mailer = deps.mailer !== undefined ? deps.mailer : config.smtp ? createMailer(config.smtp) : null
   if (mailer && deps.mailer === undefined) app.addHook('onClose', async () => mailer.close())
   const people: LocalPeople = {

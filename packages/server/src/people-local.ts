@@ -38,6 +38,64 @@ export function toPerson(a: AccountRecord): Person {
   return { id: a.id, email: a.email, name: a.name }
 }
 
+/** Requests that carried the session or CSRF cookie name more than once: signed out. */
+const tossed = new WeakSet<FastifyRequest>()
+
+/** How many times each of `names` occurs in a Cookie header (a name is what precedes the first `=`). */
+function cookieNameCounts(header: string | undefined, names: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>()
+  if (!header) return counts
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=')
+    const name = (eq === -1 ? part : part.slice(0, eq)).trim()
+    if (names.includes(name)) counts.set(name, (counts.get(name) ?? 0) + 1)
+  }
+  return counts
+}
+
+/** `/`, the base path, and every prefix of `path` with and without its trailing slash: each Path a planted cookie could have. */
+export function cookiePathVariants(path: string, basePath: string): string[] {
+  const out = new Set<string>(['/'])
+  if (basePath !== '') out.add(basePath)
+  const segments = path
+    .split('?')[0]!
+    .split('/')
+    .filter((x) => x !== '')
+    .slice(0, 16)
+  let prefix = ''
+  for (const seg of segments) {
+    prefix += `/${seg}`
+    out.add(prefix)
+    out.add(`${prefix}/`)
+  }
+  return [...out]
+}
+
+/**
+ * Issue 25 (session tossing): over http the session cookie cannot be `__Host-`, so a page on
+ * another port of the same host can plant its own `envkeep_session` (or CSRF secret) with a
+ * narrower Path, which the browser then sends before ours. A request carrying either name
+ * more than once is treated as signed out (neither cookie is believed), and every copy is
+ * expired: one Set-Cookie per Path the request could have been sent with. The person signs in
+ * again; the planted cookie is gone. An onRequest hook, after @fastify/cookie's parsing.
+ */
+export function createCookieTossGuard(o: { names: readonly string[]; basePath: string; secureCookies: boolean }) {
+  return async function cookieTossGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const counts = cookieNameCounts(request.headers.cookie, o.names)
+    if (![...counts.values()].some((n) => n > 1)) return
+    tossed.add(request)
+    request.log.warn(
+      { cookies: [...counts.entries()].filter(([, n]) => n > 1).map(([name]) => name) },
+      'cookie name sent more than once: treated as signed out',
+    )
+    for (const name of o.names) {
+      if (request.cookies) delete request.cookies[name]
+      for (const path of cookiePathVariants(request.url, o.basePath))
+        reply.clearCookie(name, { path, httpOnly: true, sameSite: 'lax', secure: o.secureCookies })
+    }
+  }
+}
+
 /**
  * The plugin's people adapter over local accounts: the person on a
  * browser request is the owner of the live session named by the
@@ -50,6 +108,7 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
   const cookieName = sessionCookieName(o.secureCookies)
 
   function cookieToken(request: FastifyRequest): string | null {
+    if (tossed.has(request)) return null
     const v = request.cookies?.[cookieName]
     return typeof v === 'string' && /^[A-Za-z0-9_-]{43}$/.test(v) ? v : null
   }

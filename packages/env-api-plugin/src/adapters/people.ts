@@ -35,16 +35,26 @@ export interface PeopleAdapter {
    * and join the vault with `role`; the page shows it once, to copy, and the plugin never
    * stores or logs it. `emailed: true` when the host also sent it to `email`. May throw a
    * `DomainFailure` (exported by this package) to refuse in words the owner can act on.
-   * Without this hook the page says the person needs an account first.
+   * Without this hook the page says the person needs an account first. `link: null` (with
+   * `emailed: true`): the link went only to `email`, and the page says so without showing it.
    */
-  invite?(input: InvitationRequest): Promise<{ readonly link: string; readonly emailed?: boolean }>
+  invite?(input: InvitationRequest): Promise<{ readonly link: string | null; readonly emailed?: boolean }>
+  /**
+   * Optional: true when `invite` also takes emails that have an account (the person accepts
+   * the invitation, signed in as themselves). "Invite" then never adds anyone at once, and its
+   * answer is the same whether or not an email has an account.
+   */
+  readonly invitesAccounts?: boolean
   /** Optional: the pending (unused, unexpired, unrevoked) invitations to a vault; shown to its owners. */
   listInvitations?(vaultId: string): Promise<PendingInvitation[]>
   /** Optional: revokes a pending invitation of this vault; false when there is none with this id. */
   revokeInvitation?(vaultId: string, invitationId: string): Promise<boolean>
 }
 
-/** What `invite` is asked: checked by the plugin already (an owner asks, the role is valid, no account has the email). */
+/**
+ * What `invite` is asked: checked by the plugin already (an owner asks, the role is valid, no
+ * account has the email, or none that is a member when `invitesAccounts`).
+ */
 export interface InvitationRequest {
   /** trimmed, as the owner typed it */
   readonly email: string

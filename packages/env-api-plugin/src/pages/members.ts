@@ -9,7 +9,8 @@ import { html, type SafeHtml } from './html.js'
 export interface InvitationShown {
   readonly email: string
   readonly role: Role
-  readonly link: string
+  /** null: sent only to the address by email */
+  readonly link: string | null
   readonly emailed: boolean
 }
 
@@ -87,6 +88,11 @@ ${csrf}
 }
 
 function invitationLink(i: InvitationShown): SafeHtml {
+  if (i.link === null)
+    return html`<section class="card" id="invitation" role="status" aria-labelledby="invitation-title">
+<h3 id="invitation-title">Invitation sent</h3>
+<p>An invitation for <span class="email">${i.email}</span> as <span class="role role-${i.role}">${i.role}</span> was sent to that address. Its link works once, only from that email.</p>
+</section>`
   return html`<section class="card" id="invitation" role="status" aria-labelledby="invitation-title">
 <h3 id="invitation-title">Invitation link</h3>
 <p>For <span class="email">${i.email}</span> as <span class="role role-${i.role}">${i.role}</span>. ${

@@ -8,6 +8,11 @@ export interface AccountRecord {
   /** argon2id PHC string; never logged, never shown */
   readonly passwordHash: string
   readonly createdAt: Date
+  /**
+   * Whether the email is proven: false for an account made from an invitation link that was
+   * shown to the inviter (no SMTP), which anyone could have opened (issue 25: pre-hijacking).
+   */
+  readonly emailConfirmed: boolean
 }
 
 export interface NewAccount {
@@ -15,6 +20,8 @@ export interface NewAccount {
   readonly email: string
   readonly name: string
   readonly passwordHash: string
+  /** default true (the setup page, the administrator's `user create`) */
+  readonly emailConfirmed?: boolean
 }
 
 export interface WebSession {

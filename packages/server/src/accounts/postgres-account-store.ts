@@ -10,10 +10,11 @@ interface AccountRow {
   name: string
   password_hash: string
   created_at: string
+  email_confirmed: boolean
 }
 
 function toAccount(r: AccountRow): AccountRecord {
-  return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: new Date(Number(r.created_at)) }
+  return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: new Date(Number(r.created_at)), emailConfirmed: r.email_confirmed }
 }
 
 async function guard<T>(work: () => Promise<T>): Promise<T> {
@@ -37,7 +38,8 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
     createAccount: (a, now) =>
       guard(async () => {
         const [r] = await rows<AccountRow>(
-          sql`insert into accounts (id, email, name, password_hash, created_at) values (${a.id}, ${a.email}, ${a.name}, ${a.passwordHash}, ${now.getTime()}) returning *`,
+          sql`insert into accounts (id, email, name, password_hash, created_at, email_confirmed)
+            values (${a.id}, ${a.email}, ${a.name}, ${a.passwordHash}, ${now.getTime()}, ${a.emailConfirmed !== false}) returning *`,
         )
         return toAccount(r!)
       }),

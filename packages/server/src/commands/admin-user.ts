@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { StorageError } from '@envkeep/env-api-plugin'
+import { emailProblem, nameProblem } from '../pages/account-pages.js'
 import { hashPassword, passwordProblem } from '../secrets.js'
 import { CommandFailure, openData, readStdin, report, requireString, UsageFailure, type CommandContext } from './context.js'
 
@@ -9,8 +10,9 @@ export async function adminUserCreate(ctx: CommandContext): Promise<number> {
   const name = requireString(ctx, 'name')
   if (ctx.flags['password-stdin'] !== true)
     throw new UsageFailure('--password-stdin is required (the password is read from stdin, never from the command line)')
-  if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) throw new UsageFailure('--email is not a valid email address')
-  if (name.length > 100) throw new UsageFailure('--name must be at most 100 characters')
+  if (emailProblem(email)) throw new UsageFailure('--email is not a valid email address')
+  const nameWrong = nameProblem(name)
+  if (nameWrong) throw new UsageFailure(`--name: ${nameWrong}`)
   const password = await readStdin(ctx.deps.stdin)
   const problem = passwordProblem(password)
   if (problem) throw new CommandFailure(problem)

@@ -7,6 +7,7 @@ import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, hashToken, verifyPassword } from '../secrets.js'
 import { createAttemptLimiter, createLoginBackoff } from './attempt-limiter.js'
+import { noticeUrl } from './invitation-notices.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
@@ -19,15 +20,17 @@ export interface AccountPagesOptions {
   readonly attemptsPerMinute?: number
 }
 
-const EMAIL_RE = /^[^\s@]+@[^\s@]+$/
+const EMAIL_RE = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u
 
-function emailProblem(email: string): string | null {
+export function emailProblem(email: string): string | null {
   if (email.length < 3 || email.length > 254 || !EMAIL_RE.test(email)) return 'the email address is not valid'
   return null
 }
 
 export function nameProblem(name: string): string | null {
   if (name.length < 1 || name.length > 100) return 'a name must be 1 to 100 characters'
+  // it goes into emails and pages: no line breaks, tabs or invisible direction marks (issue 25)
+  if (/[\p{Cc}\p{Cf}\u2028\u2029]/u.test(name)) return 'a name cannot hold line breaks, tabs or other control characters'
   return null
 }
 
@@ -170,7 +173,12 @@ ${newPasswordFields()}
     }
     backoff.succeeded(email)
     await o.people.startSession(request, reply, account.id)
-    return reply.code(303).header('location', returnTo).send()
+    // invitations waiting for this email: the person is told before going on (issue 25)
+    const waiting = !returnTo.startsWith(`${base}/invite/`) && (await o.accounts.listInvitationsForEmail(account.email, o.now())).length > 0
+    return reply
+      .code(303)
+      .header('location', waiting ? noticeUrl(base, returnTo) : returnTo)
+      .send()
   })
 
   // ---- /logout -----------------------------------------------------------------

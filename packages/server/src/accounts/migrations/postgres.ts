@@ -50,10 +50,21 @@ const m002Invitations: Migration = {
   },
 }
 
+/** Whether an email was proven, and whether an invitation proves it (see sqlite.ts, m003). */
+const m003EmailProof: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      alter table accounts add column email_confirmed boolean not null default true;
+      alter table invitations add column proves_email boolean not null default false;
+      create index invitations_by_email on invitations (lower(email), expires_at);
+    `.execute(db)
+  },
+}
+
 export async function migrateAccountsPostgres(db: Kysely<unknown>, schema?: string): Promise<void> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => ({ '001_accounts': m001Accounts, '002_invitations': m002Invitations }) },
+    provider: { getMigrations: async () => ({ '001_accounts': m001Accounts, '002_invitations': m002Invitations, '003_email_proof': m003EmailProof }) },
     migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: MIGRATION_LOCK_TABLE,
     ...(schema ? { migrationTableSchema: schema } : {}),

@@ -58,10 +58,26 @@ const m002Invitations: Migration = {
   },
 }
 
+/**
+ * Issue 25 (account pre-hijacking): whether an account's email was ever proven (an
+ * invitation that went only to that address by email, the first account, an account the
+ * administrator made), and whether an invitation's link went only by email (so taking it up
+ * proves the address). Accounts that exist already count as proven: nothing tells which of
+ * them came from a link shown to an inviter.
+ */
+const m003EmailProof: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`alter table accounts add column email_confirmed integer not null default 1`.execute(db)
+    await sql`alter table invitations add column proves_email integer not null default 0`.execute(db)
+    await sql`create index invitations_email on invitations (email collate nocase, expires_at)`.execute(db)
+  },
+}
+
 /** Listed statically; names sort in the order they run. Never edit a landed migration: add one. */
 export const accountMigrations: Record<string, Migration> = Object.freeze({
   '001_accounts': m001Accounts,
   '002_invitations': m002Invitations,
+  '003_email_proof': m003EmailProof,
 })
 
 /** The server's migration tables, apart from the storage package's `kysely_migration`. */
@@ -88,6 +104,8 @@ export interface AccountsDB {
     name: string
     password_hash: string
     created_at: number
+    /** 1 once the email is proven (see m003) */
+    email_confirmed: number
   }
   web_sessions: {
     token_hash: string
@@ -110,5 +128,7 @@ export interface AccountsDB {
     invited_by: string
     created_at: number
     expires_at: number
+    /** 1 when the link went only to the address by email */
+    proves_email: number
   }
 }
