@@ -14,8 +14,10 @@ import type { AccountStore } from './accounts/account-store.js'
 import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
-import { createCookieTossGuard, createLocalPeople, sessionCookieName, type LocalPeople } from './people-local.js'
+import { createCookieTossGuard, createLocalPeople, PENDING_COOKIE, sessionCookieName, type LocalPeople } from './people-local.js'
 import { accountPages } from './pages/account-pages.js'
+import { accountSettingsPages } from './pages/account-settings-pages.js'
+import { secondFactorPages } from './pages/second-factor-pages.js'
 import { invitePages } from './pages/invite-pages.js'
 
 export interface AppDeps {
@@ -79,7 +81,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   // a session or CSRF cookie sent twice (one planted by a sibling origin over http): signed out, all copies expired
   app.addHook(
     'onRequest',
-    createCookieTossGuard({ names: [sessionCookieName(secureCookies), csrfCookieName(config.baseUrl)], basePath: config.basePath, secureCookies }),
+    createCookieTossGuard({
+      names: [sessionCookieName(secureCookies), csrfCookieName(config.baseUrl), secureCookies ? `__Host-${PENDING_COOKIE}` : PENDING_COOKIE],
+      basePath: config.basePath,
+      secureCookies,
+    }),
   )
   const mailer = deps.mailer !== undefined ? deps.mailer : config.smtp ? createMailer(config.smtp) : null
   if (mailer && deps.mailer === undefined) app.addHook('onClose', async () => mailer.close())
@@ -95,6 +101,20 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     basePath: config.basePath,
     now,
     ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
+    requireSecondFactor: config.requireSecondFactor,
+  })
+  const attempts = deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }
+  // the second step of a sign-in, and the Account page (issue 22)
+  await app.register(secondFactorPages, { accounts: deps.accounts, people, keyring: deps.keyring, basePath: config.basePath, now, ...attempts })
+  await app.register(accountSettingsPages, {
+    accounts: deps.accounts,
+    storage: deps.storage,
+    people,
+    keyring: deps.keyring,
+    basePath: config.basePath,
+    now,
+    requireSecondFactor: config.requireSecondFactor,
+    ...attempts,
   })
   // an invitation's page: the membership goes through the plugin's domain layer (its rules, its log)
   const domain = createDomain({

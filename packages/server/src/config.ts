@@ -42,6 +42,8 @@ export interface ServerConfig {
   readonly ciAllowHttpLoopbackIssuers: boolean
   /** ENVKEEP_WEBHOOK_ALLOW_PRIVATE=true: webhooks may call private, loopback and link-local addresses */
   readonly webhookAllowPrivate: boolean
+  /** ENVKEEP_REQUIRE_SECOND_FACTOR=true: every password account adds a second factor at its next sign-in */
+  readonly requireSecondFactor: boolean
   /** --allow-insecure-key-file: use a master key file that group or others can read */
   readonly allowInsecureKeyFile: boolean
   /** the SQLite file inside the data directory (used when no databaseUrl is given) */
@@ -120,6 +122,11 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     env: 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE',
     default: 'false',
     meaning: 'true lets webhooks call private, loopback and link-local addresses (refused by default, when added and at each delivery)',
+  },
+  {
+    env: 'ENVKEEP_REQUIRE_SECOND_FACTOR',
+    default: 'false',
+    meaning: 'true: every password account adds a second factor (an authenticator app or a passkey) at its next sign-in',
   },
   {
     env: 'ENVKEEP_TRUST_PROXY',
@@ -316,6 +323,10 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
   if (webhookPrivate !== undefined && webhookPrivate !== 'true' && webhookPrivate !== 'false')
     throw new UsageError('ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false')
 
+  const requireFactor = envValue(env, 'ENVKEEP_REQUIRE_SECOND_FACTOR')
+  if (requireFactor !== undefined && requireFactor !== 'true' && requireFactor !== 'false')
+    throw new UsageError('ENVKEEP_REQUIRE_SECOND_FACTOR must be true or false')
+
   return Object.freeze({
     host,
     port,
@@ -334,6 +345,7 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     trustProxy: parseTrustProxy(envValue(env, 'ENVKEEP_TRUST_PROXY')),
     ciAllowHttpLoopbackIssuers: ciHttp === 'loopback',
     webhookAllowPrivate: webhookPrivate === 'true',
+    requireSecondFactor: requireFactor === 'true',
     allowInsecureKeyFile: flags['allow-insecure-key-file'] === true,
     databaseFile: resolve(dataDir, 'envkeep.db'),
     databaseUrl: parseDatabaseUrl(pick(flags, 'database-url', env, 'ENVKEEP_DATABASE_URL')),

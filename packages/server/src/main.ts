@@ -10,7 +10,7 @@ import { adminMemberAdd, adminMemberRemove } from './commands/admin-member.js'
 import { adminRotateDataKeys } from './commands/admin-rotate-data-keys.js'
 import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
 import { adminSigninsRevoke } from './commands/admin-signins.js'
-import { adminUserCreate } from './commands/admin-user.js'
+import { adminUserCreate, adminUserResetFactors } from './commands/admin-user.js'
 import { adminHistory, adminRestore } from './commands/admin-history.js'
 import { adminVarList, adminVarSet } from './commands/admin-var.js'
 import { adminAudit, adminVaultCreate } from './commands/admin-vault.js'
@@ -55,6 +55,13 @@ const COMMANDS: readonly CommandSpec[] = [
     strings: ['email', 'name'],
     booleans: ['password-stdin'],
     run: adminUserCreate,
+  },
+  {
+    words: ['admin', 'user', 'reset-factors'],
+    usage: 'admin user reset-factors --email E',
+    summary: 'remove every second factor and recovery code of an account (a lost phone), ending its web sessions; logged',
+    strings: ['email'],
+    run: adminUserResetFactors,
   },
   {
     words: ['admin', 'vault', 'create'],
@@ -103,7 +110,7 @@ const COMMANDS: readonly CommandSpec[] = [
   {
     words: ['admin', 'audit'],
     usage: 'admin audit',
-    summary: 'the server-level audit log: which vault was deleted, by whom, when (newest first)',
+    summary: 'the server-level audit log: deleted vaults, and sign-in events (success, failure, factors, links), newest first',
     strings: [],
     run: adminAudit,
   },

@@ -32,7 +32,19 @@ export interface LocalPeople extends PeopleAdapter {
   startSession(request: FastifyRequest, reply: FastifyReply, accountId: string): Promise<void>
   /** Ends the session of this browser (if any) and clears the cookie. */
   endSession(request: FastifyRequest, reply: FastifyReply): Promise<void>
+  /** The hash of this browser's session token (names "this browser" on the Account page), or null. */
+  sessionHash(request: FastifyRequest): string | null
+  /** A password was right and a second factor is asked: a short-lived pending sign-in in its own cookie. */
+  startPending(reply: FastifyReply, accountId: string, returnTo: string): Promise<void>
+  /** The live pending sign-in of this browser, or null. */
+  pendingOf(request: FastifyRequest): Promise<{ accountId: string; returnTo: string; tokenHash: string } | null>
+  /** Clears the pending sign-in's cookie. */
+  endPending(reply: FastifyReply): void
 }
+
+export const PENDING_COOKIE = 'envkeep_pending'
+/** The second step of a sign-in must follow within 10 minutes. */
+export const PENDING_TTL_MS = 10 * 60 * 1000
 
 export function toPerson(a: AccountRecord): Person {
   return { id: a.id, email: a.email, name: a.name }
@@ -106,10 +118,11 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
   const cookiePath = o.secureCookies || o.basePath === '' ? '/' : o.basePath
   const cookieOptions = { path: cookiePath, httpOnly: true, sameSite: 'lax' as const, secure: o.secureCookies }
   const cookieName = sessionCookieName(o.secureCookies)
+  const pendingName = o.secureCookies ? `__Host-${PENDING_COOKIE}` : PENDING_COOKIE
 
-  function cookieToken(request: FastifyRequest): string | null {
+  function cookieToken(request: FastifyRequest, name = cookieName): string | null {
     if (tossed.has(request)) return null
-    const v = request.cookies?.[cookieName]
+    const v = request.cookies?.[name]
     return typeof v === 'string' && /^[A-Za-z0-9_-]{43}$/.test(v) ? v : null
   }
 
@@ -117,8 +130,11 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
     async currentPerson(request) {
       const token = cookieToken(request)
       if (!token) return null
-      const session = await o.accounts.findSession(hashToken(token), o.now())
-      return session ? toPerson(session.account) : null
+      const hash = hashToken(token)
+      const session = await o.accounts.findSession(hash, o.now())
+      if (!session) return null
+      await o.accounts.touchSession(hash, o.now())
+      return toPerson(session.account)
     },
     signInUrl(returnTo) {
       return `${o.basePath}/login?return_to=${encodeURIComponent(returnTo)}`
@@ -144,7 +160,34 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
       const now = o.now()
       const expires = new Date(now.getTime() + SESSION_TTL_MS)
       await o.accounts.createSession(hashToken(token), accountId, now, expires)
+      const agent = request.headers['user-agent']
+      await o.accounts.describeSession(
+        hashToken(token),
+        { userAgent: typeof agent === 'string' ? agent.slice(0, 300) : null, address: request.ip ?? null },
+        now,
+      )
       reply.setCookie(cookieName, token, { ...cookieOptions, expires })
+      reply.clearCookie(pendingName, cookieOptions)
+    },
+    sessionHash(request) {
+      const token = cookieToken(request)
+      return token ? hashToken(token) : null
+    },
+    async startPending(reply, accountId, returnTo) {
+      const token = newToken()
+      const now = o.now()
+      const expires = new Date(now.getTime() + PENDING_TTL_MS)
+      await o.accounts.createPendingSignin(hashToken(token), accountId, returnTo, now, expires)
+      reply.setCookie(pendingName, token, { ...cookieOptions, expires })
+    },
+    async pendingOf(request) {
+      const token = cookieToken(request, pendingName)
+      if (!token) return null
+      const p = await o.accounts.findPendingSignin(hashToken(token), o.now())
+      return p ? { ...p, tokenHash: hashToken(token) } : null
+    },
+    endPending(reply) {
+      reply.clearCookie(pendingName, cookieOptions)
     },
     async endSession(request, reply) {
       const token = cookieToken(request)

@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import type { AccountRecord, AccountStore } from './account-store.js'
 import { migrateAccountsPostgres } from './migrations/postgres.js'
 import { postgresInvitations } from './postgres-invitations.js'
+import { sqlFactorStore } from './factor-store.js'
 
 interface AccountRow {
   id: string
@@ -35,6 +36,7 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
   const rows = async <T>(q: ReturnType<typeof sql>): Promise<T[]> => (await q.execute(db)).rows as T[]
   return {
     ...postgresInvitations(db),
+    ...sqlFactorStore(db, (_detail, work) => guard(work)),
     createAccount: (a, now) =>
       guard(async () => {
         const [r] = await rows<AccountRow>(

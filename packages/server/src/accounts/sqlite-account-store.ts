@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely'
 import type { AccountRecord, AccountStore } from './account-store.js'
 import { migrateAccounts, type AccountsDB } from './migrations/sqlite.js'
 import { sqliteInvitations } from './sqlite-invitations.js'
+import { sqlFactorStore } from './factor-store.js'
 
 interface AccountRow {
   id: string
@@ -51,6 +52,7 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
   await migrateAccounts(database.db as unknown as Kysely<unknown>)
   return {
     ...sqliteInvitations(db, guard),
+    ...sqlFactorStore(database.db as unknown as Kysely<unknown>, guard),
     createAccount: (a, now) =>
       guard('accounts.email', async () => {
         const row = {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto'
 import { StorageError } from '@envkeep/env-api-plugin'
 import { emailProblem, nameProblem } from '../pages/account-pages.js'
 import { hashPassword, passwordProblem } from '../secrets.js'
-import { CommandFailure, openData, readStdin, report, requireString, UsageFailure, type CommandContext } from './context.js'
+import { signinEvent } from '../factors.js'
+import { CommandFailure, openData, readStdin, report, requireAccount, requireString, UsageFailure, type CommandContext } from './context.js'
 
 /** `admin user create --email E --name N --password-stdin` */
 export async function adminUserCreate(ctx: CommandContext): Promise<number> {
@@ -28,6 +29,28 @@ export async function adminUserCreate(ctx: CommandContext): Promise<number> {
     await data.accounts.clearSetupTokens()
     return report(ctx, `account created: ${account.email} (${account.id})`, {
       account: { id: account.id, email: account.email, name: account.name },
+    })
+  } finally {
+    await data.close()
+  }
+}
+
+/**
+ * `admin user reset-factors --email E`: for a lost phone. Removes every second factor and
+ * recovery code of the account and ends its web sessions; logged as a sign-in event.
+ */
+export async function adminUserResetFactors(ctx: CommandContext): Promise<number> {
+  const email = requireString(ctx, 'email')
+  const data = await openData(ctx.config)
+  try {
+    const account = await requireAccount(data, email)
+    const removed = await data.accounts.resetFactors(account.id)
+    const sessions = await data.accounts.deleteSessionsOf(account.id)
+    await signinEvent(data.accounts, null, account.id, 'factors_reset', `by the server administrator: ${removed} factor(s)`, ctx.now())
+    return report(ctx, `${removed} second factor(s) and the recovery codes removed, ${sessions} web session(s) ended for ${account.email}`, {
+      email: account.email,
+      removed,
+      sessions,
     })
   } finally {
     await data.close()

@@ -5,9 +5,10 @@ import fastifyFormbody from '@fastify/formbody'
 import { field, html, refusalBox, StorageError, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
+import { signinEvent } from '../factors.js'
 import { hashPassword, hashToken, verifyPassword } from '../secrets.js'
 import { createAttemptLimiter, createLoginBackoff } from './attempt-limiter.js'
-import { noticeUrl } from './invitation-notices.js'
+import { afterSignIn } from './invitation-notices.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
@@ -18,6 +19,8 @@ export interface AccountPagesOptions {
   readonly now: () => Date
   /** sign-in and setup attempts per client address per minute. Default 10. */
   readonly attemptsPerMinute?: number
+  /** ENVKEEP_REQUIRE_SECOND_FACTOR: a password account without a factor adds one at sign-in */
+  readonly requireSecondFactor?: boolean
 }
 
 const EMAIL_RE = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u
@@ -168,16 +171,22 @@ ${newPasswordFields()}
     const ok = (await verifyPassword(account?.passwordHash ?? null, password)) && account !== null
     if (!ok || !account) {
       backoff.failed(email)
+      await signinEvent(o.accounts, request, account?.id ?? null, 'signin_failed', account ? 'password' : 'unknown email', o.now())
       const f = failure(request, 401, 'signing in', 'web app', 'the email or the password is wrong')
       return sendPage(reply, 401, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusalBox(f)), base)
     }
     backoff.succeeded(email)
+    // a second factor is asked (or, when the server requires one, added) before any session exists
+    if (o.requireSecondFactor || (await o.accounts.listFactors(account.id)).length > 0) {
+      await o.people.startPending(reply, account.id, returnTo)
+      return reply.code(303).header('location', `${base}/login/second-factor`).send()
+    }
     await o.people.startSession(request, reply, account.id)
+    await signinEvent(o.accounts, request, account.id, 'signin_succeeded', 'password', o.now())
     // invitations waiting for this email: the person is told before going on (issue 25)
-    const waiting = !returnTo.startsWith(`${base}/invite/`) && (await o.accounts.listInvitationsForEmail(account.email, o.now())).length > 0
     return reply
       .code(303)
-      .header('location', waiting ? noticeUrl(base, returnTo) : returnTo)
+      .header('location', await afterSignIn(o.accounts, base, account.email, returnTo, o.now()))
       .send()
   })
 

@@ -29,6 +29,12 @@ export function noticeUrl(basePath: string, returnTo: string): string {
   return `${basePath}/invitations?return_to=${encodeURIComponent(returnTo)}`
 }
 
+/** Where a browser goes once signed in: the notice first when invitations wait for the account's email. */
+export async function afterSignIn(accounts: AccountStore, basePath: string, email: string, returnTo: string, now: Date): Promise<string> {
+  if (returnTo.startsWith(`${basePath}/invite/`)) return returnTo
+  return (await accounts.listInvitationsForEmail(email, now)).length > 0 ? noticeUrl(basePath, returnTo) : returnTo
+}
+
 /**
  * `/invitations`: the notice a person sees at sign-in when invitations to their email are
  * pending. Someone whose email is proven joins from here; an account whose email was never

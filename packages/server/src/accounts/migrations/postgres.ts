@@ -61,10 +61,64 @@ const m003EmailProof: Migration = {
   },
 }
 
+/** Second factors, recovery codes, pending sign-ins, sign-in events, session details (see sqlite.ts, m004). */
+const m004Factors: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table account_factors (
+        id text primary key,
+        account_id text not null references accounts (id) on delete cascade,
+        kind text not null check (kind in ('totp', 'passkey')),
+        name text not null,
+        sealed_secret text,
+        credential_id text unique,
+        public_key text,
+        counter bigint not null default 0,
+        transports text,
+        last_step bigint not null default 0,
+        created_at bigint not null,
+        last_used_at bigint
+      );
+      create index account_factors_account on account_factors (account_id);
+      create table recovery_codes (
+        account_id text not null references accounts (id) on delete cascade,
+        code_hash text not null,
+        primary key (account_id, code_hash)
+      );
+      create table pending_signins (
+        token_hash text primary key,
+        account_id text not null references accounts (id) on delete cascade,
+        return_to text not null,
+        created_at bigint not null,
+        expires_at bigint not null
+      );
+      create table signin_events (
+        id text primary key,
+        at bigint not null,
+        account_id text,
+        event text not null,
+        detail text,
+        address text
+      );
+      create index signin_events_at on signin_events (at);
+      alter table web_sessions add column user_agent text;
+      alter table web_sessions add column address text;
+      alter table web_sessions add column last_used_at bigint;
+    `.execute(db)
+  },
+}
+
 export async function migrateAccountsPostgres(db: Kysely<unknown>, schema?: string): Promise<void> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => ({ '001_accounts': m001Accounts, '002_invitations': m002Invitations, '003_email_proof': m003EmailProof }) },
+    provider: {
+      getMigrations: async () => ({
+        '001_accounts': m001Accounts,
+        '002_invitations': m002Invitations,
+        '003_email_proof': m003EmailProof,
+        '004_factors': m004Factors,
+      }),
+    },
     migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: MIGRATION_LOCK_TABLE,
     ...(schema ? { migrationTableSchema: schema } : {}),

@@ -73,11 +73,61 @@ const m003EmailProof: Migration = {
   },
 }
 
+/**
+ * Issue 22: second factors (TOTP secrets sealed under the master key, as base64 text;
+ * passkeys), recovery codes (SHA-256 hex only), sign-ins waiting for a second factor, the
+ * server-level log of sign-in events, and what the Account page shows of a web session.
+ */
+const m004Factors: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`create table account_factors (
+      id text primary key,
+      account_id text not null references accounts (id) on delete cascade,
+      kind text not null check (kind in ('totp', 'passkey')),
+      name text not null,
+      sealed_secret text,
+      credential_id text unique,
+      public_key text,
+      counter integer not null default 0,
+      transports text,
+      last_step integer not null default 0,
+      created_at integer not null,
+      last_used_at integer
+    ) strict`.execute(db)
+    await sql`create index account_factors_account on account_factors (account_id)`.execute(db)
+    await sql`create table recovery_codes (
+      account_id text not null references accounts (id) on delete cascade,
+      code_hash text not null,
+      primary key (account_id, code_hash)
+    ) strict`.execute(db)
+    await sql`create table pending_signins (
+      token_hash text primary key,
+      account_id text not null references accounts (id) on delete cascade,
+      return_to text not null,
+      created_at integer not null,
+      expires_at integer not null
+    ) strict`.execute(db)
+    await sql`create table signin_events (
+      id text primary key,
+      at integer not null,
+      account_id text,
+      event text not null,
+      detail text,
+      address text
+    ) strict`.execute(db)
+    await sql`create index signin_events_at on signin_events (at)`.execute(db)
+    await sql`alter table web_sessions add column user_agent text`.execute(db)
+    await sql`alter table web_sessions add column address text`.execute(db)
+    await sql`alter table web_sessions add column last_used_at integer`.execute(db)
+  },
+}
+
 /** Listed statically; names sort in the order they run. Never edit a landed migration: add one. */
 export const accountMigrations: Record<string, Migration> = Object.freeze({
   '001_accounts': m001Accounts,
   '002_invitations': m002Invitations,
   '003_email_proof': m003EmailProof,
+  '004_factors': m004Factors,
 })
 
 /** The server's migration tables, apart from the storage package's `kysely_migration`. */
