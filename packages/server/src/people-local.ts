@@ -150,6 +150,10 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
       const a = await o.accounts.findAccountByEmail(email.trim())
       return a ? toPerson(a) : null
     },
+    async withoutSecondFactor(personIds) {
+      const withFactor = await o.accounts.accountsWithFactor(personIds)
+      return new Set(personIds.filter((id) => !withFactor.has(id)))
+    },
     sessionBinding(request) {
       return cookieToken(request)
     },

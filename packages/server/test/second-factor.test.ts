@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { sql, type Kysely } from 'kysely'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
+import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { totpFor } from '../src/factors.js'
@@ -121,6 +122,38 @@ t.test('TOTP: added on /account with ten recovery codes shown once; sealed; the 
     'signin_succeeded:password+totp',
   ])
   for (const secret of [PASSWORD, added.secret, code, rc]) t.notOk(s.log.text.includes(secret), 'no password, secret or code in the log')
+})
+
+t.test('an owner sees which members have no second factor; other members do not', async (t) => {
+  const s = await setUp(t)
+  const ed = await addAccount(s.accounts, 'ed@example.com', PASSWORD, 'Ed')
+  const vaultId = randomUUID()
+  await s.storage.createVault(
+    {
+      id: vaultId,
+      name: 'Acme',
+      ownerId: s.ana.id,
+      plan: 'self-hosted',
+      environments: [{ name: 'development', ownersOnly: false }],
+      now: new Date(s.clock.ms),
+    },
+    testLogEntry({ vaultId, action: 'vault_created' }),
+  )
+  await s.storage.setMember({ vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added', subject: ed.id }))
+  const { b } = await password(s)
+  await addApp(s, b)
+  const members = await b.get(`/v/${vaultId}/members`)
+  t.equal(members.statusCode, 200)
+  const row = (name: string) => members.body.slice(members.body.indexOf(`${name}`), members.body.indexOf('</td>', members.body.indexOf(`${name}`)))
+  t.match(row('Ed'), 'no second factor')
+  t.notMatch(row('Ana'), 'no second factor')
+  // Ed (an editor) sees no such mark
+  const e = browser(s.app)
+  const login = await e.get('/login')
+  await e.post('/login', { _csrf: csrfOf(login.body), email: 'ed@example.com', password: PASSWORD, return_to: '/' })
+  const seen = await e.get(`/v/${vaultId}/members`)
+  t.equal(seen.statusCode, 200)
+  t.notMatch(seen.body, 'no second factor')
 })
 
 t.test('ENVKEEP_REQUIRE_SECOND_FACTOR=true: a password account adds one at its next sign-in, and cannot remove its last', async (t) => {

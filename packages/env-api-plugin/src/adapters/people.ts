@@ -45,6 +45,11 @@ export interface PeopleAdapter {
    * answer is the same whether or not an email has an account.
    */
   readonly invitesAccounts?: boolean
+  /**
+   * Optional: of these people, those who sign in without a second factor. The Members section
+   * marks them for the vault's owners.
+   */
+  withoutSecondFactor?(personIds: readonly string[]): Promise<ReadonlySet<string>>
   /** Optional: the pending (unused, unexpired, unrevoked) invitations to a vault; shown to its owners. */
   listInvitations?(vaultId: string): Promise<PendingInvitation[]>
   /** Optional: revokes a pending invitation of this vault; false when there is none with this id. */

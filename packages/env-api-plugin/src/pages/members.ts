@@ -30,6 +30,8 @@ export interface MembersView {
   /** whether the host can invite people who have no account (people.invite) */
   readonly canInvite: boolean
   readonly invited: InvitationShown | null
+  /** (owners) members who sign in without a second factor; null when the host does not say */
+  readonly noSecondFactor?: ReadonlySet<string> | null
 }
 
 /** The Members section of the vault page: members, (owners) roles, invite, pending invitations. */
@@ -41,7 +43,9 @@ export function membersSection(v: MembersView): SafeHtml {
     const p = v.memberPeople[i] ?? null
     const lastOwner = m.role === 'owner' && owners <= 1
     return html`<tr>
-<td data-label="Member">${personLabel(p, m.personId)}${m.personId === person.id ? html` <span class="muted">(you)</span>` : ''}</td>
+<td data-label="Member">${personLabel(p, m.personId)}${m.personId === person.id ? html` <span class="muted">(you)</span>` : ''}${
+      v.noSecondFactor?.has(m.personId) ? html` <span class="badge" title="Signs in with a password alone">no second factor</span>` : ''
+    }</td>
 <td data-label="Role"><span class="role role-${m.role}">${m.role}</span></td>
 ${
   owner

@@ -83,8 +83,17 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
     // pending invitations: owners only, when the host keeps them (people.listInvitations)
     const invitations = owner ? await domain.listInvitations(pageActor(person, reply.request), vault.id) : null
     const inviters = await Promise.all((invitations ?? []).map((inv) => people(inv.invitedBy)))
+    // owners see who signs in with a password alone (when the host knows: people.withoutSecondFactor)
+    const hook = deps.opts.people.withoutSecondFactor
+    const noSecondFactor =
+      owner && hook
+        ? await hook.call(
+            deps.opts.people,
+            members.map((m) => m.personId),
+          )
+        : null
     section = html`<section id="members">
-${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null })}
+${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null, noSecondFactor })}
 </section>`
   } else section = await accessLogTab(deps, vault, view.query, people)
 
