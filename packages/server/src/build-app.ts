@@ -16,6 +16,8 @@ import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
 import { createCookieTossGuard, createLocalPeople, PENDING_COOKIE, sessionCookieName, type LocalPeople } from './people-local.js'
 import { accountPages } from './pages/account-pages.js'
+import { createOidcClient, type OidcClient } from './oidc/oidc-client.js'
+import { oidcPages } from './oidc/oidc-pages.js'
 import { accountSettingsPages } from './pages/account-settings-pages.js'
 import { secondFactorPages } from './pages/second-factor-pages.js'
 import { invitePages } from './pages/invite-pages.js'
@@ -34,6 +36,8 @@ export interface AppDeps {
   readonly isShuttingDown?: () => boolean
   /** sends invitation emails; default: nodemailer over config.smtp when set, else none */
   readonly mailer?: Mailer | null
+  /** the OpenID Connect client (tests wait on its discovery); default: made from config.oidc */
+  readonly oidcClient?: OidcClient
 }
 
 export interface BuiltApp {
@@ -102,6 +106,8 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     now,
     ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
     requireSecondFactor: config.requireSecondFactor,
+    ssoName: config.oidc?.name ?? null,
+    passwordLogin: config.passwordLogin,
   })
   const attempts = deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }
   // the second step of a sign-in, and the Account page (issue 22)
@@ -114,7 +120,32 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     basePath: config.basePath,
     now,
     requireSecondFactor: config.requireSecondFactor,
+    sso: config.oidc ? { name: config.oidc.name, issuer: config.oidc.issuer } : null,
     ...attempts,
+  })
+  // single sign-on (discovery in the background, never blocking start-up) and the break-glass link
+  if (
+    !config.passwordLogin &&
+    config.oidc &&
+    !config.oidc.autoCreate &&
+    config.oidc.allowedDomains.length === 0 &&
+    (await deps.accounts.countIdentities()) === 0
+  )
+    throw new Error(
+      'envkeep-server: ENVKEEP_PASSWORD_LOGIN=false refused: no account can sign in by single sign-on yet (none is linked, and ENVKEEP_OIDC_ALLOWED_DOMAINS lets none be adopted or created)',
+    )
+  const oidcClient = config.oidc ? (deps.oidcClient ?? createOidcClient(config.oidc, app.log)) : null
+  if (oidcClient) app.addHook('onClose', async () => oidcClient.stop())
+  await app.register(oidcPages, {
+    oidc: config.oidc,
+    client: oidcClient,
+    accounts: deps.accounts,
+    storage: deps.storage,
+    people,
+    baseUrl: config.baseUrl,
+    basePath: config.basePath,
+    secureCookies,
+    now,
   })
   // an invitation's page: the membership goes through the plugin's domain layer (its rules, its log)
   const domain = createDomain({

@@ -10,7 +10,7 @@ import { adminMemberAdd, adminMemberRemove } from './commands/admin-member.js'
 import { adminRotateDataKeys } from './commands/admin-rotate-data-keys.js'
 import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
 import { adminSigninsRevoke } from './commands/admin-signins.js'
-import { adminUserCreate, adminUserResetFactors } from './commands/admin-user.js'
+import { adminLoginLink, adminUserCreate, adminUserResetFactors } from './commands/admin-user.js'
 import { adminHistory, adminRestore } from './commands/admin-history.js'
 import { adminVarList, adminVarSet } from './commands/admin-var.js'
 import { adminAudit, adminVaultCreate } from './commands/admin-vault.js'
@@ -62,6 +62,13 @@ const COMMANDS: readonly CommandSpec[] = [
     summary: 'remove every second factor and recovery code of an account (a lost phone), ending its web sessions; logged',
     strings: ['email'],
     run: adminUserResetFactors,
+  },
+  {
+    words: ['admin', 'login-link'],
+    usage: 'admin login-link --email E',
+    summary: 'print a one-time sign-in link for an account (break-glass when password sign-in is off); logged',
+    strings: ['email'],
+    run: adminLoginLink,
   },
   {
     words: ['admin', 'vault', 'create'],

@@ -182,7 +182,7 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
       const now = o.now()
       const expires = new Date(now.getTime() + PENDING_TTL_MS)
       await o.accounts.createPendingSignin(hashToken(token), accountId, returnTo, now, expires)
-      reply.setCookie(pendingName, token, { ...cookieOptions, expires })
+      reply.setCookie(pendingName, token, { ...cookieOptions, maxAge: PENDING_TTL_MS / 1000 })
     },
     async pendingOf(request) {
       const token = cookieToken(request, pendingName)

@@ -1,4 +1,5 @@
 import type { FactorStore } from './factor-store.js'
+import type { IdentityStore } from './identity-store.js'
 import type { InvitationStore } from './invitation-store.js'
 
 /** A local account of the self-hosting server. */
@@ -41,7 +42,7 @@ export interface WebSession {
  *
  * On SQLite: sqlite-account-store.ts; on PostgreSQL: postgres-account-store.ts.
  */
-export interface AccountStore extends InvitationStore, FactorStore {
+export interface AccountStore extends InvitationStore, FactorStore, IdentityStore {
   /** Creates an account. A taken email throws StorageError 23505 (accounts.email). */
   createAccount(account: NewAccount, now: Date): Promise<AccountRecord>
   /**

@@ -4,6 +4,7 @@ import type { AccountRecord, AccountStore } from './account-store.js'
 import { migrateAccountsPostgres } from './migrations/postgres.js'
 import { postgresInvitations } from './postgres-invitations.js'
 import { sqlFactorStore } from './factor-store.js'
+import { sqlIdentityStore } from './identity-store.js'
 
 interface AccountRow {
   id: string
@@ -37,6 +38,7 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
   return {
     ...postgresInvitations(db),
     ...sqlFactorStore(db, (_detail, work) => guard(work)),
+    ...sqlIdentityStore(db, (_detail, work) => guard(work)),
     createAccount: (a, now) =>
       guard(async () => {
         const [r] = await rows<AccountRow>(

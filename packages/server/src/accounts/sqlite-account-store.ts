@@ -5,6 +5,7 @@ import type { AccountRecord, AccountStore } from './account-store.js'
 import { migrateAccounts, type AccountsDB } from './migrations/sqlite.js'
 import { sqliteInvitations } from './sqlite-invitations.js'
 import { sqlFactorStore } from './factor-store.js'
+import { sqlIdentityStore } from './identity-store.js'
 
 interface AccountRow {
   id: string
@@ -53,6 +54,7 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
   return {
     ...sqliteInvitations(db, guard),
     ...sqlFactorStore(database.db as unknown as Kysely<unknown>, guard),
+    ...sqlIdentityStore(database.db as unknown as Kysely<unknown>, guard),
     createAccount: (a, now) =>
       guard('accounts.email', async () => {
         const row = {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { StorageError } from '@envkeep/env-api-plugin'
 import { emailProblem, nameProblem } from '../pages/account-pages.js'
-import { hashPassword, passwordProblem } from '../secrets.js'
+import { LOGIN_LINK_TTL_MS } from '../oidc/oidc-pages.js'
+import { hashPassword, hashToken, newToken, passwordProblem } from '../secrets.js'
 import { signinEvent } from '../factors.js'
 import { CommandFailure, openData, readStdin, report, requireAccount, requireString, UsageFailure, type CommandContext } from './context.js'
 
@@ -52,6 +53,36 @@ export async function adminUserResetFactors(ctx: CommandContext): Promise<number
       removed,
       sessions,
     })
+  } finally {
+    await data.close()
+  }
+}
+
+/**
+ * `admin login-link --email E`: the break-glass path when password sign-in is off (or the
+ * identity provider is down): a one-time link, 15 minutes, printed here only (its hash stored),
+ * that signs the person in once. Logged as a sign-in event, and its use too.
+ */
+export async function adminLoginLink(ctx: CommandContext): Promise<number> {
+  const email = requireString(ctx, 'email')
+  const data = await openData(ctx.config)
+  try {
+    const account = await requireAccount(data, email)
+    const token = newToken()
+    const now = ctx.now()
+    const expiresAt = new Date(now.getTime() + LOGIN_LINK_TTL_MS)
+    await data.accounts.createLoginLink(hashToken(token), account.id, now, expiresAt)
+    await signinEvent(data.accounts, null, account.id, 'link_created', 'break-glass link by the server administrator', now)
+    const link = `${ctx.config.baseUrl}/login/link/${token}`
+    return report(
+      ctx,
+      `a one-time sign-in link for ${account.email} (works once, until ${expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC):\n${link}`,
+      {
+        email: account.email,
+        link,
+        expiresAt: expiresAt.toISOString(),
+      },
+    )
   } finally {
     await data.close()
   }

@@ -21,6 +21,10 @@ export interface AccountPagesOptions {
   readonly attemptsPerMinute?: number
   /** ENVKEEP_REQUIRE_SECOND_FACTOR: a password account without a factor adds one at sign-in */
   readonly requireSecondFactor?: boolean
+  /** single sign-on: the button's label (ENVKEEP_OIDC_NAME), or null without SSO */
+  readonly ssoName?: string | null
+  /** ENVKEEP_PASSWORD_LOGIN=false: the password form is gone and its POST refused */
+  readonly passwordLogin?: boolean
 }
 
 const EMAIL_RE = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u
@@ -135,8 +139,13 @@ ${newPasswordFields()}
 
   // ---- /login ------------------------------------------------------------------
 
+  const passwordLogin = o.passwordLogin !== false
   function loginForm(csrf: string, returnTo: string, email: string, top: SafeHtml | null): SafeHtml {
-    return html`${top}<h1>Sign in</h1>
+    const sso = o.ssoName
+      ? html`<p><a class="button" id="sso" href="${`${base}/login/oidc?return_to=${encodeURIComponent(returnTo)}`}">Sign in with ${o.ssoName}</a></p>`
+      : ''
+    if (!passwordLogin) return html`${top}<h1>Sign in</h1>${sso}`
+    return html`${top}<h1>Sign in</h1>${sso}
 <form method="post" action="${base}/login" class="stack">
 <input type="hidden" name="_csrf" value="${csrf}">
 <input type="hidden" name="return_to" value="${returnTo}">
@@ -156,6 +165,10 @@ ${newPasswordFields()}
   app.post(`${base}/login`, { preHandler: app.csrfProtection }, async function loginSubmit(request, reply) {
     const limited = tooMany(request, reply, 'signing in')
     if (limited) return limited
+    if (!passwordLogin) {
+      const f = failure(request, 403, 'signing in', 'web app', `password sign-in is turned off on this server; sign in with ${o.ssoName ?? 'single sign-on'}`)
+      return sendPage(reply, 403, 'Sign in', loginForm(reply.generateCsrf(), `${base}/`, '', refusalBox(f)), base)
+    }
     const email = field(request.body, 'email').trim()
     const password = field(request.body, 'password')
     const returnTo = safeReturnTo(field(request.body, 'return_to'), base)

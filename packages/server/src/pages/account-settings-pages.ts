@@ -19,6 +19,8 @@ export interface AccountSettingsOptions {
   readonly basePath: string
   readonly now: () => Date
   readonly requireSecondFactor: boolean
+  /** single sign-on: the provider's name and issuer, or null */
+  readonly sso?: { readonly name: string; readonly issuer: string } | null
   readonly attemptsPerMinute?: number
 }
 
@@ -26,6 +28,7 @@ const DONE: Record<string, string> = {
   password_changed: 'Your password was changed; your other sessions ended.',
   factor_removed: 'The second factor was removed; your other sessions ended.',
   session_ended: 'The session was ended.',
+  linked: 'Your account is linked for single sign-on.',
 }
 
 function at(d: Date | null): SafeHtml {
@@ -129,6 +132,7 @@ ${
 }
 ${o.keyring ? html`<p><a href="${base}/account/totp">Add an authenticator app</a></p>` : html`<p class="hint">The server has no master key, so no authenticator app can be added.</p>`}
 </section>
+${o.sso ? await ssoSection(account, hidden) : ''}
 <section class="card" id="password"><h2>Password</h2>
 <form method="post" action="${base}/account/password" class="stack">${hidden}
 <label for="current">Current password</label>
@@ -142,6 +146,17 @@ ${newPasswordFields()}
 <form method="post" action="${base}/account/sessions/end-all" data-confirm="Sign out everywhere? Every browser and command line signed in as you must sign in again.">${hidden}<button type="submit" class="danger">Sign out everywhere</button></form>
 </section>`
     return sendPage(reply, status, 'Your account', body, base)
+  }
+
+  async function ssoSection(account: AccountRecord, hidden: SafeHtml): Promise<SafeHtml> {
+    const sso = o.sso!
+    const linked = (await o.accounts.identityOf(account.id, sso.issuer)) !== null
+    return html`<section class="card" id="sso"><h2>Single sign-on</h2>
+${
+  linked
+    ? html`<p>Linked: you can sign in with ${sso.name}.</p>`
+    : html`<form method="post" action="${base}/account/oidc/link">${hidden}<button type="submit" class="secondary">Link ${sso.name}</button></form>`
+}</section>`
   }
 
   const back = (reply: FastifyReply, done: string) => reply.code(303).header('location', `${base}/account?done=${done}`).send()

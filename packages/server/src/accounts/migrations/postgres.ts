@@ -108,6 +108,44 @@ const m004Factors: Migration = {
   },
 }
 
+/** Identities, rule-made memberships, OIDC states, break-glass links (see sqlite.ts, m005). */
+const m005Sso: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table account_identities (
+        issuer text not null,
+        subject text not null,
+        account_id text not null references accounts (id) on delete cascade,
+        created_at bigint not null,
+        primary key (issuer, subject),
+        unique (account_id, issuer)
+      );
+      create table rule_memberships (
+        vault_id text not null,
+        account_id text not null references accounts (id) on delete cascade,
+        grp text not null,
+        role text not null,
+        primary key (vault_id, account_id)
+      );
+      create table oidc_states (
+        state_hash text primary key,
+        verifier text not null,
+        nonce text not null,
+        return_to text not null,
+        link_account_id text,
+        created_at bigint not null,
+        expires_at bigint not null
+      );
+      create table login_links (
+        token_hash text primary key,
+        account_id text not null references accounts (id) on delete cascade,
+        created_at bigint not null,
+        expires_at bigint not null
+      );
+    `.execute(db)
+  },
+}
+
 export async function migrateAccountsPostgres(db: Kysely<unknown>, schema?: string): Promise<void> {
   const migrator = new Migrator({
     db,
@@ -117,6 +155,7 @@ export async function migrateAccountsPostgres(db: Kysely<unknown>, schema?: stri
         '002_invitations': m002Invitations,
         '003_email_proof': m003EmailProof,
         '004_factors': m004Factors,
+        '005_sso': m005Sso,
       }),
     },
     migrationTableName: MIGRATION_TABLE,

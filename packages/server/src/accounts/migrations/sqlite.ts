@@ -122,12 +122,53 @@ const m004Factors: Migration = {
   },
 }
 
+/**
+ * Issue 22, single sign-on: an account's link to an identity `(issuer, subject)` (one per
+ * issuer; a link never moves), memberships a group rule made, sign-ins under way at the
+ * provider (state, nonce, PKCE verifier; one use), and break-glass one-time links.
+ */
+const m005Sso: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`create table account_identities (
+      issuer text not null,
+      subject text not null,
+      account_id text not null references accounts (id) on delete cascade,
+      created_at integer not null,
+      primary key (issuer, subject),
+      unique (account_id, issuer)
+    ) strict`.execute(db)
+    await sql`create table rule_memberships (
+      vault_id text not null,
+      account_id text not null references accounts (id) on delete cascade,
+      grp text not null,
+      role text not null,
+      primary key (vault_id, account_id)
+    ) strict`.execute(db)
+    await sql`create table oidc_states (
+      state_hash text primary key,
+      verifier text not null,
+      nonce text not null,
+      return_to text not null,
+      link_account_id text,
+      created_at integer not null,
+      expires_at integer not null
+    ) strict`.execute(db)
+    await sql`create table login_links (
+      token_hash text primary key,
+      account_id text not null references accounts (id) on delete cascade,
+      created_at integer not null,
+      expires_at integer not null
+    ) strict`.execute(db)
+  },
+}
+
 /** Listed statically; names sort in the order they run. Never edit a landed migration: add one. */
 export const accountMigrations: Record<string, Migration> = Object.freeze({
   '001_accounts': m001Accounts,
   '002_invitations': m002Invitations,
   '003_email_proof': m003EmailProof,
   '004_factors': m004Factors,
+  '005_sso': m005Sso,
 })
 
 /** The server's migration tables, apart from the storage package's `kysely_migration`. */
