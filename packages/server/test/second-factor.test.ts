@@ -144,7 +144,11 @@ t.test('an owner sees which members have no second factor; other members do not'
   await addApp(s, b)
   const members = await b.get(`/v/${vaultId}/members`)
   t.equal(members.statusCode, 200)
-  const row = (name: string) => members.body.slice(members.body.indexOf(`${name}`), members.body.indexOf('</td>', members.body.indexOf(`${name}`)))
+  const row = (name: string) => {
+    const at = members.body.indexOf(`<span class="person">${name}</span>`)
+    t.ok(at >= 0, `${name} is listed`)
+    return members.body.slice(at, members.body.indexOf('</td>', at))
+  }
   t.match(row('Ed'), 'no second factor')
   t.notMatch(row('Ana'), 'no second factor')
   // Ed (an editor) sees no such mark
