@@ -1,10 +1,13 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
-import { CHROMIUM_LAUNCH, freePort } from '@envkeep/test-support'
+import { CHROMIUM_LAUNCH, freePort, spawnNode } from '@envkeep/test-support'
 import { addAccount, buildTestApp, tempDir, type TestApp } from './helpers.js'
+
+const CLI_BIN = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url))
 import { providerLogin, startProvider, type TestIdentity } from './oidc-provider.js'
 
 // Issue 22, item 1: single sign-on by OpenID Connect, in Chromium, through a real provider
@@ -178,4 +181,26 @@ t.test('ENVKEEP_PASSWORD_LOGIN=false: no password form, its POST refused; refuse
     }),
     /ENVKEEP_PASSWORD_LOGIN=false refused: no account can sign in by single sign-on yet/,
   )
+})
+
+t.test("the CLI's login, against a server with SSO and ENVKEEP_PASSWORD_LOGIN=false, completes through the provider", async (t) => {
+  const s = await setUp(t, { ENVKEEP_PASSWORD_LOGIN: 'false' })
+  const dir = tempDir(t)
+  const cli = spawnNode(CLI_BIN, ['login', '--no-browser', '--base-url', s.base], { env: { ENVKEEP_CONFIG_DIR: join(dir, 'config'), HOME: dir } })
+  t.teardown(() => {
+    if (cli.child.exitCode === null) cli.child.kill('SIGKILL')
+  })
+  const exited = new Promise<number | null>((resolve) => cli.child.once('exit', (code) => resolve(code)))
+  const LINK = /(http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+)/
+  const link = (await cli.waitFor('stderr', LINK))[1] as string
+  const page = await (await (await chromium.launch(CHROMIUM_LAUNCH)).newContext()).newPage()
+  t.teardown(() => page.context().browser()?.close())
+  await page.goto(link)
+  t.equal(new URL(page.url()).pathname, '/login', 'the CLI sends the person to the web login')
+  t.equal(await page.locator('input[name="password"]').count(), 0, 'no password form')
+  await page.getByRole('link', { name: 'Sign in with Test IdP' }).click()
+  await providerLogin(page, 'ana-sub', s.base)
+  await page.getByRole('button', { name: 'Allow' }).click()
+  t.equal(await exited, 0, `the CLI signed in\n${cli.stderr()}`)
+  t.match(cli.stdout() + cli.stderr(), /signed in/i)
 })
