@@ -19,6 +19,7 @@ import { accountPages } from './pages/account-pages.js'
 import { createOidcClient, type OidcClient } from './oidc/oidc-client.js'
 import { oidcPages } from './oidc/oidc-pages.js'
 import { accountSettingsPages } from './pages/account-settings-pages.js'
+import { createPasskeyKit, passkeyPages } from './pages/passkey-pages.js'
 import { secondFactorPages } from './pages/second-factor-pages.js'
 import { invitePages } from './pages/invite-pages.js'
 
@@ -111,7 +112,17 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   })
   const attempts = deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }
   // the second step of a sign-in, and the Account page (issue 22)
-  await app.register(secondFactorPages, { accounts: deps.accounts, people, keyring: deps.keyring, basePath: config.basePath, now, ...attempts })
+  const passkeys = createPasskeyKit({ accounts: deps.accounts, baseUrl: config.baseUrl, basePath: config.basePath, now })
+  await app.register(passkeyPages, { accounts: deps.accounts, people, baseUrl: config.baseUrl, basePath: config.basePath, now, ...attempts })
+  await app.register(secondFactorPages, {
+    accounts: deps.accounts,
+    people,
+    keyring: deps.keyring,
+    basePath: config.basePath,
+    now,
+    passkeyForm: passkeys.factorForm,
+    ...attempts,
+  })
   await app.register(accountSettingsPages, {
     accounts: deps.accounts,
     storage: deps.storage,
@@ -121,6 +132,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     now,
     requireSecondFactor: config.requireSecondFactor,
     sso: config.oidc ? { name: config.oidc.name, issuer: config.oidc.issuer } : null,
+    passwordLogin: config.passwordLogin,
     ...attempts,
   })
   // single sign-on (discovery in the background, never blocking start-up) and the break-glass link

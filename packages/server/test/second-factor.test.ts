@@ -7,6 +7,7 @@ import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { totpFor } from '../src/factors.js'
+import { hashToken } from '../src/secrets.js'
 import { addAccount, browser, buildTestApp, csrfOf, runCli, tempDir, type TestApp } from './helpers.js'
 
 // Issue 22, items 3-5: a second factor for passwords (TOTP, recovery codes), sessions a person
@@ -242,4 +243,11 @@ t.test('admin user reset-factors (a lost phone), and admin audit lists the sign-
   t.equal(audit.code, 0)
   t.match(audit.stdout, /factors_reset {2}ana@example\.com {2}by the server administrator: 1 factor\(s\)/)
   t.equal((await runCli(['admin', 'user', 'reset-factors', '--email', 'nobody@example.com'], env, '', dir)).code, 1)
+  // the break-glass link: printed here, its hash stored, logged
+  const link = await runCli(['admin', 'login-link', '--email', 'ana@example.com', '--json'], env, '', dir)
+  t.equal(link.code, 0, link.stderr)
+  const url = JSON.parse(link.stdout).link as string
+  t.match(url, /^http:\/\/127\.0\.0\.1:8080\/login\/link\/[A-Za-z0-9_-]{43}$/)
+  t.ok(await accounts.findLoginLink(hashToken(url.slice(url.lastIndexOf('/') + 1)), new Date()), 'stored as a hash, live')
+  t.match((await runCli(['admin', 'audit'], env, '', dir)).stdout, 'link_created  ana@example.com  break-glass link by the server administrator')
 })

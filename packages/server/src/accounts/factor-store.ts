@@ -97,6 +97,11 @@ export interface FactorStore {
   /** Consumes the live pending sign-in; null when unknown, used or expired. */
   takePendingSignin(tokenHash: string, now: Date): Promise<{ accountId: string; returnTo: string } | null>
 
+  /** Stores a WebAuthn challenge handed to a page (`purpose`: register, login, factor). */
+  createChallenge(challenge: string, purpose: string, accountId: string | null, now: Date, expiresAt: Date): Promise<void>
+  /** Consumes a live challenge of this purpose; its account (or '' when none), or null when unknown, used or expired. */
+  takeChallenge(challenge: string, purpose: string, now: Date): Promise<string | null>
+
   recordSigninEvent(event: SigninEvent): Promise<void>
   /** Newest first. */
   listSigninEvents(limit: number): Promise<SigninEvent[]>
@@ -231,6 +236,20 @@ export function sqlFactorStore(db: Kysely<unknown>, guard: <T>(detail: string, w
           sql`delete from pending_signins where token_hash = ${tokenHash} returning account_id, return_to, expires_at`,
         )
         return r && Number(r.expires_at) > now.getTime() ? { accountId: r.account_id, returnTo: r.return_to } : null
+      }),
+
+    createChallenge: (challenge, purpose, accountId, now, expiresAt) =>
+      guard('webauthn_challenges', async () => {
+        await sql`delete from webauthn_challenges where expires_at <= ${now.getTime()}`.execute(db)
+        await sql`insert into webauthn_challenges (challenge, purpose, account_id, created_at, expires_at)
+          values (${challenge}, ${purpose}, ${accountId}, ${now.getTime()}, ${expiresAt.getTime()})`.execute(db)
+      }),
+    takeChallenge: (challenge, purpose, now) =>
+      guard('webauthn_challenges', async () => {
+        const [r] = await rows<{ account_id: string | null; expires_at: number | string }>(
+          sql`delete from webauthn_challenges where challenge = ${challenge} and purpose = ${purpose} returning account_id, expires_at`,
+        )
+        return r && Number(r.expires_at) > now.getTime() ? (r.account_id ?? '') : null
       }),
 
     recordSigninEvent: (e) =>

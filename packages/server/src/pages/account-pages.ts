@@ -144,7 +144,8 @@ ${newPasswordFields()}
     const sso = o.ssoName
       ? html`<p><a class="button" id="sso" href="${`${base}/login/oidc?return_to=${encodeURIComponent(returnTo)}`}">Sign in with ${o.ssoName}</a></p>`
       : ''
-    if (!passwordLogin) return html`${top}<h1>Sign in</h1>${sso}`
+    const passkey = html`<p><a class="button" id="passkey" href="${base}/login/passkey">Sign in with a passkey</a></p>`
+    if (!passwordLogin) return html`${top}<h1>Sign in</h1>${sso}${passkey}`
     return html`${top}<h1>Sign in</h1>${sso}
 <form method="post" action="${base}/login" class="stack">
 <input type="hidden" name="_csrf" value="${csrf}">
@@ -154,7 +155,8 @@ ${newPasswordFields()}
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
-</form>`
+</form>
+${passkey}`
   }
 
   app.get(`${base}/login`, async function loginPage(request, reply) {

@@ -21,6 +21,8 @@ export interface AccountSettingsOptions {
   readonly requireSecondFactor: boolean
   /** single sign-on: the provider's name and issuer, or null */
   readonly sso?: { readonly name: string; readonly issuer: string } | null
+  /** ENVKEEP_PASSWORD_LOGIN: false when a password no longer signs anyone in */
+  readonly passwordLogin?: boolean
   readonly attemptsPerMinute?: number
 }
 
@@ -29,6 +31,7 @@ const DONE: Record<string, string> = {
   factor_removed: 'The second factor was removed; your other sessions ended.',
   session_ended: 'The session was ended.',
   linked: 'Your account is linked for single sign-on.',
+  passkey_added: 'The passkey was added; your other sessions ended.',
 }
 
 function at(d: Date | null): SafeHtml {
@@ -130,6 +133,7 @@ ${
 <p>${codesLeft} recovery code(s) left.</p>
 <form method="post" action="${base}/account/recovery-codes" class="inline" data-confirm="Make new recovery codes? The old ones stop working.">${hidden}<button type="submit" class="secondary">New recovery codes</button></form>`
 }
+<p><a href="${base}/account/passkey">Add a passkey</a></p>
 ${o.keyring ? html`<p><a href="${base}/account/totp">Add an authenticator app</a></p>` : html`<p class="hint">The server has no master key, so no authenticator app can be added.</p>`}
 </section>
 ${o.sso ? await ssoSection(account, hidden) : ''}
@@ -231,6 +235,19 @@ ${
     if (!factor) return back(reply, '')
     if (o.requireSecondFactor && factors.length === 1) {
       const f = failure(request, 409, 'removing a second factor', 'web app', 'this server requires a second factor: add another one before removing this one')
+      return page(request, reply, account, refusalBox(f), 409)
+    }
+    // the last way to sign in stays: with password sign-in off and no SSO link, the last passkey is it
+    const passkeysLeft = factors.filter((f) => f.kind === 'passkey' && f.id !== factor.id).length
+    const ssoLinked = o.sso ? (await o.accounts.identityOf(account.id, o.sso.issuer)) !== null : false
+    if (factor.kind === 'passkey' && o.passwordLogin === false && !ssoLinked && passkeysLeft === 0) {
+      const f = failure(
+        request,
+        409,
+        'removing a passkey',
+        'web app',
+        'this passkey is your last way to sign in; link single sign-on or add another passkey first',
+      )
       return page(request, reply, account, refusalBox(f), 409)
     }
     await o.accounts.removeFactor(account.id, factor.id)

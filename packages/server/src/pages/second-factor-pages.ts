@@ -17,6 +17,8 @@ export interface SecondFactorPagesOptions {
   readonly basePath: string
   readonly now: () => Date
   readonly attemptsPerMinute?: number
+  /** the "Use a passkey" form for an account (passkey-pages), or null when it has none */
+  readonly passkeyForm?: (accountId: string, csrf: string) => Promise<SafeHtml | null>
 }
 
 const WHAT = 'signing in'
@@ -111,8 +113,8 @@ export async function secondFactorPages(app: FastifyInstance, o: SecondFactorPag
   const path = `${base}/login/second-factor`
   const restart = (reply: FastifyReply) => reply.code(303).header('location', `${base}/login`).send()
 
-  function codeForm(csrf: string, top: SafeHtml | null): SafeHtml {
-    return html`${top}<h1>Second step</h1>
+  function codeForm(csrf: string, top: SafeHtml | null, passkey: SafeHtml | null = null): SafeHtml {
+    return html`${top}<h1>Second step</h1>${passkey}
 <form method="post" action="${path}" class="stack">
 <input type="hidden" name="_csrf" value="${csrf}">
 <label for="code">Code from your authenticator app, or a recovery code</label>
@@ -147,7 +149,8 @@ ${totpEnrolForm(`${path}/enrol`, reply.generateCsrf(), secret, email, top)}`
         return sendFailurePage(reply, failure(request, 503, WHAT, 'web app', 'the server has no master key, so no second factor can be added'), base)
       return enrolPage(reply, account.email, newTotpSecret(), null)
     }
-    return sendPage(reply, 200, 'Second step', codeForm(reply.generateCsrf(), null), base)
+    const csrf = reply.generateCsrf()
+    return sendPage(reply, 200, 'Second step', codeForm(csrf, null, (await o.passkeyForm?.(pending.accountId, csrf)) ?? null), base)
   })
 
   app.post(path, { preHandler: app.csrfProtection }, async function secondFactorSubmit(request, reply) {

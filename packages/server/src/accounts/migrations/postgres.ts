@@ -146,6 +146,21 @@ const m005Sso: Migration = {
   },
 }
 
+/** WebAuthn challenges (see sqlite.ts, m006). */
+const m006WebauthnChallenges: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table webauthn_challenges (
+        challenge text primary key,
+        purpose text not null,
+        account_id text,
+        created_at bigint not null,
+        expires_at bigint not null
+      );
+    `.execute(db)
+  },
+}
+
 export async function migrateAccountsPostgres(db: Kysely<unknown>, schema?: string): Promise<void> {
   const migrator = new Migrator({
     db,
@@ -156,6 +171,7 @@ export async function migrateAccountsPostgres(db: Kysely<unknown>, schema?: stri
         '003_email_proof': m003EmailProof,
         '004_factors': m004Factors,
         '005_sso': m005Sso,
+        '006_webauthn_challenges': m006WebauthnChallenges,
       }),
     },
     migrationTableName: MIGRATION_TABLE,

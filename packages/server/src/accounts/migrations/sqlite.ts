@@ -162,6 +162,19 @@ const m005Sso: Migration = {
   },
 }
 
+/** Issue 22, passkeys: WebAuthn challenges handed to a page, each used once (5 minutes). */
+const m006WebauthnChallenges: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`create table webauthn_challenges (
+      challenge text primary key,
+      purpose text not null,
+      account_id text,
+      created_at integer not null,
+      expires_at integer not null
+    ) strict`.execute(db)
+  },
+}
+
 /** Listed statically; names sort in the order they run. Never edit a landed migration: add one. */
 export const accountMigrations: Record<string, Migration> = Object.freeze({
   '001_accounts': m001Accounts,
@@ -169,6 +182,7 @@ export const accountMigrations: Record<string, Migration> = Object.freeze({
   '003_email_proof': m003EmailProof,
   '004_factors': m004Factors,
   '005_sso': m005Sso,
+  '006_webauthn_challenges': m006WebauthnChallenges,
 })
 
 /** The server's migration tables, apart from the storage package's `kysely_migration`. */
