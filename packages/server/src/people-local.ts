@@ -142,6 +142,9 @@ export function createLocalPeople(o: LocalPeopleOptions): LocalPeople {
     signOutUrl() {
       return `${o.basePath}/logout`
     },
+    accountUrl() {
+      return `${o.basePath}/account`
+    },
     async getPerson(id) {
       const a = await o.accounts.getAccount(id)
       return a ? toPerson(a) : null

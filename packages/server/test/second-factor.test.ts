@@ -189,6 +189,7 @@ t.test('/account: web sessions with device, address and last use; end one; a pas
   const laptop = (await password(s)).b
   const phone = (await password(s, PASSWORD, 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) Version/18.0 Mobile Safari/604.1')).b
   const tablet = (await password(s, PASSWORD, 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:140.0) Gecko/20100101 Firefox/140.0')).b
+  t.match((await laptop.get('/')).body, '<a class="who" href="/account" title="Your account">Ana</a>', 'the name in the header leads to /account')
   const page = await laptop.get('/account')
   t.equal(page.statusCode, 200)
   t.match(page.body, 'Chrome on Linux')

@@ -19,6 +19,8 @@ export interface PeopleAdapter {
   signInUrl(returnTo: string): string
   /** Optional: where a signed-in person goes to sign out; the pages then show a "Sign out" link. */
   signOutUrl?(): string
+  /** Optional: the person's own account page (sign-in methods, sessions); their name in the header links there. */
+  accountUrl?(): string
   /**
    * Optional, and strongly advised: a secret unique to this browser's sign-in (e.g. the value
    * of the session cookie), or null when signed out. The pages' CSRF tokens are bound to it,
