@@ -15,6 +15,7 @@ import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
 import { createCookieTossGuard, createLocalPeople, PENDING_COOKIE, sessionCookieName, type LocalPeople } from './people-local.js'
+import { attemptCounters } from './pages/attempt-limiter.js'
 import { accountPages } from './pages/account-pages.js'
 import { createOidcClient, type OidcClient } from './oidc/oidc-client.js'
 import { oidcPages } from './oidc/oidc-pages.js'
@@ -73,6 +74,10 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // a URL Fastify cannot decode gets the spec's error record, not a 400 quoting the URL
     frameworkErrors: envkeepFrameworkErrors,
   })
+  // every answer of the service (the plugin's, the account pages', not-found and framework errors) forbids MIME sniffing
+  app.addHook('onSend', async function noSniff(_request, reply) {
+    reply.header('x-content-type-options', 'nosniff')
+  })
   const isShuttingDown = deps.isShuttingDown
   if (isShuttingDown) {
     app.addHook('onSend', async function closeWhenShuttingDown(_request, reply, payload) {
@@ -100,8 +105,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   }
   // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
   await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
+  // sign-in limits in the storage's shared counters when it has them: every process counts alike
+  const counters = attemptCounters(deps.storage)
   await app.register(accountPages, {
     accounts: deps.accounts,
+    attemptCounters: counters,
     people,
     basePath: config.basePath,
     now,
@@ -110,7 +118,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     ssoName: config.oidc?.name ?? null,
     passwordLogin: config.passwordLogin,
   })
-  const attempts = deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }
+  const attempts = { attemptCounters: counters, ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }) }
   // the second step of a sign-in, and the Account page (issue 22)
   const passkeys = createPasskeyKit({ accounts: deps.accounts, baseUrl: config.baseUrl, basePath: config.basePath, now })
   await app.register(passkeyPages, { accounts: deps.accounts, people, baseUrl: config.baseUrl, basePath: config.basePath, now, ...attempts })
@@ -171,6 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   })
   await app.register(invitePages, {
     accounts: deps.accounts,
+    attemptCounters: counters,
     people,
     domain,
     basePath: config.basePath,

@@ -1,5 +1,6 @@
 import type { AccessAction, AccessLogRow, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
 import { ADMINISTRATOR_CLIENT } from '../domain/actor.js'
+import { isCiPrincipal } from '../domain/ci-identities.js'
 import { field, pagePath, personLabel, when, type PageDeps, type personCache } from './context.js'
 import { html, type SafeHtml } from './html.js'
 
@@ -96,13 +97,15 @@ export async function accessLogTab(deps: PageDeps, vault: VaultAccess, query: un
     (l, i) => html`<tr>
 <td data-label="When">${when(l.at)}</td>
 <td data-label="Who">${
-      l.personId
-        ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
-        : l.clientId === ADMINISTRATOR_CLIENT
-          ? html`<span class="muted">server administrator</span>`
-          : l.clientId?.startsWith('group-rule:')
-            ? html`<span class="muted">group rule ${l.clientId.slice('group-rule:'.length)}</span>`
-            : html`<span class="muted">—</span>`
+      l.personId && isCiPrincipal(l.personId)
+        ? html`<span class="muted">CI identity</span>`
+        : l.personId
+          ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
+          : l.clientId === ADMINISTRATOR_CLIENT
+            ? html`<span class="muted">server administrator</span>`
+            : l.clientId?.startsWith('group-rule:')
+              ? html`<span class="muted">group rule ${l.clientId.slice('group-rule:'.length)}</span>`
+              : html`<span class="muted">—</span>`
     }</td>
 <td data-label="Action"><span class="action">${l.action.replace(/_/g, ' ')}</span></td>
 <td data-label="Environment">${l.environment ?? ''}</td>
@@ -110,7 +113,8 @@ export async function accessLogTab(deps: PageDeps, vault: VaultAccess, query: un
       l.subject
         ? html`${personLabel(logSubjects[i] ?? null, l.subject)}${l.detail ? html` as <span class="role role-${l.detail}">${l.detail}</span>` : ''}`
         : l.names.length
-          ? html`<code>${l.names.join(', ')}</code>`
+          ? // a CI read's detail (identity, JWT sub, run) is shown beside the names it read
+            html`<code>${l.names.join(', ')}</code>${l.detail ? html` <span class="muted">${l.detail}</span>` : ''}`
           : l.detail
             ? html`<span class="muted">${l.detail}</span>`
             : ''

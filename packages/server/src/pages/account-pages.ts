@@ -7,7 +7,7 @@ import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { signinEvent } from '../factors.js'
 import { hashPassword, hashToken, verifyPassword } from '../secrets.js'
-import { createAttemptLimiter, createLoginBackoff } from './attempt-limiter.js'
+import { createAttemptLimiter, createLoginBackoff, type AttemptCounters } from './attempt-limiter.js'
 import { afterSignIn } from './invitation-notices.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
@@ -25,6 +25,8 @@ export interface AccountPagesOptions {
   readonly ssoName?: string | null
   /** ENVKEEP_PASSWORD_LOGIN=false: the password form is gone and its POST refused */
   readonly passwordLogin?: boolean
+  /** the storage's shared counters (PostgreSQL): limits and back-off hold across processes */
+  readonly attemptCounters?: AttemptCounters | null
 }
 
 const EMAIL_RE = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u
@@ -48,8 +50,9 @@ export function nameProblem(name: string): string | null {
  */
 export async function accountPages(app: FastifyInstance, o: AccountPagesOptions): Promise<void> {
   const base = o.basePath
-  const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
-  const backoff = createLoginBackoff({ now: o.now })
+  const counters = o.attemptCounters ?? null
+  const limiter = createAttemptLimiter({ kind: 'sign-in', max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now, counters })
+  const backoff = createLoginBackoff({ kind: 'login', now: o.now, counters })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
   app.setErrorHandler(function accountPageError(err: FastifyError, request, reply) {
@@ -69,8 +72,8 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
     return sendFailurePage(reply, f, base)
   })
 
-  function tooMany(request: FastifyRequest, reply: FastifyReply, what: string): FastifyReply | null {
-    const r = limiter.take(request.ip)
+  async function tooMany(request: FastifyRequest, reply: FastifyReply, what: string): Promise<FastifyReply | null> {
+    const r = await limiter.take(request.ip)
     if (r.ok) return null
     reply.header('retry-after', String(r.retryAfterSeconds))
     return sendFailurePage(reply, failure(request, 429, what, 'rate limit', `too many attempts from this address; wait ${r.retryAfterSeconds} seconds`), base)
@@ -114,7 +117,7 @@ ${newPasswordFields()}
   })
 
   app.post(`${base}/setup`, { preHandler: app.csrfProtection }, async function setupSubmit(request, reply) {
-    const limited = tooMany(request, reply, 'creating the first account')
+    const limited = await tooMany(request, reply, 'creating the first account')
     if (limited) return limited
     const token = field(request.body, 'token')
     const email = field(request.body, 'email').trim()
@@ -165,7 +168,7 @@ ${passkey}`
   })
 
   app.post(`${base}/login`, { preHandler: app.csrfProtection }, async function loginSubmit(request, reply) {
-    const limited = tooMany(request, reply, 'signing in')
+    const limited = await tooMany(request, reply, 'signing in')
     if (limited) return limited
     if (!passwordLogin) {
       const f = failure(request, 403, 'signing in', 'web app', `password sign-in is turned off on this server; sign in with ${o.ssoName ?? 'single sign-on'}`)
@@ -175,7 +178,7 @@ ${passkey}`
     const password = field(request.body, 'password')
     const returnTo = safeReturnTo(field(request.body, 'return_to'), base)
     // per account, from any address: slows guessing, never locks the owner out for long
-    const wait = backoff.wait(email)
+    const wait = await backoff.wait(email)
     if (wait !== null) {
       reply.header('retry-after', String(wait))
       const f = failure(request, 429, 'signing in', 'rate limit', `too many wrong passwords for this email; wait ${wait} seconds and try again`)
@@ -185,12 +188,12 @@ ${passkey}`
     // A wrong email costs one verification too, and both answer the same.
     const ok = (await verifyPassword(account?.passwordHash ?? null, password)) && account !== null
     if (!ok || !account) {
-      backoff.failed(email)
+      await backoff.failed(email)
       await signinEvent(o.accounts, request, account?.id ?? null, 'signin_failed', account ? 'password' : 'unknown email', o.now())
       const f = failure(request, 401, 'signing in', 'web app', 'the email or the password is wrong')
       return sendPage(reply, 401, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusalBox(f)), base)
     }
-    backoff.succeeded(email)
+    await backoff.succeeded(email)
     // a second factor is asked (or, when the server requires one, added) before any session exists
     if (o.requireSecondFactor || (await o.accounts.listFactors(account.id)).length > 0) {
       await o.people.startPending(reply, account.id, returnTo)

@@ -6,7 +6,7 @@ import type { AccountRecord, AccountStore } from '../accounts/account-store.js'
 import { newRecoveryCodes, newTotpSecret, recoveryCodeHash, signinEvent } from '../factors.js'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, verifyPassword } from '../secrets.js'
-import { createAttemptLimiter } from './attempt-limiter.js'
+import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 import { addTotp, enrolProblem, recoveryCodesShown, totpEnrolForm } from './second-factor-pages.js'
@@ -24,6 +24,8 @@ export interface AccountSettingsOptions {
   /** ENVKEEP_PASSWORD_LOGIN: false when a password no longer signs anyone in */
   readonly passwordLogin?: boolean
   readonly attemptsPerMinute?: number
+  /** the storage's shared counters (PostgreSQL): limits hold across processes */
+  readonly attemptCounters?: AttemptCounters | null
 }
 
 const DONE: Record<string, string> = {
@@ -75,7 +77,7 @@ export function deviceOf(agent: string | null): string {
  */
 export async function accountSettingsPages(app: FastifyInstance, o: AccountSettingsOptions): Promise<void> {
   const base = o.basePath
-  const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
+  const limiter = createAttemptLimiter({ kind: 'account', max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now, counters: o.attemptCounters ?? null })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
   const WHAT = 'changing your account'
 
@@ -173,7 +175,7 @@ ${
   app.post(`${base}/account/password`, { preHandler: app.csrfProtection }, async function changePassword(request, reply) {
     const account = await signedIn(request, reply)
     if (!account) return reply
-    const r = limiter.take(request.ip)
+    const r = await limiter.take(request.ip)
     const wrong = !r.ok || !(await verifyPassword(account.passwordHash, field(request.body, 'current')))
     const problem = wrong ? 'the current password is wrong' : newPasswordProblem(request.body)
     if (problem) {
@@ -199,7 +201,7 @@ ${
     const keyring = o.keyring
     if (!keyring) return sendFailurePage(reply, failure(request, 503, 'adding a second factor', 'web app', 'the server has no master key'), base)
     const secret = field(request.body, 'secret')
-    const r = limiter.take(request.ip)
+    const r = await limiter.take(request.ip)
     const problem = r.ok ? enrolProblem(secret, field(request.body, 'code'), o.now()) : 'too many attempts; wait a minute'
     if (problem) {
       const top = refusalBox(failure(request, 400, 'adding a second factor', 'web app', problem))

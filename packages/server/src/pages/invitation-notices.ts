@@ -20,7 +20,7 @@ export interface InvitationNoticesOptions {
   readonly basePath: string
   readonly now: () => Date
   live(invitation: InvitationRecord): Promise<Live | null>
-  tooMany(request: FastifyRequest, reply: FastifyReply): FastifyReply | null
+  tooMany(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | null>
   addAsInviter(request: FastifyRequest, l: Live, invitation: InvitationRecord, email: string): Promise<boolean>
 }
 
@@ -87,7 +87,7 @@ ${
   })
 
   app.post(`${base}/invitations/join`, { preHandler: app.csrfProtection }, async function joinFromNotice(request, reply) {
-    const limited = o.tooMany(request, reply)
+    const limited = await o.tooMany(request, reply)
     if (limited) return limited
     const me = await o.people.currentPerson(request)
     if (!me)

@@ -19,7 +19,7 @@ import type { InvitationRecord } from '../accounts/invitation-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, hashToken } from '../secrets.js'
 import { nameProblem } from './account-pages.js'
-import { createAttemptLimiter } from './attempt-limiter.js'
+import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { invitationNotices, type Live } from './invitation-notices.js'
 import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
@@ -33,6 +33,8 @@ export interface InvitePagesOptions {
   readonly now: () => Date
   /** accept attempts per client address per minute. Default 10. */
   readonly attemptsPerMinute?: number
+  /** the storage's shared counters (PostgreSQL): the limit holds across processes */
+  readonly attemptCounters?: AttemptCounters | null
 }
 
 const TOKEN_RE = /^[A-Za-z0-9_-]{43}$/
@@ -53,7 +55,13 @@ const WHAT = 'accepting an invitation'
  */
 export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): Promise<void> {
   const base = o.basePath
-  const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
+  const limiter = createAttemptLimiter({
+    kind: 'invitation',
+    max: o.attemptsPerMinute ?? 10,
+    windowMs: 60_000,
+    now: o.now,
+    counters: o.attemptCounters ?? null,
+  })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
   app.setErrorHandler(function invitePageError(err: FastifyError, request, reply) {
@@ -68,8 +76,8 @@ export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): 
     return sendFailurePage(reply, f, base)
   })
 
-  function tooMany(request: FastifyRequest, reply: FastifyReply): FastifyReply | null {
-    const r = limiter.take(request.ip)
+  async function tooMany(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | null> {
+    const r = await limiter.take(request.ip)
     if (r.ok) return null
     reply.header('retry-after', String(r.retryAfterSeconds))
     return sendFailurePage(reply, failure(request, 429, WHAT, 'rate limit', `too many attempts from this address; wait ${r.retryAfterSeconds} seconds`), base)
@@ -162,7 +170,7 @@ ${newPasswordFields()}
   })
 
   app.post<{ Params: { token: string } }>(`${base}/invite/:token`, { preHandler: app.csrfProtection }, async function acceptInvitation(request, reply) {
-    const limited = tooMany(request, reply)
+    const limited = await tooMany(request, reply)
     if (limited) return limited
     const token = request.params.token
     const l = await live(token)
@@ -192,7 +200,7 @@ ${newPasswordFields()}
 
   // someone with an account joins, signed in as that account (the invitation names their email)
   app.post<{ Params: { token: string } }>(`${base}/invite/:token/join`, { preHandler: app.csrfProtection }, async function joinByLink(request, reply) {
-    const limited = tooMany(request, reply)
+    const limited = await tooMany(request, reply)
     if (limited) return limited
     const token = request.params.token
     const l = await live(token)

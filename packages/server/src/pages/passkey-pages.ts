@@ -16,7 +16,7 @@ import type { AccountStore } from '../accounts/account-store.js'
 import type { FactorRecord } from '../accounts/factor-store.js'
 import { signinEvent } from '../factors.js'
 import type { LocalPeople } from '../people-local.js'
-import { createAttemptLimiter } from './attempt-limiter.js'
+import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js'
 import { afterSignIn } from './invitation-notices.js'
 import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 import { PASSKEY_SCRIPT } from './passkey-script.js'
@@ -28,6 +28,8 @@ export interface PasskeyPagesOptions {
   readonly basePath: string
   readonly now: () => Date
   readonly attemptsPerMinute?: number
+  /** the storage's shared counters (PostgreSQL): limits hold across processes */
+  readonly attemptCounters?: AttemptCounters | null
 }
 
 const CHALLENGE_TTL_MS = 5 * 60 * 1000
@@ -106,7 +108,7 @@ export async function passkeyPages(app: FastifyInstance, o: PasskeyPagesOptions)
   const base = o.basePath
   const rpID = new URL(o.baseUrl).hostname
   const origin = new URL(o.baseUrl).origin
-  const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
+  const limiter = createAttemptLimiter({ kind: 'passkey', max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now, counters: o.attemptCounters ?? null })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
   app.setErrorHandler(function passkeyError(err: FastifyError, request, reply) {
@@ -175,7 +177,7 @@ ${passkeyForm('get', `${base}/login/passkey`, await requestOptions('login', null
   })
 
   app.post(`${base}/login/passkey`, { preHandler: app.csrfProtection }, async function passkeyLogin(request, reply) {
-    if (!limiter.take(request.ip).ok)
+    if (!(await limiter.take(request.ip)).ok)
       return sendFailurePage(reply, failure(request, 429, WHAT, 'rate limit', 'too many attempts from this address; wait a minute'), base)
     const r = await verifyAssertion(field(request.body, 'credential'), 'login')
     if (!r) {
@@ -190,7 +192,7 @@ ${passkeyForm('get', `${base}/login/passkey`, await requestOptions('login', null
   app.post(`${base}/login/second-factor/passkey`, { preHandler: app.csrfProtection }, async function passkeyFactor(request, reply) {
     const pending = await o.people.pendingOf(request)
     if (!pending) return reply.code(303).header('location', `${base}/login`).send()
-    if (!limiter.take(request.ip).ok)
+    if (!(await limiter.take(request.ip)).ok)
       return sendFailurePage(reply, failure(request, 429, WHAT, 'rate limit', 'too many attempts from this address; wait a minute'), base)
     const r = await verifyAssertion(field(request.body, 'credential'), 'factor')
     if (!r || r.accountId !== pending.accountId || r.challengeAccount !== pending.accountId) {

@@ -6,7 +6,7 @@ import { field, html, refusalBox, StorageError, type Keyring, type SafeHtml } fr
 import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { checkSecondFactorCode, newRecoveryCodes, newTotpSecret, recoveryCodeHash, sealTotpSecret, signinEvent, totpFor, totpStep } from '../factors.js'
-import { createAttemptLimiter, createLoginBackoff } from './attempt-limiter.js'
+import { createAttemptLimiter, createLoginBackoff, type AttemptCounters } from './attempt-limiter.js'
 import { afterSignIn } from './invitation-notices.js'
 import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
@@ -17,6 +17,8 @@ export interface SecondFactorPagesOptions {
   readonly basePath: string
   readonly now: () => Date
   readonly attemptsPerMinute?: number
+  /** the storage's shared counters (PostgreSQL): limits and back-off hold across processes */
+  readonly attemptCounters?: AttemptCounters | null
   /** the "Use a passkey" form for an account (passkey-pages), or null when it has none */
   readonly passkeyForm?: (accountId: string, csrf: string) => Promise<SafeHtml | null>
 }
@@ -96,8 +98,10 @@ export async function addTotp(
  */
 export async function secondFactorPages(app: FastifyInstance, o: SecondFactorPagesOptions): Promise<void> {
   const base = o.basePath
-  const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
-  const backoff = createLoginBackoff({ now: o.now })
+  const counters = o.attemptCounters ?? null
+  const limiter = createAttemptLimiter({ kind: 'second-factor', max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now, counters })
+  // per account, from any address: codes are guessed no faster than passwords
+  const backoff = createLoginBackoff({ kind: 'second-factor', now: o.now, counters })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
   app.setErrorHandler(function secondFactorError(err: FastifyError, request, reply) {
@@ -131,9 +135,9 @@ ${totpEnrolForm(`${path}/enrol`, reply.generateCsrf(), secret, email, top)}`
     return sendPage(reply, status, 'Add a second factor', body, base)
   }
 
-  function tooMany(request: FastifyRequest, reply: FastifyReply, accountId: string): FastifyReply | null {
-    const r = limiter.take(request.ip)
-    const wait = r.ok ? backoff.wait(accountId) : r.retryAfterSeconds
+  async function tooMany(request: FastifyRequest, reply: FastifyReply, accountId: string): Promise<FastifyReply | null> {
+    const r = await limiter.take(request.ip)
+    const wait = r.ok ? await backoff.wait(accountId) : r.retryAfterSeconds
     if (wait === null) return null
     reply.header('retry-after', String(wait))
     return sendFailurePage(reply, failure(request, 429, WHAT, 'rate limit', `too many attempts; wait ${wait} seconds`), base)
@@ -156,11 +160,11 @@ ${totpEnrolForm(`${path}/enrol`, reply.generateCsrf(), secret, email, top)}`
   app.post(path, { preHandler: app.csrfProtection }, async function secondFactorSubmit(request, reply) {
     const pending = await o.people.pendingOf(request)
     if (!pending) return restart(reply)
-    const limited = tooMany(request, reply, pending.accountId)
+    const limited = await tooMany(request, reply, pending.accountId)
     if (limited) return limited
     const how = await checkSecondFactorCode(o.accounts, o.keyring, pending.accountId, field(request.body, 'code'), o.now())
     if (!how) {
-      backoff.failed(pending.accountId)
+      await backoff.failed(pending.accountId)
       await signinEvent(o.accounts, request, pending.accountId, 'signin_failed', 'second factor', o.now())
       const f = failure(request, 401, WHAT, 'web app', 'the sign-in did not succeed; check the code and try again')
       return sendPage(reply, 401, 'Second step', codeForm(reply.generateCsrf(), refusalBox(f)), base)
@@ -171,7 +175,7 @@ ${totpEnrolForm(`${path}/enrol`, reply.generateCsrf(), secret, email, top)}`
   app.post(`${path}/enrol`, { preHandler: app.csrfProtection }, async function secondFactorEnrol(request, reply) {
     const pending = await o.people.pendingOf(request)
     if (!pending) return restart(reply)
-    const limited = tooMany(request, reply, pending.accountId)
+    const limited = await tooMany(request, reply, pending.accountId)
     if (limited) return limited
     const account = await o.accounts.getAccount(pending.accountId)
     if (!o.keyring || !account || (await o.accounts.listFactors(account.id)).length > 0) return restart(reply)
@@ -198,7 +202,7 @@ ${totpEnrolForm(`${path}/enrol`, reply.generateCsrf(), secret, email, top)}`
     const taken = await o.accounts.takePendingSignin(tokenHash, o.now())
     const account = taken ? await o.accounts.getAccount(taken.accountId) : null
     if (!taken || !account) return restart(reply)
-    backoff.succeeded(account.id)
+    await backoff.succeeded(account.id)
     await o.people.startSession(request, reply, account.id)
     if (detail.endsWith('recovery code')) await signinEvent(o.accounts, request, account.id, 'recovery_code_used', null, o.now())
     await signinEvent(o.accounts, request, account.id, 'signin_succeeded', detail, o.now())
