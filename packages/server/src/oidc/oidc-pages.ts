@@ -1,13 +1,13 @@
 import type {} from '@envkeep/env-api-plugin'
 import { randomUUID, timingSafeEqual } from 'node:crypto'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
 import * as client from 'openid-client'
-import { field, html, StorageError, type SafeHtml, type Storage } from '@envkeep/env-api-plugin'
+import { field, html, type SafeHtml, type Storage } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import { signinEvent } from '../factors.js'
 import { afterSignIn } from '../pages/invitation-notices.js'
-import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from '../pages/page-kit.js'
+import { failure, formErrorHandler, safeReturnTo, sendPage } from '../pages/page-kit.js'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, hashToken, newToken } from '../secrets.js'
 import { applyGroupRules } from './group-rules.js'
@@ -55,14 +55,7 @@ export async function oidcPages(app: FastifyInstance, o: OidcPagesOptions): Prom
   const redirectUri = `${o.baseUrl}/login/oidc/callback`
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
-  app.setErrorHandler(function oidcPageError(err: FastifyError, request, reply) {
-    let f: Failure
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
-      f = failure(request, 403, WHAT, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
-    else if (err instanceof StorageError) f = failure(request, err.status, WHAT, 'database', err.message, err)
-    else f = failure(request, 500, WHAT, 'web app', 'an internal error occurred; quote the reference in a report', err)
-    return sendFailurePage(reply, f, base)
-  })
+  app.setErrorHandler(formErrorHandler(base, WHAT))
 
   /** A refusal page in our words (logged under a ref, as every failure). */
   function refuse(request: FastifyRequest, reply: FastifyReply, status: number, title: string, why: string, more: SafeHtml | null = null): FastifyReply {

@@ -1,8 +1,8 @@
 import type {} from '@envkeep/env-api-plugin'
 import { randomUUID } from 'node:crypto'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import { field, html, refusalBox, StorageError, type SafeHtml } from '@envkeep/env-api-plugin'
+import { field, html, refusalBox, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { signinEvent } from '../factors.js'
@@ -10,7 +10,7 @@ import { hashPassword, hashToken, verifyPassword } from '../secrets.js'
 import { createAttemptLimiter, createLoginBackoff, type AttemptCounters } from './attempt-limiter.js'
 import { afterSignIn } from './invitation-notices.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
-import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+import { failure, formErrorHandler, safeReturnTo, sendFailurePage, sendPage } from './page-kit.js'
 
 export interface AccountPagesOptions {
   readonly accounts: AccountStore
@@ -55,22 +55,11 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
   const backoff = createLoginBackoff({ kind: 'login', now: o.now, counters })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
-  app.setErrorHandler(function accountPageError(err: FastifyError, request, reply) {
-    const what = request.url.startsWith(`${base}/setup`)
-      ? 'creating the first account'
-      : request.url.startsWith(`${base}/logout`)
-        ? 'signing out'
-        : 'signing in'
-    let f: Failure
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
-      f = failure(request, 403, what, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
-    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') f = failure(request, 413, what, 'web app', 'the form is larger than the server accepts')
-    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-      f = failure(request, 400, what, 'web app', 'the form must be sent as application/x-www-form-urlencoded')
-    else if (err instanceof StorageError) f = failure(request, err.status, what, 'database', err.message, err)
-    else f = failure(request, 500, what, 'web app', 'an internal error occurred; quote the reference in a report', err)
-    return sendFailurePage(reply, f, base)
-  })
+  app.setErrorHandler(
+    formErrorHandler(base, (request) =>
+      request.url.startsWith(`${base}/setup`) ? 'creating the first account' : request.url.startsWith(`${base}/logout`) ? 'signing out' : 'signing in',
+    ),
+  )
 
   async function tooMany(request: FastifyRequest, reply: FastifyReply, what: string): Promise<FastifyReply | null> {
     const r = await limiter.take(request.ip)

@@ -1,14 +1,14 @@
 import type {} from '@envkeep/env-api-plugin'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import { field, html, refusalBox, StorageError, type Keyring, type Person, type SafeHtml, type Storage } from '@envkeep/env-api-plugin'
+import { field, html, refusalBox, type Keyring, type Person, type SafeHtml, type Storage } from '@envkeep/env-api-plugin'
 import type { AccountRecord, AccountStore } from '../accounts/account-store.js'
 import { newRecoveryCodes, newTotpSecret, recoveryCodeHash, signinEvent } from '../factors.js'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, verifyPassword } from '../secrets.js'
 import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
-import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+import { failure, formErrorHandler, sendFailurePage, sendPage } from './page-kit.js'
 import { addTotp, enrolProblem, recoveryCodesShown, totpEnrolForm } from './second-factor-pages.js'
 
 export interface AccountSettingsOptions {
@@ -81,15 +81,7 @@ export async function accountSettingsPages(app: FastifyInstance, o: AccountSetti
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
   const WHAT = 'changing your account'
 
-  app.setErrorHandler(function accountSettingsError(err: FastifyError, request, reply) {
-    let f: Failure
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
-      f = failure(request, 403, WHAT, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
-    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') f = failure(request, 413, WHAT, 'web app', 'the form is larger than the server accepts')
-    else if (err instanceof StorageError) f = failure(request, err.status, WHAT, 'database', err.message, err)
-    else f = failure(request, 500, WHAT, 'web app', 'an internal error occurred; quote the reference in a report', err)
-    return sendFailurePage(reply, f, base)
-  })
+  app.setErrorHandler(formErrorHandler(base, WHAT))
 
   /** The signed-in account, or a redirect to sign in (null). */
   async function signedIn(request: FastifyRequest, reply: FastifyReply): Promise<AccountRecord | null> {

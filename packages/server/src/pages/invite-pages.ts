@@ -1,19 +1,8 @@
 import type {} from '@envkeep/env-api-plugin'
 import { randomUUID } from 'node:crypto'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import {
-  canManageVault,
-  DomainFailure,
-  field,
-  html,
-  personActor,
-  refusalBox,
-  StorageError,
-  type Domain,
-  type Person,
-  type SafeHtml,
-} from '@envkeep/env-api-plugin'
+import { canManageVault, DomainFailure, field, html, personActor, refusalBox, type Domain, type Person, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { InvitationRecord } from '../accounts/invitation-store.js'
 import type { LocalPeople } from '../people-local.js'
@@ -22,7 +11,7 @@ import { nameProblem } from './account-pages.js'
 import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { invitationNotices, type Live } from './invitation-notices.js'
-import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+import { failure, formErrorHandler, sendFailurePage, sendPage } from './page-kit.js'
 
 export interface InvitePagesOptions {
   readonly accounts: AccountStore
@@ -64,17 +53,7 @@ export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): 
   })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
-  app.setErrorHandler(function invitePageError(err: FastifyError, request, reply) {
-    let f: Failure
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
-      f = failure(request, 403, WHAT, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
-    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') f = failure(request, 413, WHAT, 'web app', 'the form is larger than the server accepts')
-    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-      f = failure(request, 400, WHAT, 'web app', 'the form must be sent as application/x-www-form-urlencoded')
-    else if (err instanceof StorageError) f = failure(request, err.status, WHAT, 'database', err.message, err)
-    else f = failure(request, 500, WHAT, 'web app', 'an internal error occurred; quote the reference in a report', err)
-    return sendFailurePage(reply, f, base)
-  })
+  app.setErrorHandler(formErrorHandler(base, WHAT))
 
   async function tooMany(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | null> {
     const r = await limiter.take(request.ip)

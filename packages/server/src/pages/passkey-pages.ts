@@ -1,6 +1,6 @@
 import type {} from '@envkeep/env-api-plugin'
 import { randomUUID } from 'node:crypto'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
 import {
   generateAuthenticationOptions,
@@ -11,14 +11,14 @@ import {
   type AuthenticatorTransport,
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server'
-import { field, html, refusalBox, StorageError, type SafeHtml } from '@envkeep/env-api-plugin'
+import { field, html, refusalBox, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { FactorRecord } from '../accounts/factor-store.js'
 import { signinEvent } from '../factors.js'
 import type { LocalPeople } from '../people-local.js'
 import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js'
 import { afterSignIn } from './invitation-notices.js'
-import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+import { failure, formErrorHandler, sendFailurePage, sendPage } from './page-kit.js'
 import { PASSKEY_SCRIPT } from './passkey-script.js'
 
 export interface PasskeyPagesOptions {
@@ -111,14 +111,7 @@ export async function passkeyPages(app: FastifyInstance, o: PasskeyPagesOptions)
   const limiter = createAttemptLimiter({ kind: 'passkey', max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now, counters: o.attemptCounters ?? null })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
-  app.setErrorHandler(function passkeyError(err: FastifyError, request, reply) {
-    let f: Failure
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
-      f = failure(request, 403, WHAT, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
-    else if (err instanceof StorageError) f = failure(request, err.status, WHAT, 'database', err.message, err)
-    else f = failure(request, 500, WHAT, 'web app', 'an internal error occurred; quote the reference in a report', err)
-    return sendFailurePage(reply, f, base)
-  })
+  app.setErrorHandler(formErrorHandler(base, WHAT))
 
   app.get(`${base}/login/passkey.js`, async function passkeyScript(_request, reply) {
     return reply

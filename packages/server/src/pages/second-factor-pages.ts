@@ -1,14 +1,14 @@
 import type {} from '@envkeep/env-api-plugin'
 import { randomUUID } from 'node:crypto'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import { field, html, refusalBox, StorageError, type Keyring, type SafeHtml } from '@envkeep/env-api-plugin'
+import { field, html, refusalBox, type Keyring, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { checkSecondFactorCode, newRecoveryCodes, newTotpSecret, recoveryCodeHash, sealTotpSecret, signinEvent, totpFor, totpStep } from '../factors.js'
 import { createAttemptLimiter, createLoginBackoff, type AttemptCounters } from './attempt-limiter.js'
 import { afterSignIn } from './invitation-notices.js'
-import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+import { failure, formErrorHandler, sendFailurePage, sendPage } from './page-kit.js'
 
 export interface SecondFactorPagesOptions {
   readonly accounts: AccountStore
@@ -104,15 +104,7 @@ export async function secondFactorPages(app: FastifyInstance, o: SecondFactorPag
   const backoff = createLoginBackoff({ kind: 'second-factor', now: o.now, counters })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
-  app.setErrorHandler(function secondFactorError(err: FastifyError, request, reply) {
-    let f: Failure
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
-      f = failure(request, 403, WHAT, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
-    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') f = failure(request, 413, WHAT, 'web app', 'the form is larger than the server accepts')
-    else if (err instanceof StorageError) f = failure(request, err.status, WHAT, 'database', err.message, err)
-    else f = failure(request, 500, WHAT, 'web app', 'an internal error occurred; quote the reference in a report', err)
-    return sendFailurePage(reply, f, base)
-  })
+  app.setErrorHandler(formErrorHandler(base, WHAT))
 
   const path = `${base}/login/second-factor`
   const restart = (reply: FastifyReply) => reply.code(303).header('location', `${base}/login`).send()
