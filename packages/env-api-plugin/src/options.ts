@@ -42,6 +42,11 @@ export interface EnvApiOptions {
   allowPrivateWebhooks?: boolean
   /** How often the webhook worker looks for due deliveries. Default 2 seconds. */
   webhookIntervalMs?: number
+  /**
+   * How often pending pushes past their end are expired (and their `push.expired`
+   * deliveries enqueued at once). Default 5 seconds: one indexed update.
+   */
+  expiryIntervalMs?: number
 }
 
 export interface ResolvedOptions {
@@ -62,6 +67,7 @@ export interface ResolvedOptions {
   readonly ciAllowHttpLoopbackIssuers: boolean
   readonly allowPrivateWebhooks: boolean
   readonly webhookIntervalMs: number
+  readonly expiryIntervalMs: number
   /** `{baseUrl}/api/env` */
   readonly resource: string
   /** `{baseUrl}/cli/oauth-client.json` */
@@ -122,6 +128,7 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     ciAllowHttpLoopbackIssuers: o.ciAllowHttpLoopbackIssuers === true,
     allowPrivateWebhooks: o.allowPrivateWebhooks === true,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
+    expiryIntervalMs: positive('expiryIntervalMs', o.expiryIntervalMs, 5000),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,

@@ -91,6 +91,10 @@ export type AccessAction =
   | 'environment_restored'
   | 'vault_renamed'
   | 'environment_changed'
+  | 'invitation_sent'
+  | 'invitation_revoked'
+  | 'webhook_added'
+  | 'webhook_removed'
 
 /**
  * One entry of a vault's access log. Who: a person (`personId`, with the

@@ -1,4 +1,5 @@
 import type { AccessAction, AccessLogRow, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
+import { shownAccessEntry } from '../domain/access-log.js'
 import { ADMINISTRATOR_CLIENT } from '../domain/actor.js'
 import { isCiPrincipal } from '../domain/ci-identities.js'
 import { field, pagePath, personLabel, when, type PageDeps, type personCache } from './context.js'
@@ -29,6 +30,10 @@ export const ACCESS_ACTIONS: readonly AccessAction[] = Object.freeze([
   'environment_restored',
   'vault_renamed',
   'environment_changed',
+  'invitation_sent',
+  'invitation_revoked',
+  'webhook_added',
+  'webhook_removed',
 ])
 export const LOG_PAGE = 50
 
@@ -90,7 +95,8 @@ export async function accessLogTab(deps: PageDeps, vault: VaultAccess, query: un
     if (page.length < LOG_PAGE || !who) break
     before = page[page.length - 1]?.id
   }
-  const log = wanted.slice(0, LOG_PAGE)
+  // an invitation's email only for owners (the domain's rule)
+  const log = wanted.slice(0, LOG_PAGE).map((e) => shownAccessEntry(e, vault.role))
   const logPeople = await Promise.all(log.map((l) => people(l.personId)))
   const logSubjects = await Promise.all(log.map((l) => people(l.subject)))
   const logRows = log.map(
