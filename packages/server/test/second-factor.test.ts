@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { sql, type Kysely } from 'kysely'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
-import { testLogEntry } from '@envkeep/env-api-plugin/testing'
+import { mintSignIn, testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { totpFor } from '../src/factors.js'
@@ -190,6 +190,7 @@ t.test('/account: web sessions with device, address and last use; end one; a pas
   const phone = (await password(s, PASSWORD, 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) Version/18.0 Mobile Safari/604.1')).b
   const tablet = (await password(s, PASSWORD, 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:140.0) Gecko/20100101 Firefox/140.0')).b
   t.match((await laptop.get('/')).body, '<a class="who" href="/account" title="Your account">Ana</a>', 'the name in the header leads to /account')
+  await mintSignIn(s.storage, { baseUrl: s.config.baseUrl, personId: s.ana.id, scopes: ['env:read'], now: new Date(s.clock.ms) })
   const page = await laptop.get('/account')
   t.equal(page.statusCode, 200)
   t.match(page.body, 'Chrome on Linux')
@@ -198,6 +199,8 @@ t.test('/account: web sessions with device, address and last use; end one; a pas
   t.match(page.body, '127.0.0.1')
   t.match(page.body, 'this browser')
   t.match(page.body, 'href="/sign-ins"', 'beside the command-line sign-ins')
+  const cliPart = page.body.slice(page.body.indexOf('Command-line sign-ins'))
+  t.match(cliPart, '<td data-label="Client">', 'the CLI sign-in is listed')
   for (const b of [laptop, phone, tablet]) t.notOk(page.body.includes(b.jar.envkeep_session!), 'no session token on the page')
   // end the phone's session
   const sessions = await s.accounts.listSessionsOf(s.ana.id, new Date(s.clock.ms))
@@ -219,7 +222,7 @@ t.test('/account: web sessions with device, address and last use; end one; a pas
   t.equal((await laptop.get('/')).statusCode, 303)
   t.equal((await other.get('/')).statusCode, 303)
   t.same(await s.accounts.listSessionsOf(s.ana.id, new Date(s.clock.ms)), [])
-  t.same(await events(s, 'signin_succeeded'), ['password_changed', 'sessions_ended:everywhere: 2 web, 0 command line', 'sessions_ended:one web session'])
+  t.same(await events(s, 'signin_succeeded'), ['password_changed', 'sessions_ended:everywhere: 2 web, 1 command line', 'sessions_ended:one web session'])
 })
 
 t.test('admin user reset-factors (a lost phone), and admin audit lists the sign-in events', async (t) => {

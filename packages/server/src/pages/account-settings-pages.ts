@@ -102,6 +102,8 @@ export async function accountSettingsPages(app: FastifyInstance, o: AccountSetti
     const codesLeft = factors.length > 0 ? await o.accounts.countRecoveryCodes(account.id) : 0
     const sessions = await o.accounts.listSessionsOf(account.id, o.now())
     const mine = o.people.sessionHash(request)
+    const now = o.now()
+    const cli = (await o.storage.listSignIns(account.id)).filter((c) => c.revokedAt === null && c.expiresAt > now)
     const done = DONE[field(request.query, 'done')]
     const factorRows = factors.map(
       (f) => html`<tr><td data-label="Name">${f.name}</td><td data-label="Kind">${f.kind === 'totp' ? 'authenticator app' : 'passkey'}</td>
@@ -140,7 +142,16 @@ ${newPasswordFields()}
 </form></section>
 <section class="card" id="sessions"><h2>Web sessions</h2>
 <table class="stack"><thead><tr><th>Device</th><th>Address</th><th>Signed in</th><th>Last use</th><th></th></tr></thead><tbody>${sessionRows}</tbody></table>
-<p>Command-line sign-ins: <a href="${base}/sign-ins">Sign-ins</a>.</p>
+<h3>Command-line sign-ins</h3>
+${
+  cli.length === 0
+    ? html`<p class="muted">None.</p>`
+    : html`<table class="stack"><thead><tr><th>Client</th><th>Signed in</th><th>Last use</th></tr></thead><tbody>${cli.map(
+        (c) =>
+          html`<tr><td data-label="Client">${c.clientId}</td><td data-label="Signed in">${at(c.createdAt)}</td><td data-label="Last use">${at(c.lastUsedAt)}</td></tr>`,
+      )}</tbody></table>`
+}
+<p>Revoke one on <a href="${base}/sign-ins">Sign-ins</a>.</p>
 <form method="post" action="${base}/account/sessions/end-all" data-confirm="Sign out everywhere? Every browser and command line signed in as you must sign in again.">${hidden}<button type="submit" class="danger">Sign out everywhere</button></form>
 </section>`
     return sendPage(reply, status, 'Your account', body, base)
