@@ -1,4 +1,5 @@
 import type { Keyring } from './adapters/keyring.js'
+import { safeObserver, type EnvApiObserver } from './adapters/observer.js'
 import type { PeopleAdapter } from './adapters/people.js'
 import type { Storage, StorageLimit } from './adapters/storage.js'
 
@@ -47,6 +48,8 @@ export interface EnvApiOptions {
    * deliveries enqueued at once). Default 5 seconds: one indexed update.
    */
   expiryIntervalMs?: number
+  /** Told about token checks, API outcomes and webhook deliveries (for metrics). Default: nobody. */
+  observer?: EnvApiObserver
 }
 
 export interface ResolvedOptions {
@@ -68,6 +71,7 @@ export interface ResolvedOptions {
   readonly allowPrivateWebhooks: boolean
   readonly webhookIntervalMs: number
   readonly expiryIntervalMs: number
+  readonly observer: Required<EnvApiObserver>
   /** `{baseUrl}/api/env` */
   readonly resource: string
   /** `{baseUrl}/cli/oauth-client.json` */
@@ -129,6 +133,7 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     allowPrivateWebhooks: o.allowPrivateWebhooks === true,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
     expiryIntervalMs: positive('expiryIntervalMs', o.expiryIntervalMs, 5000),
+    observer: safeObserver(o.observer),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,

@@ -23,6 +23,8 @@ import { accountSettingsPages } from './pages/account-settings-pages.js'
 import { createPasskeyKit, passkeyPages } from './pages/passkey-pages.js'
 import { secondFactorPages } from './pages/second-factor-pages.js'
 import { invitePages } from './pages/invite-pages.js'
+import type { Metrics } from './ops/metrics.js'
+import { createReadinessProbe, healthRoutes, type ReadinessProbe } from './ops/health.js'
 
 export interface AppDeps {
   readonly config: ServerConfig
@@ -40,6 +42,10 @@ export interface AppDeps {
   readonly mailer?: Mailer | null
   /** the OpenID Connect client (tests wait on its discovery); default: made from config.oidc */
   readonly oidcClient?: OidcClient
+  /** what /readyz checks; default: the key is loaded and the storage's database answers with its schema unchanged */
+  readonly readiness?: ReadinessProbe
+  /** counts requests and outcomes (ENVKEEP_METRICS_ADDRESS); the storage given should be `metrics.timeStorage(…)` */
+  readonly metrics?: Metrics
 }
 
 export interface BuiltApp {
@@ -74,6 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // a URL Fastify cannot decode gets the spec's error record, not a 400 quoting the URL
     frameworkErrors: envkeepFrameworkErrors,
   })
+  deps.metrics?.instrument(app)
   // every answer of the service (the plugin's, the account pages', not-found and framework errors) forbids MIME sniffing
   app.addHook('onSend', async function noSniff(_request, reply) {
     reply.header('x-content-type-options', 'nosniff')
@@ -85,6 +92,15 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       return payload
     })
   }
+  const probe =
+    deps.readiness ??
+    createReadinessProbe({
+      storage: deps.storage,
+      keyLoaded: () => deps.keyring !== null,
+    })
+  await probe() // the schema as this process migrated it: a later change makes /readyz say so
+  const readiness: ReadinessProbe = async () => (isShuttingDown?.() ? 'the server is shutting down' : probe())
+  await app.register(healthRoutes, { probe: readiness, basePath: config.basePath })
   // one not-found answer for the whole server: a page or the error record, never quoting the query
   app.setNotFoundHandler(envkeepNotFound(config.baseUrl))
   await app.register(fastifyCookie)
@@ -198,6 +214,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     plans: { ...config.plans },
     ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
     allowPrivateWebhooks: config.webhookAllowPrivate,
+    ...(deps.metrics ? { observer: deps.metrics.observer } : {}),
   })
   return { app, people }
 }

@@ -33,7 +33,6 @@ export const OIDC_SETTINGS = [
   },
   { env: 'ENVKEEP_OIDC_CLIENT_ID', default: '(none; needed with the issuer)', meaning: 'the client id registered at the provider' },
   { env: 'ENVKEEP_OIDC_CLIENT_SECRET', default: '(none)', meaning: 'the client secret (or ENVKEEP_OIDC_CLIENT_SECRET_FILE: a file holding it); never logged' },
-  { env: 'ENVKEEP_OIDC_CLIENT_SECRET_FILE', default: '(none)', meaning: 'a file holding the client secret' },
   { env: 'ENVKEEP_OIDC_NAME', default: 'single sign-on', meaning: 'the sign-in button says "Sign in with <name>"' },
   { env: 'ENVKEEP_OIDC_SCOPES', default: 'openid email profile', meaning: 'scopes asked for, space-separated (openid always)' },
   { env: 'ENVKEEP_OIDC_ALLOW_HTTP_ISSUER', default: '(none)', meaning: 'loopback: the issuer may be http://127.0.0.1:* or http://localhost:* (tests only)' },
@@ -111,18 +110,8 @@ export function parseOidcConfig(env: Readonly<Record<string, string | undefined>
     throw new OidcConfigError('ENVKEEP_OIDC_ISSUER must be https (http only on 127.0.0.1 or localhost, with ENVKEEP_OIDC_ALLOW_HTTP_ISSUER=loopback)')
   const clientId = v('ENVKEEP_OIDC_CLIENT_ID')
   if (clientId === undefined) throw new OidcConfigError('ENVKEEP_OIDC_CLIENT_ID is needed with ENVKEEP_OIDC_ISSUER')
-  const secretText = v('ENVKEEP_OIDC_CLIENT_SECRET')
-  const secretFile = v('ENVKEEP_OIDC_CLIENT_SECRET_FILE')
-  if (secretText !== undefined && secretFile !== undefined)
-    throw new OidcConfigError('set ENVKEEP_OIDC_CLIENT_SECRET or ENVKEEP_OIDC_CLIENT_SECRET_FILE, not both')
-  let clientSecret = secretText ?? ''
-  if (secretFile !== undefined) {
-    try {
-      clientSecret = readFileSync(resolve(cwd, secretFile), 'utf8').trim()
-    } catch {
-      throw new OidcConfigError('ENVKEEP_OIDC_CLIENT_SECRET_FILE cannot be read')
-    }
-  }
+  // ENVKEEP_OIDC_CLIENT_SECRET_FILE is resolved into ENVKEEP_OIDC_CLIENT_SECRET by ops/settings.ts
+  const clientSecret = v('ENVKEEP_OIDC_CLIENT_SECRET') ?? ''
   const scopes = (v('ENVKEEP_OIDC_SCOPES') ?? 'openid email profile').split(/\s+/).filter((s) => s !== '')
   if (!scopes.includes('openid')) scopes.unshift('openid')
   const autoRaw = v('ENVKEEP_OIDC_AUTO_CREATE')
