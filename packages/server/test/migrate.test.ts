@@ -88,6 +88,7 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
     invitedBy: ana,
     createdAt: new Date(),
     expiresAt: new Date(Date.now() + 86_400_000),
+    provesEmail: false,
     tokenHash: createHash('sha256').update('canary-migrate-invitation').digest('hex'),
   })
   const sourceTables = (sqlite.database.sqlite.prepare(`select name from sqlite_master where type = 'table' order by name`).all() as { name: string }[])
