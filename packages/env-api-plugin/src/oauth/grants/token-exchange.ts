@@ -32,6 +32,8 @@ export interface TokenExchangeResponse {
   readonly token_type: 'Bearer'
   readonly expires_in: number
   readonly scope: string
+  /** Which CI identity this run signed in as, for the client to say (RFC 6749 §5.1 extra member). */
+  readonly envkeep_ci_identity: { readonly name: string; readonly vault_id: string }
 }
 
 /** The CI identities a verified token matches: audience, whole-subject pattern, required claims. */
@@ -138,5 +140,6 @@ export async function tokenExchangeGrant(
     token_type: 'Bearer',
     expires_in: Math.max(1, Math.floor((expiresAt.getTime() - now.getTime()) / 1000)),
     scope: SCOPE_READ,
+    envkeep_ci_identity: { name: identity.name, vault_id: identity.vaultId },
   }
 }
