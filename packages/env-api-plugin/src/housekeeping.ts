@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { pruneHistory } from './domain/history.js'
 import type { ResolvedOptions } from './options.js'
+import { sweepWebhookEvents } from './webhooks/worker.js'
 
 const MINUTE = 60_000
 const DAY = 86_400_000
@@ -9,7 +10,9 @@ const DAY = 86_400_000
  * The plugin's periodic work, so that every host gets it, not only the
  * self-hosting server: pending pushes past their end become `expired`
  * (decisions.md: on every read of the push and by a periodic sweep), every
- * minute from start; expired OAuth codes (kept a day, so a late replay still
+ * `expiryIntervalMs` (5 s) from start, and their `push.expired` deliveries
+ * are enqueued in the same run (issue 25: they came up to two minutes
+ * late, a minute for the sweep and another for the webhook sweep); expired OAuth codes (kept a day, so a late replay still
  * revokes), expired access tokens and sign-ins ended more than 30 days ago
  * are purged hourly when the store can, and so are versions kept in history
  * past `historyDays` (each variable's last 10 stay). One run at a time; the timer never
@@ -20,11 +23,19 @@ export function scheduleHousekeeping(app: FastifyInstance, opts: ResolvedOptions
   let running: Promise<void> | null = null
   let runs = 0
 
+  let lastMinutely = Number.NEGATIVE_INFINITY
+
   async function housekeeping(): Promise<void> {
     const now = opts.now()
     try {
       const expired = await opts.storage.expireImports(now)
-      if (expired > 0) app.log.info({ expired }, 'expired pending pushes')
+      if (expired > 0) {
+        app.log.info({ expired }, 'expired pending pushes')
+        await sweepWebhookEvents({ storage: opts.storage, now: opts.now })
+      }
+      // the rest once a minute (real time: the timer's, not the injected clock)
+      if (Date.now() - lastMinutely < MINUTE) return
+      lastMinutely = Date.now()
       if (runs++ % 60 === 0 && opts.storage.purgeExpired) {
         const removed = await opts.storage.purgeExpired(now, new Date(now.getTime() - DAY), new Date(now.getTime() - 30 * DAY))
         app.log.debug({ removed }, 'envkeep OAuth purge')
@@ -46,7 +57,7 @@ export function scheduleHousekeeping(app: FastifyInstance, opts: ResolvedOptions
 
   app.addHook('onReady', async function startHousekeeping() {
     tick()
-    timer = setInterval(tick, MINUTE)
+    timer = setInterval(tick, opts.expiryIntervalMs)
     timer.unref()
   })
   app.addHook('onClose', async function stopHousekeeping() {

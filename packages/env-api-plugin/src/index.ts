@@ -14,6 +14,7 @@ export type { EnvApiOptions, ResolvedOptions } from './options.js'
 export type * from './adapters/storage.js'
 export type * from './adapters/keyring.js'
 export type * from './adapters/people.js'
+export type { ApiOperation, ApiOutcome, EnvApiObserver } from './adapters/observer.js'
 export { ApiError, StorageError, SQLSTATE_NAMES } from './errors.js'
 export { createLocalKeyring } from './crypto/local-keyring.js'
 export { createVaultCrypto, nameProblem, rotateDataKey, valueProblem, type VaultCrypto } from './vault-service.js'
@@ -61,6 +62,10 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
     )
   }
   app.decorateRequest('envkeepOperation', null)
+  // every answer (API, OAuth, metadata, pages, assets, errors, redirects) forbids MIME sniffing
+  app.addHook('onSend', async function noSniff(_request, reply) {
+    reply.header('x-content-type-options', 'nosniff')
+  })
   // Pages share one cookie parser and CSRF protection (Origin check and a token bound to
   // the people adapter's session). A host that registered them already keeps its own.
   if (!app.hasDecorator('parseCookie')) await app.register(fastifyCookie)
@@ -103,4 +108,4 @@ export {
 export { boundMethods, type BoundMethods } from './adapters/bound-methods.js'
 export { ACCESS_ACTIONS, isAccessAction } from './domain/access-log-actions.js'
 export { deliverDueWebhooks, sweepWebhookEvents, MAX_ATTEMPTS, RETRY_DELAYS_MS, type WebhookWorkerDeps } from './webhooks/worker.js'
-export { signatureOf, type GenericBody } from './webhooks/payload.js'
+export { signatureOf, SIGNATURE_TOLERANCE_S, verifyWebhookSignature, type GenericBody } from './webhooks/payload.js'

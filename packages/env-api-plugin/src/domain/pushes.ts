@@ -3,7 +3,7 @@ import type { ChangeKind, EnvironmentInfo, ImportRecord, NewChangeSet, RefusedLi
 import { errors } from '../errors.js'
 import { MAX_REASON, MAX_REFUSED } from '../schemas/imports.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
-import { entriesOf } from './changes.js'
+import { entriesOf, mayReplaceUnreadable, openCurrent, UNREADABLE_BEFORE } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
@@ -67,13 +67,23 @@ export async function createPush(
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   located?.(vault, env)
   if (!canReadEnvironment(vault.role, env)) throw fail.forbidden(roleRefusal(vault.role, env, 'push to'))
+  return stagePush(d, actor, vault, env, input.body)
+}
+
+/**
+ * Stages a push (checked, sealed, counted against the plan's limit, `push_created` logged in
+ * storage's transaction) and enqueues its webhooks. The callers have checked the right to
+ * push; the pages' proposals (issue 25: changes on an environment that requires a second
+ * person) come here too.
+ */
+export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultAccess, env: EnvironmentInfo, body: PushInput): Promise<ImportRecord> {
   if (!d.hasKey) throw errors.notConfigured()
-  const problem = pushProblem(input.body)
+  const problem = pushProblem(body)
   if (problem) throw fail.invalid(problem)
   const now = d.now()
-  const names = Object.keys(input.body.variables).sort()
+  const names = Object.keys(body.variables).sort()
   const r = await withCurrentKey(d, vault.id, async () => {
-    const sealed = await d.crypto.seal(vault.id, env.name, input.body.variables)
+    const sealed = await d.crypto.seal(vault.id, env.name, body.variables)
     return d.storage.createImport(
       {
         id: randomUUID(),
@@ -83,7 +93,7 @@ export async function createPush(
         signInId: actor.signInId,
         values: sealed.values,
         sealedUnder: sealed.sealedUnder,
-        refused: (input.body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
+        refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
         createdAt: now,
         expiresAt: new Date(now.getTime() + d.importTtlMs),
         limit: limitOf(d.plans, vault.plan),
@@ -223,11 +233,15 @@ async function pushChangeSet(d: DomainDeps, actor: PersonActor, view: PushView, 
   const { vault, push } = view
   const state = await d.storage.readCurrent(vault.id, push.environment, push.names)
   const staged = await d.storage.getImportValues(push.id)
-  const current = await d.crypto.openValues(vault.id, push.environment, state.variables)
+  const { values: current, unreadable, failure } = await openCurrent(d, vault.id, push.environment, state.variables)
   const incoming = await d.crypto.openValues(vault.id, push.environment, staged)
-  const entries = entriesOf(current, incoming)
+  const entries = entriesOf(current, incoming, unreadable)
+  // a live value that no longer opens: an owner's Apply replaces it, recorded as unreadable
+  if (entries.some((e) => unreadable.has(e.name)) && !mayReplaceUnreadable(actor, vault)) throw failure
   const id = randomUUID()
-  const sealed = await d.crypto.sealHistory(vault.id, push.environment, id, entries)
+  const sealed = (await d.crypto.sealHistory(vault.id, push.environment, id, entries)).map((k) =>
+    unreadable.has(k.name) ? { ...k, before: UNREADABLE_BEFORE } : k,
+  )
   return {
     ifVersion: state.version,
     changeSet: {
