@@ -145,6 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     plans: { ...config.plans },
     ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
     allowPrivateWebhooks: config.webhookAllowPrivate,
+    mcp: config.mcp ? { allowHttpLoopbackClients: config.mcpAllowHttpLoopbackClients } : false,
     ...(deps.metrics ? { observer: deps.metrics.observer } : {}),
   })
   return { app, people }

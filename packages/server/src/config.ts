@@ -43,6 +43,10 @@ export interface ServerConfig {
   readonly trustProxy: false | number | readonly string[]
   /** ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback: CI identities may name http://127.0.0.1:* issuers (tests only) */
   readonly ciAllowHttpLoopbackIssuers: boolean
+  /** ENVKEEP_MCP=off turns the MCP endpoint at {base_url}/mcp off (default on) */
+  readonly mcp: boolean
+  /** ENVKEEP_MCP_ALLOW_HTTP_CLIENTS=loopback: MCP client metadata documents at http://127.0.0.1:* (tests only) */
+  readonly mcpAllowHttpLoopbackClients: boolean
   /** ENVKEEP_WEBHOOK_ALLOW_PRIVATE=true: webhooks may call private, loopback and link-local addresses */
   readonly webhookAllowPrivate: boolean
   /** --allow-insecure-key-file: use a master key file that group or others can read */
@@ -122,6 +126,12 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     env: 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS',
     default: '(none)',
     meaning: 'loopback: CI identities may name http://127.0.0.1:* OIDC issuers (tests only; https otherwise)',
+  },
+  { env: 'ENVKEEP_MCP', default: 'on', meaning: 'off turns the MCP endpoint at {base_url}/mcp off (names only, never values; see docs/mcp.md)' },
+  {
+    env: 'ENVKEEP_MCP_ALLOW_HTTP_CLIENTS',
+    default: '(none)',
+    meaning: 'loopback: MCP client metadata documents may be at http://127.0.0.1:* (tests only; https otherwise)',
   },
   {
     env: 'ENVKEEP_SMTP_URL',
@@ -382,6 +392,11 @@ export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig
   const ciHttp = envValue(env, 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS')
   if (ciHttp !== undefined && ciHttp !== 'loopback') throw new UsageError('ENVKEEP_CI_ALLOW_HTTP_ISSUERS can only be loopback (for tests), or unset')
 
+  const mcp = envValue(env, 'ENVKEEP_MCP') ?? 'on'
+  if (mcp !== 'on' && mcp !== 'off') throw new UsageError('ENVKEEP_MCP must be on or off')
+  const mcpHttp = envValue(env, 'ENVKEEP_MCP_ALLOW_HTTP_CLIENTS')
+  if (mcpHttp !== undefined && mcpHttp !== 'loopback') throw new UsageError('ENVKEEP_MCP_ALLOW_HTTP_CLIENTS can only be loopback (for tests), or unset')
+
   const webhookPrivate = envValue(env, 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE')
   if (webhookPrivate !== undefined && webhookPrivate !== 'true' && webhookPrivate !== 'false')
     throw new UsageError('ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false')
@@ -403,6 +418,8 @@ export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig
     logLevel,
     trustProxy: parseTrustProxy(envValue(env, 'ENVKEEP_TRUST_PROXY')),
     ciAllowHttpLoopbackIssuers: ciHttp === 'loopback',
+    mcp: mcp === 'on',
+    mcpAllowHttpLoopbackClients: mcpHttp === 'loopback',
     webhookAllowPrivate: webhookPrivate === 'true',
     allowInsecureKeyFile: flags['allow-insecure-key-file'] === true,
     databaseFile: resolve(dataDir, 'envkeep.db'),

@@ -2,7 +2,8 @@ import type { FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import { personActor, type PersonActor } from '../domain/actor.js'
 import { DomainFailure } from '../domain/failure.js'
-import { createDomain, withFailuresAs, type Domain } from '../domain/index.js'
+import { withFailuresAs, type Domain } from '../domain/index.js'
+import { createDomainFor } from '../domain-for.js'
 import type { Where } from '../errors.js'
 import type { PageDeps } from './context.js'
 import { pageError } from './error.js'
@@ -29,20 +30,7 @@ export function pageErrorOf(err: unknown): unknown {
 /** The domain layer for the pages: its refusals already page errors. */
 export function pageDomain(deps: PageDeps): Domain {
   const o = deps.opts
-  return withFailuresAs(
-    createDomain({
-      storage: o.storage,
-      crypto: deps.crypto,
-      hasKey: o.keyring !== null,
-      plans: o.plans,
-      now: o.now,
-      importTtlMs: o.importTtlMs,
-      people: o.people,
-      ciAllowHttpLoopback: o.ciAllowHttpLoopbackIssuers,
-      allowPrivateWebhooks: o.allowPrivateWebhooks,
-    }),
-    pageErrorOf,
-  )
+  return withFailuresAs(createDomainFor(o, deps.crypto), pageErrorOf)
 }
 
 /** The signed-in person at this browser, as the domain layer knows them. */

@@ -7,7 +7,7 @@ import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
 import { createRateLimitHook } from '../../hooks/rate-limit.js'
 import type { ResolvedOptions } from '../../options.js'
 import { createVaultCrypto } from '../../vault-service.js'
-import { createDomain } from '../../domain/index.js'
+import { createDomainFor } from '../../domain-for.js'
 import { apiErrorOf } from './context.js'
 import { outcomeOf, type ApiOperation } from '../../adapters/observer.js'
 import { importsRoutes } from './imports.js'
@@ -41,16 +41,7 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   const opts = o.opts
   // Remembers opened values (checked against their exact sealed bytes) so a repeated read opens no cipher per value.
   const vaultCrypto = createVaultCrypto(opts.storage, opts.keyring, { openedCacheBytes: OPENED_CACHE_BYTES })
-  const domain = createDomain({
-    storage: opts.storage,
-    crypto: vaultCrypto,
-    hasKey: opts.keyring !== null,
-    plans: opts.plans,
-    now: opts.now,
-    importTtlMs: opts.importTtlMs,
-    people: opts.people,
-    ciAllowHttpLoopback: opts.ciAllowHttpLoopbackIssuers,
-  })
+  const domain = createDomainFor(opts, vaultCrypto)
 
   if (!api.hasRequestDecorator('signIn')) api.decorateRequest('signIn', null)
   if (!api.hasRequestDecorator('envkeepAuthFailure')) api.decorateRequest('envkeepAuthFailure', null)
