@@ -298,6 +298,17 @@ const m006: Migration = {
   },
 }
 
+/**
+ * The access log's action becomes plain text (issue 19): the list of actions is one domain
+ * constant (`ACCESS_ACTIONS` in @envkeep/env-api-plugin), so no CHECK repeats it and a new
+ * action needs no migration.
+ */
+const m008: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`alter table access_log drop constraint access_log_action`.execute(db)
+  },
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '001_schema': m001,
   '002_rate_counters': m002,
@@ -306,6 +317,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '005_webhooks': m005,
   '006_access_log_issue_25': m006,
   '007_client_registrations': m007ClientRegistrations,
+  '008_access_log_actions': m008,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

@@ -3,7 +3,6 @@ import type {
   AccessLogEntry,
   AccessLogRow,
   CreateEnvironmentResult,
-  DeleteVariableResult,
   EnvironmentInfo,
   MemberChange,
   NewEnvironment,
@@ -12,24 +11,20 @@ import type {
   Role,
   SealedVariable,
   SetMemberResult,
-  SetVariableResult,
-  VariableDelete,
   VariableMeta,
-  VariableWrite,
   VaultAccess,
   VaultInfo,
   VaultRecord,
   VaultStore,
   ImportStore,
 } from '@envkeep/env-api-plugin'
-import { StorageError } from '@envkeep/env-api-plugin'
+import { boundMethods, memberChangeEntry, StorageError } from '@envkeep/env-api-plugin'
 import { sql } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import { SqliteImportStore } from './import-store.js'
 import { SqliteKeyStore } from './key-store.js'
 import { SqliteStoreBase } from './sqlite-store-base.js'
 import { createSqliteVaultAdminStore } from './vault-admin-store.js'
-import { overLimit } from './limits.js'
 
 /**
  * The vault store on SQLite. Every method runs synchronous better-sqlite3
@@ -40,19 +35,12 @@ import { overLimit } from './limits.js'
  * which are hand-written and prepared once: compiling costs more than running.
  */
 export function createSqliteVaultStore(d: OpenDatabase): VaultStore {
-  const store = new SqliteVaultStore(d)
-  const methods: Record<string, unknown> = {}
-  for (const k of Object.getOwnPropertyNames(SqliteVaultStore.prototype)) {
-    const v = (store as unknown as Record<string, unknown>)[k]
-    if (k !== 'constructor' && typeof v === 'function') methods[k] = (v as (...a: unknown[]) => unknown).bind(store)
-  }
-  for (const part of [new SqliteImportStore(d), new SqliteKeyStore(d)]) {
-    for (const k of Object.getOwnPropertyNames(Object.getPrototypeOf(part))) {
-      const v = (part as unknown as Record<string, unknown>)[k]
-      if (k !== 'constructor' && typeof v === 'function') methods[k] = (v as (...a: unknown[]) => unknown).bind(part)
-    }
-  }
-  return { ...(methods as unknown as VaultStore), ...createSqliteVaultAdminStore(d) }
+  return {
+    ...boundMethods(new SqliteVaultStore(d)),
+    ...boundMethods(new SqliteImportStore(d)),
+    ...boundMethods(new SqliteKeyStore(d)),
+    ...createSqliteVaultAdminStore(d),
+  } satisfies VaultStore
 }
 
 /** The vault store but its administration (vault-admin-store.ts). */
@@ -183,10 +171,6 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
     return this.tx('deferred', 'vaults', () => this.#access(personId, { vaultId })[0] ?? null)
   }
 
-  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]> {
-    return this.tx('deferred', 'vaults', () => this.#access(personId, { name }))
-  }
-
   findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
     return this.tx('deferred', 'vaults', () => {
       let q = this.db.selectFrom('vaults').select(['id', 'name', 'plan', 'require_second_person', 'created_at'])
@@ -259,7 +243,7 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
           .values({ vault_id: change.vaultId, person_id: change.personId, role: change.role })
           .onConflict((oc) => oc.columns(['vault_id', 'person_id']).doUpdateSet({ role: change.role })),
       )
-      this.log({ ...log, action: previous === null ? 'member_added' : 'member_changed' })
+      this.log(memberChangeEntry(log, previous))
       return { ok: true, previous }
     })
   }
@@ -389,57 +373,6 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
           .orderBy('name'),
       ).map((r) => ({ name: r.name, updatedAt: new Date(r.updated_at), updatedBy: r.updated_by })),
     )
-  }
-
-  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
-    return this.tx('none', 'variables', () => {
-      const r = this.first(
-        this.db
-          .selectFrom('variables')
-          .select(['name', 'sealed'])
-          .where('vault_id', '=', vaultId)
-          .where('environment', '=', environment)
-          .where('name', '=', name),
-      )
-      return r ? { name: r.name, sealed: r.sealed } : null
-    })
-  }
-
-  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
-    const { vaultId, environment, value } = write
-    return this.tx('immediate', 'variables', (): SetVariableResult => {
-      if (this.staleKey(vaultId, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
-      const old = this.stmt(READ_ONE_VARIABLE_SQL).get(vaultId, environment, value.name) as SealedVariable | undefined
-      const expect = write.expect ?? 'any'
-      if (expect === 'new' && old) return { ok: false, reason: 'exists' }
-      if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
-      const before = this.usage(vaultId)
-      const over = overLimit(
-        before,
-        {
-          n: before.n + (old ? 0 : 1),
-          bytes: before.bytes - (old?.sealed.byteLength ?? 0) + value.sealed.byteLength,
-        },
-        write.limit,
-      )
-      if (over) return over
-      this.upsertVariable(vaultId, environment, value, write.by, write.now.getTime())
-      this.bumpVersion(vaultId, environment)
-      this.log(log)
-      return { ok: true, created: !old }
-    })
-  }
-
-  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
-    return this.tx('immediate', 'variables', (): DeleteVariableResult => {
-      const n = this.run(
-        this.db.deleteFrom('variables').where('vault_id', '=', input.vaultId).where('environment', '=', input.environment).where('name', '=', input.name),
-      )
-      if (n === 0) return { ok: false, reason: 'absent' }
-      this.bumpVersion(input.vaultId, input.environment)
-      this.log(log)
-      return { ok: true }
-    })
   }
 
   // ---- access log ---------------------------------------------------------

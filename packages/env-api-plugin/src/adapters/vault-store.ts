@@ -22,6 +22,7 @@
  * - values only ever cross this interface sealed (`Uint8Array`), never plain.
  */
 
+import type { AccessAction } from '../domain/access-log-actions.js'
 import type { ImportStore } from './import-store.js'
 
 export type * from './import-store.js'
@@ -72,29 +73,7 @@ export interface VariableMeta {
   readonly updatedBy: string | null
 }
 
-export type AccessAction =
-  | 'read'
-  | 'refused'
-  | 'push_created'
-  | 'push_applied'
-  | 'push_rejected'
-  | 'push_expired'
-  | 'variable_set'
-  | 'variable_deleted'
-  | 'member_added'
-  | 'member_changed'
-  | 'member_removed'
-  | 'environment_created'
-  | 'vault_created'
-  | 'history_revealed'
-  | 'change_reverted'
-  | 'environment_restored'
-  | 'vault_renamed'
-  | 'environment_changed'
-  | 'invitation_sent'
-  | 'invitation_revoked'
-  | 'webhook_added'
-  | 'webhook_removed'
+export type { AccessAction } from '../domain/access-log-actions.js'
 
 /**
  * One entry of a vault's access log. Who: a person (`personId`, with the
@@ -200,49 +179,11 @@ export type SetMemberResult =
 
 export type RemoveMemberResult = { readonly ok: true; readonly previous: Role } | { readonly ok: false; readonly reason: 'last_owner' | 'not_member' }
 
-/**
- * One value written to an environment. (History, issue 12, will add the
- * change set written in the same transaction here.)
- */
-export interface VariableWrite {
-  readonly vaultId: string
-  readonly environment: string
-  readonly value: SealedVariable
-  /** the person writing; `null` for the server administrator */
-  readonly by: string | null
-  readonly now: Date
-  readonly limit: StorageLimit
-  /** `new`: refuse (`exists`) if the name has a value; `existing`: refuse (`absent`) if not; `any` (default) */
-  readonly expect?: 'new' | 'existing' | 'any'
-  /**
-   * The wrapped data key the value was sealed under. When given, a vault
-   * whose key is no longer this one (its data key was rotated meanwhile)
-   * refuses the write (`stale_key`): the caller seals again under the current key.
-   */
-  readonly sealedUnder?: Uint8Array
-}
-
 /** The vault's data key changed since the values were sealed: nothing was written. */
 export interface StaleKey {
   readonly ok: false
   readonly reason: 'stale_key'
 }
-
-export type SetVariableResult =
-  | { readonly ok: true; readonly created: boolean }
-  | { readonly ok: false; readonly reason: 'exists' | 'absent' }
-  | OverLimit
-  | StaleKey
-
-export interface VariableDelete {
-  readonly vaultId: string
-  readonly environment: string
-  readonly name: string
-  readonly by: string | null
-  readonly now: Date
-}
-
-export type DeleteVariableResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'absent' }
 
 /** Every secret of a vault: its wrapped data key and every sealed value (variables and staged values of pending pushes). */
 export interface VaultSecrets {
@@ -313,9 +254,6 @@ export interface VaultStore extends ImportStore {
 
   /** One vault as the person sees it; `null` when absent or the person is not a member. */
   getVault(vaultId: string, personId: string): Promise<VaultAccess | null>
-
-  /** Vaults by exact (case-sensitive) name among those the person is a member of, in id order. */
-  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]>
 
   /**
    * Every vault with that id or exact name (or every vault, for `{}`),
@@ -395,20 +333,6 @@ export interface VaultStore extends ImportStore {
 
   /** Names and metadata of the variables of an environment (no values), in name order. */
   listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]>
-
-  /** One sealed value, or null. Not logged: use readVariables to deliver a value. */
-  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null>
-
-  /**
-   * Writes (inserts or replaces) one variable and appends `log`, in one
-   * transaction, after checking inside it `write.expect` and the storage
-   * `write.limit` (see StorageLimit). A refusal writes nothing. An
-   * environment that does not exist throws 23503.
-   */
-  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult>
-
-  /** Deletes one variable and appends `log`, in one transaction; `absent` when there was none (nothing logged). */
-  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult>
 
   // ---- access log --------------------------------------------------------------
 

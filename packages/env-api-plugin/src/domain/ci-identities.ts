@@ -55,7 +55,7 @@ export function isCiPrincipal(principal: string): boolean {
 export async function ciVault(d: DomainDeps, principal: string, vaultId?: string): Promise<CiVaultAccess | null> {
   const id = ciIdentityIdOf(principal)
   if (id === null) return null
-  const identity = await d.storage.getCiIdentity(id)
+  const [identity] = await d.storage.findCiIdentities({ id })
   if (!identity || (vaultId !== undefined && identity.vaultId !== vaultId)) return null
   const [vault] = await d.storage.findVaults({ id: identity.vaultId })
   return vault ? { ...vault, role: identity.role, ciEnvironments: identity.environments } : null
@@ -129,14 +129,14 @@ export async function addCiIdentity(d: DomainDeps, actor: Actor, input: NewCiIde
 export async function listCiIdentities(d: DomainDeps, actor: Actor, vaultId: string): Promise<CiIdentityRecord[]> {
   const vault = await locateVault(d, actor, vaultId)
   requireOwner(vault, 'see CI identities')
-  return d.storage.listCiIdentities(vault.id)
+  return d.storage.findCiIdentities({ vaultId: vault.id })
 }
 
 /** Removes a CI identity by id or exact name; its live tokens stop at once. */
 export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vaultId: string; identity: string }): Promise<CiIdentityRecord> {
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'remove CI identities')
-  const all = await d.storage.listCiIdentities(vault.id)
+  const all = await d.storage.findCiIdentities({ vaultId: vault.id })
   const found = all.find((i) => i.id === input.identity) ?? all.find((i) => i.name.toLowerCase() === input.identity.trim().toLowerCase())
   if (!found) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
   const now = d.now()
@@ -158,7 +158,7 @@ export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vau
  * administrator added belong to no person and stay.
  */
 export async function endCiIdentitiesAddedBy(d: DomainDeps, actor: Actor, vaultId: string, personId: string): Promise<string[]> {
-  const identities = await d.storage.listCiIdentities(vaultId)
+  const identities = await d.storage.findCiIdentities({ vaultId })
   if (identities.length === 0) return []
   const adders = await ciIdentityAdders(d.storage, vaultId)
   const ended: string[] = []

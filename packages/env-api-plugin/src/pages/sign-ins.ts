@@ -78,7 +78,7 @@ ${
     request.envkeepOperation = 'revoking a sign-in'
     try {
       const id = field(request.body, 'sign_in')
-      const ok = id !== '' && (await deps.opts.storage.revokeSignIn(id, person.id, deps.opts.now()))
+      const ok = id !== '' && (await deps.opts.storage.revokeSignIns({ personId: person.id, signInId: id }, deps.opts.now())) > 0
       if (!ok) throw pageError(404, "database (only what's shared with you is visible)", 'this sign-in does not exist, is not yours or is already revoked')
       return seeOther(deps, reply, '/sign-ins?done=revoked')
     } catch (err) {

@@ -1,9 +1,9 @@
 import type { CreateImportResult, DecideImportResult, ImportDecision, ImportRecord, ImportStore, NewImport } from '../adapters/import-store.js'
-import { pushExpiredEntry } from '../adapters/import-store.js'
+import { expiredPush, overwritesOf, pushExpiredEntry, pushHasExpired, storageLimitRefusal } from '../domain/storage-rules.js'
 import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, varKey, type MemoryDb, type State } from './memory-state.js'
-import { overLimit, sameBytes, usage } from './memory-vault-store.js'
+import { sameBytes, usage } from './memory-vault-store.js'
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
@@ -17,7 +17,7 @@ export class MemoryImportStore implements ImportStore {
 
   /** Moves a pending push to expired in the draft, with its log entry. */
   #expire(s: State, imp: ImportRecord): ImportRecord {
-    const expired: ImportRecord = Object.freeze({ ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null, reason: null })
+    const expired: ImportRecord = Object.freeze(expiredPush(imp))
     s.imports.set(imp.id, expired)
     s.importValues.delete(imp.id)
     this.#db.appendLog(s, pushExpiredEntry(imp))
@@ -29,7 +29,7 @@ export class MemoryImportStore implements ImportStore {
       if (input.sealedUnder && !sameBytes(s.vaults.get(input.vaultId)?.wrappedKey ?? null, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
       const before = usage(s, input.vaultId)
       const bytes = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
-      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + bytes }, input.limit)
+      const over = storageLimitRefusal(before, { n: before.n + input.values.length, bytes: before.bytes + bytes }, input.limit)
       if (over) return over
       await this.#db.step()
       if (s.imports.has(input.id)) throw new StorageError('23505', 'imports_pk')
@@ -44,7 +44,7 @@ export class MemoryImportStore implements ImportStore {
         signInId: input.signInId,
         status: 'pending',
         names,
-        overwrites: names.filter((n) => current.has(n)),
+        overwrites: overwritesOf(names, current),
         refused: input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason })),
         createdAt: input.createdAt,
         expiresAt: input.expiresAt,
@@ -67,7 +67,7 @@ export class MemoryImportStore implements ImportStore {
 
   async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
     const imp = await this.#db.read('imports', (s) => s.imports.get(importId) ?? null)
-    if (imp?.status !== 'pending' || now.getTime() < imp.expiresAt.getTime()) return imp
+    if (!imp || !pushHasExpired(imp, now)) return imp
     return this.#db.write('imports', (s) => {
       const fresh = s.imports.get(importId)
       if (!fresh) return null
@@ -88,7 +88,7 @@ export class MemoryImportStore implements ImportStore {
       const imp = s.imports.get(d.importId)
       if (!imp) throw new StorageError('23503', 'imports')
       if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
-      if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: this.#expire(s, imp) }
+      if (pushHasExpired(imp, d.now)) return { ok: false, reason: 'not_pending', import: this.#expire(s, imp) }
       const version = s.environments.get(imp.vaultId)?.get(imp.environment)?.version ?? 0
       if (d.decision === 'applied' && d.ifVersion !== undefined && d.ifVersion !== version) return { ok: false, reason: 'changed', import: imp }
       await this.#db.step()

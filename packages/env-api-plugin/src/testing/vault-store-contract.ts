@@ -1,3 +1,4 @@
+import type { HistoryStore } from '../adapters/history-store.js'
 import type { VaultStore } from '../adapters/vault-store.js'
 import { importCases } from './contract/import-cases.js'
 import { variableCases } from './contract/variable-cases.js'
@@ -9,15 +10,15 @@ import { vaultAdminContract } from './vault-admin-contract.js'
  * plain async cases that throw (node:assert), so any runner can drive them.
  * With tap: `runVaultStoreContract(t, makeStore)`.
  *
- * `makeStore` returns a fresh, empty store, a `close` for it and, when the
- * backend can, a `probe` that looks at the stored data directly instead of
- * trusting the store's own answers (and can make chosen writes fail, to
- * check that what must be atomic is). Cases that need a probe are skipped
- * (they pass) without one.
+ * `makeStore` returns a fresh, empty store, a `close` for it and a `probe`
+ * that looks at the stored data directly instead of trusting the store's
+ * own answers (and can make chosen writes fail, to check that what must be
+ * atomic is). Every backend supplies one: no case is skipped.
  */
 export interface VaultStoreFixture {
-  readonly store: VaultStore
-  readonly probe?: VaultStoreProbe
+  /** the vault store with its history half (changes of values go through `changeVariables`) */
+  readonly store: VaultStore & HistoryStore
+  readonly probe: VaultStoreProbe
   close(): Promise<void>
 }
 
@@ -37,6 +38,12 @@ export interface VaultStoreProbe {
    * returned function is called.
    */
   breakWrites(what: 'access_log' | 'variables' | 'import_values', name?: string): Promise<() => Promise<void>>
+  /**
+   * How many changes wait right now for a lock another change holds (the
+   * store's write lock, a row lock): the signal a race case waits for
+   * before letting the holder go, so the race is run every time.
+   */
+  lockWaiters(): Promise<number>
 }
 
 export type MakeVaultStore = () => Promise<VaultStoreFixture>

@@ -25,7 +25,7 @@ t.test('an owner adds, sees and removes a CI identity on "CI access"; each is lo
   })
   t.equal(add.statusCode, 303, add.body.slice(0, 300))
   t.equal(add.headers.location, `${url}?done=added`)
-  const [identity] = await b.storage.listCiIdentities(b.vaultId)
+  const [identity] = await b.storage.findCiIdentities({ vaultId: b.vaultId })
   t.same(
     identity && { ...identity, requiredClaims: { ...identity.requiredClaims }, environments: identity.environments && [...identity.environments] },
     identity && {
@@ -50,7 +50,7 @@ t.test('an owner adds, sees and removes a CI identity on "CI access"; each is lo
 
   const remove = await s.post(`${url}/remove`, { identity: identity!.id })
   t.equal(remove.statusCode, 303)
-  t.same(await b.storage.listCiIdentities(b.vaultId), [])
+  t.same(await b.storage.findCiIdentities({ vaultId: b.vaultId }), [])
 })
 
 t.test('refused CI identities: bad issuer, everything-pattern, role, owners-only environment for an editor; nothing stored, nothing echoed', async (t) => {
@@ -75,7 +75,7 @@ t.test('refused CI identities: bad issuer, everything-pattern, role, owners-only
     t.equal(res.statusCode, 400, name)
     t.match(res.body, why, `${name}: says why`)
   }
-  t.same(await b.storage.listCiIdentities(b.vaultId), [], 'nothing stored')
+  t.same(await b.storage.findCiIdentities({ vaultId: b.vaultId }), [], 'nothing stored')
 })
 
 t.test('only owners reach CI access; forms need the CSRF token', async (t) => {
@@ -93,7 +93,7 @@ t.test('only owners reach CI access; forms need the CSRF token', async (t) => {
   await owner.get(url)
   const noCsrf = await owner.post(`${url}/add`, { name: 'x', issuer: GH, audience: 'a', subject: 'repo:acme/shop:*', role: 'owner' }, { csrf: false })
   t.equal(noCsrf.statusCode, 403, 'no CSRF token: refused')
-  t.same(await b.storage.listCiIdentities(b.vaultId), [])
+  t.same(await b.storage.findCiIdentities({ vaultId: b.vaultId }), [])
   const anon = session(b.app, null)
   t.equal((await anon.get(url)).statusCode, 303, 'signed out: to the sign-in page')
 })
@@ -134,7 +134,7 @@ t.test('CI identities end when the owner who added them loses the owner role or 
     const r = await s.post(`${url}/add`, { name, issuer: GH, audience: 'aud', subject: `repo:acme/${name}:*`, role: 'editor' })
     t.equal(r.statusCode, 303, `${name} added`)
   }
-  const names = async () => (await b.storage.listCiIdentities(b.vaultId)).map((i) => i.name).sort()
+  const names = async () => (await b.storage.findCiIdentities({ vaultId: b.vaultId })).map((i) => i.name).sort()
   await owner.get(`/v/${b.vaultId}/members`)
   const promote = (who: string, role: string) => owner.post(`/v/${b.vaultId}/members/change`, { person: PEOPLE[who]!.id, role })
   t.equal((await promote('editor', 'owner')).statusCode, 303, 'the editor becomes an owner')

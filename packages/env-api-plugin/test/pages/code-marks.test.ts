@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build, PEOPLE, session } from './helpers.js'
-import { testLogEntry, TEST_NO_LIMIT } from '../../src/testing/index.js'
+import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '../../src/testing/index.js'
 
 // Issue 25 (attacker 2): an editor may store NODE_OPTIONS, LD_PRELOAD… and `envkeep run` would
 // hand them to an owner's programs. The review page and the Variables page mark such names
@@ -21,7 +21,8 @@ t.test('the review page marks names that make programs run code, and only those'
 t.test('the Variables page marks them too', async (t) => {
   const b = await build(t)
   for (const v of await b.seal('development', { BASH_ENV: '/tmp/x.sh', PORT: '8080' })) {
-    await b.storage.setVariable(
+    await writeTestValue(
+      b.storage,
       { vaultId: b.vaultId, environment: 'development', value: v, by: PEOPLE.owner!.id, now: b.clock.now, limit: TEST_NO_LIMIT },
       testLogEntry({ vaultId: b.vaultId, at: b.clock.now, personId: PEOPLE.owner!.id, action: 'variable_set', environment: 'development', names: [v.name] }),
     )

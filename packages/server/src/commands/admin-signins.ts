@@ -6,7 +6,7 @@ export async function adminSigninsRevoke(ctx: CommandContext): Promise<number> {
   const data = await openData(ctx.config)
   try {
     const person = await requireAccount(data, email)
-    const revoked = await data.storage.revokeAllSignIns(person.id, ctx.now())
+    const revoked = await data.storage.revokeSignIns({ personId: person.id }, ctx.now())
     const sessions = await data.accounts.deleteSessionsOf(person.id)
     return report(ctx, `${revoked} sign-in(s) revoked and ${sessions} web session(s) ended for ${person.email}`, {
       email: person.email,

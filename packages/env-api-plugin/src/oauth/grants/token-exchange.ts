@@ -101,7 +101,7 @@ export function replayKey(issuer: string, claims: { sub: string; iat: number; ex
 export async function tokenExchangeGrant(
   p: TokenExchangeParams,
   opts: ResolvedOptions,
-  store: Pick<CiIdentityStore, 'listCiIdentitiesByIssuer' | 'issueCiSignIn'> & Pick<VaultStore, 'findVaults' | 'listAccessLog' | 'listMembers'>,
+  store: Pick<CiIdentityStore, 'findCiIdentities' | 'issueCiSignIn'> & Pick<VaultStore, 'findVaults' | 'listAccessLog' | 'listMembers'>,
   verifier: SubjectTokenVerifier,
 ): Promise<TokenExchangeResponse> {
   if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
@@ -131,7 +131,7 @@ export async function tokenExchangeGrant(
     throw refused('not a JWT', cause)
   }
   // Only issuers some vault trusts are ever contacted.
-  const trusting = await store.listCiIdentitiesByIssuer(issuer)
+  const trusting = await store.findCiIdentities({ issuer })
   if (trusting.length === 0) throw refused('no CI identity trusts this issuer')
   let claims: Awaited<ReturnType<SubjectTokenVerifier['verify']>>
   try {

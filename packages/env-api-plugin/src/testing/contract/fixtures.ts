@@ -1,16 +1,9 @@
 // Fixtures of the vault store contract (../vault-store-contract.ts): times, people, sealed-looking bytes, helpers.
 import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
-import type {
-  AccessAction,
-  AccessLogEntry,
-  EnvironmentInfo,
-  NewImport,
-  SealedVariable,
-  StorageLimit,
-  VariableWrite,
-  VaultStore,
-} from '../../adapters/vault-store.js'
+import type { AccessAction, AccessLogEntry, EnvironmentInfo, NewImport, SealedVariable, StorageLimit, VaultStore } from '../../adapters/vault-store.js'
+import type { HistoryStore } from '../../adapters/history-store.js'
+import type { VariableWrite } from '../write-value.js'
 import type { MakeVaultStore, VaultStoreFixture } from '../vault-store-contract.js'
 
 // ---- fixtures -----------------------------------------------------------------
@@ -107,6 +100,63 @@ export function newImport(vaultId: string, values: readonly SealedVariable[], ov
     limit: LIMIT,
     ...over,
   }
+}
+
+/** One stored value (sealed), or null: `readCurrent` of that one name (not logged). */
+export async function storedValue(store: HistoryStore, vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
+  return (await store.readCurrent(vaultId, environment, [name])).variables[0] ?? null
+}
+
+/**
+ * Deletes one variable as the domain does: the environment as it is now,
+ * then `changeVariables` guarded by that version, with a one-entry change
+ * set. An absent name changes nothing: `{ ok: false, reason: 'absent' }`.
+ */
+export async function deleteValue(
+  store: HistoryStore,
+  input: { vaultId: string; environment: string; name: string; by: string | null; now: Date },
+  log: AccessLogEntry,
+): Promise<{ ok: boolean; reason?: string }> {
+  const { version, variables } = await store.readCurrent(input.vaultId, input.environment, [input.name])
+  const was = variables.find((v) => v.name === input.name)
+  if (!was) return { ok: false, reason: 'absent' }
+  const r = await store.changeVariables(
+    {
+      vaultId: input.vaultId,
+      environment: input.environment,
+      set: [],
+      delete: [input.name],
+      ifVersion: version,
+      by: input.by,
+      now: input.now,
+      limit: LIMIT,
+      changeSet: {
+        id: randomUUID(),
+        vaultId: input.vaultId,
+        environment: input.environment,
+        at: input.now,
+        by: input.by,
+        how: 'page',
+        ref: null,
+        entries: [{ name: input.name, kind: 'deleted', before: was.sealed, after: null }],
+      },
+    },
+    log,
+  )
+  return r.ok ? { ok: true } : { ok: false, reason: r.reason }
+}
+
+/**
+ * Waits for a signal from the store (`probe.lockWaiters()`, say): asks
+ * again after each turn of the event loop, and fails the case if it never
+ * comes. No timer decides whether a race is run.
+ */
+export async function signalled(ready: () => Promise<boolean>, what: string, turns = 100_000): Promise<void> {
+  for (let i = 0; i < turns; i++) {
+    if (await ready()) return
+    await new Promise<void>((resolve) => setImmediate(resolve))
+  }
+  assert.fail(`no signal from the store: ${what}`)
 }
 
 /** Byte-for-byte equality that never prints the bytes (sealed values stay out of test output). */

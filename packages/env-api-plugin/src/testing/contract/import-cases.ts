@@ -3,7 +3,26 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { StorageLimit } from '../../adapters/vault-store.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
-import { T0, MINUTE, DAY, OWNER, EDITOR, at, sealed, sv, entry, put, withStore, newVault, newImport, same, namesOf, rejectsWith } from './fixtures.js'
+import {
+  T0,
+  MINUTE,
+  DAY,
+  OWNER,
+  EDITOR,
+  at,
+  sealed,
+  sv,
+  entry,
+  put,
+  withStore,
+  newVault,
+  newImport,
+  same,
+  namesOf,
+  rejectsWith,
+  storedValue,
+} from './fixtures.js'
+import { writeTestValue } from '../write-value.js'
 
 export const importCases: readonly VaultStoreContractCase[] = [
   {
@@ -11,8 +30,8 @@ export const importCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
-        await store.setVariable(put(id, 'development', sv('EXISTS'), OWNER, T0), entry(id, 'variable_set'))
-        await store.setVariable(put(id, 'preview', sv('ELSEWHERE'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('EXISTS'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'preview', sv('ELSEWHERE'), OWNER, T0), entry(id, 'variable_set'))
         const values = [sv('NEW_B'), sv('EXISTS'), sv('ELSEWHERE'), sv('NEW_A')]
         const refused = [
           { line: 3, name: '', reason: 'not a NAME=value line' },
@@ -52,7 +71,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const [last] = await store.listAccessLog(id, { limit: 1 })
         assert.equal(last?.action, 'push_created')
         assert.equal(last?.personId, EDITOR)
-        if (probe) assert.equal(await probe.stagedValueCount(input.id), 4)
+        assert.equal(await probe.stagedValueCount(input.id), 4)
         assert.equal(await store.getImport(randomUUID(), T0), null)
         assert.deepEqual(await store.getImportValues(randomUUID()), [])
       }),
@@ -73,14 +92,13 @@ export const importCases: readonly VaultStoreContractCase[] = [
           ['A'],
         )
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs)
-        if (probe) assert.equal(await probe.importCount(id), 1)
+        assert.equal(await probe.importCount(id), 1)
       }),
   },
   {
     name: 'createImport is one transaction: a failing log entry or staged value leaves nothing',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         const logged = await probe.accessLogCount(id)
         for (const [what, name] of [
@@ -106,13 +124,13 @@ export const importCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
-        await store.setVariable(put(id, 'development', sv('A', 100), OWNER, T0), entry(id, 'variable_set'))
-        await store.setVariable(put(id, 'preview', sv('B', 100), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('A', 100), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'preview', sv('B', 100), OWNER, T0), entry(id, 'variable_set'))
         const pending = await store.createImport(newImport(id, [sv('C', 100)]), entry(id, 'push_created'))
         assert.ok(pending.ok)
         // 3 stored or staged; another vault's data does not count
         const other = await newVault(store)
-        await store.setVariable(put(other, 'development', sv('Z', 1000), OWNER, T0), entry(other, 'variable_set'))
+        await writeTestValue(store, put(other, 'development', sv('Z', 1000), OWNER, T0), entry(other, 'variable_set'))
 
         const byCount: StorageLimit = { maxVariables: 5, maxBytes: 1_000_000 }
         const atLimit = await store.createImport({ ...newImport(id, [sv('D', 10), sv('E', 10)]), limit: byCount }, entry(id, 'push_created'))
@@ -130,7 +148,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.deepEqual(tooBig, { ok: false, reason: 'storage_limit', limit: 'bytes', usage: 401, max: 400 }, 'usage counts the new push')
         assert.equal(await store.getImport(rejected.id, T0), null, 'a refused push is not stored')
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs, 'nor logged')
-        if (probe) assert.equal(await probe.stagedValueCount(rejected.id), 0)
+        assert.equal(await probe.stagedValueCount(rejected.id), 0)
 
         // decided pushes free their staged space
         await store.decideImport({ importId: fits.import.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
@@ -152,7 +170,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(r?.decidedBy, null)
         assert.deepEqual(r?.names, ['A', 'B'], 'names are kept')
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
-        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        assert.equal(await probe.stagedValueCount(input.id), 0)
         const expiredLogs = async () => (await store.listAccessLog(id, { limit: 100, action: 'push_expired' })).length
         assert.equal(await expiredLogs(), 1)
         const [log] = await store.listAccessLog(id, { limit: 1, action: 'push_expired' })
@@ -168,7 +186,6 @@ export const importCases: readonly VaultStoreContractCase[] = [
     name: 'expiring is atomic too: if push_expired cannot be logged, the push stays pending with its staged values',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         const a = newImport(id, [sv('A')], { expiresAt: at(DAY) })
         const b = newImport(id, [sv('B')], { expiresAt: at(DAY) })
@@ -193,7 +210,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
         const old = sv('A')
-        await store.setVariable(put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
         const values = [sv('A'), sv('B'), sv('C')]
         const input = newImport(id, values)
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
@@ -215,7 +232,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const meta = await store.listVariableNames(id, 'development')
         assert.ok(meta.every((m) => m.updatedBy === OWNER && m.updatedAt.getTime() === at(MINUTE).getTime()))
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [], 'staged values deleted')
-        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        assert.equal(await probe.stagedValueCount(input.id), 0)
         const actions = (await store.listAccessLog(id, { limit: 100 })).map((l) => l.action)
         assert.ok(actions.includes('push_applied'))
         // terminal
@@ -232,7 +249,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
         const keep = sv('A')
-        await store.setVariable(put(id, 'development', keep, OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', keep, OWNER, T0), entry(id, 'variable_set'))
         const input = newImport(id, [sv('A'), sv('B')])
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
         const r = await store.decideImport({ importId: input.id, decision: 'rejected', by: EDITOR, now: at(MINUTE) }, entry(id, 'push_rejected'))
@@ -240,10 +257,10 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(r.import.status, 'rejected')
         assert.equal(r.import.decidedBy, EDITOR)
         assert.deepEqual(r.import.names, ['A', 'B'])
-        same((await store.getVariable(id, 'development', 'A'))?.sealed, keep.sealed)
-        assert.equal(await store.getVariable(id, 'development', 'B'), null)
+        same((await storedValue(store, id, 'development', 'A'))?.sealed, keep.sealed)
+        assert.equal(await storedValue(store, id, 'development', 'B'), null)
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
-        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        assert.equal(await probe.stagedValueCount(input.id), 0)
         assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_rejected' })).length, 1)
       }),
   },
@@ -258,7 +275,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(r.ok, false)
         assert.equal(r.import.status, 'expired')
         assert.equal(r.import.decidedAt?.getTime(), at(DAY).getTime())
-        assert.equal(await store.getVariable(id, 'development', 'A'), null)
+        assert.equal(await storedValue(store, id, 'development', 'A'), null)
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
         assert.equal((await store.getImport(input.id, at(DAY)))?.status, 'expired')
         const actions = (await store.listAccessLog(id, { limit: 100 })).map((l) => l.action)
@@ -270,10 +287,9 @@ export const importCases: readonly VaultStoreContractCase[] = [
     name: 'decideImport is all or none: one failing value leaves every variable and the push as they were',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         const old = sv('A')
-        await store.setVariable(put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
         const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
         const input = newImport(id, [sv('A'), sv('B'), sv('C')])
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
@@ -287,8 +303,8 @@ export const importCases: readonly VaultStoreContractCase[] = [
           } finally {
             await undo()
           }
-          same((await store.getVariable(id, 'development', 'A'))?.sealed, old.sealed, `${what}: A not overwritten`)
-          assert.equal(await store.getVariable(id, 'development', 'B'), null, `${what}: B not written`)
+          same((await storedValue(store, id, 'development', 'A'))?.sealed, old.sealed, `${what}: A not overwritten`)
+          assert.equal(await storedValue(store, id, 'development', 'B'), null, `${what}: B not written`)
           assert.equal(await probe.variableCount(id, 'development'), 1)
           assert.equal((await store.getImport(input.id, at(MINUTE)))?.status, 'pending', `${what}: still pending`)
           assert.equal(await probe.stagedValueCount(input.id), 3, `${what}: staged values kept`)
@@ -313,7 +329,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal([a.ok, b.ok].filter(Boolean).length, 1)
         const final = await store.getImport(input.id, at(MINUTE))
         assert.equal(final?.status, a.ok ? 'applied' : 'rejected')
-        assert.equal(final?.status === 'applied', (await store.getVariable(id, 'development', 'A')) !== null)
+        assert.equal(final?.status === 'applied', (await storedValue(store, id, 'development', 'A')) !== null)
       }),
   },
   {
@@ -336,7 +352,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
           const r = await store.getImport(i.id, at(2 * DAY))
           assert.equal(r?.status, 'expired')
           assert.equal(r?.decidedAt?.getTime(), exp.getTime())
-          if (probe) assert.equal(await probe.stagedValueCount(i.id), 0)
+          assert.equal(await probe.stagedValueCount(i.id), 0)
         }
         assert.equal((await store.getImport(later.id, at(2 * DAY)))?.status, 'pending')
         assert.equal((await store.getImport(decided.id, at(2 * DAY)))?.status, 'rejected')

@@ -2,8 +2,27 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { Role, VaultSecrets } from '../../adapters/vault-store.js'
+import { ACCESS_ACTIONS } from '../../domain/access-log-actions.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
-import { T0, OWNER, EDITOR, STRANGER, ENVS, sealed, sv, entry, put, withStore, newVault, newImport, same, rejectsWith } from './fixtures.js'
+import {
+  signalled,
+  T0,
+  OWNER,
+  EDITOR,
+  STRANGER,
+  ENVS,
+  sealed,
+  sv,
+  entry,
+  put,
+  withStore,
+  newVault,
+  newImport,
+  same,
+  rejectsWith,
+  storedValue,
+} from './fixtures.js'
+import { writeTestValue } from '../write-value.js'
 
 export const vaultCases: readonly VaultStoreContractCase[] = [
   {
@@ -87,7 +106,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: "listVaults and findVaultsByName: the person's vaults only, in name order, with their role",
+    name: "listVaults: the person's vaults only, in name order, with their role; findVaults by exact name",
     run: (make) =>
       withStore(make, async ({ store }) => {
         const b = await newVault(store, { name: 'bravo' })
@@ -116,13 +135,11 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
             [b, 'editor'],
           ],
         )
-        assert.deepEqual((await store.findVaultsByName('alpha', OWNER)).map((v) => v.id).sort(), [a, a2].sort())
         assert.deepEqual(
-          (await store.findVaultsByName('alpha', EDITOR)).map((v) => v.id),
-          [a],
+          (await store.findVaults({ name: 'alpha' })).map((v) => v.id),
+          [a, a2].sort(),
         )
-        assert.deepEqual(await store.findVaultsByName('ALPHA', OWNER), [], 'exact name')
-        assert.deepEqual(await store.findVaultsByName('charlie', EDITOR), [])
+        assert.deepEqual(await store.findVaults({ name: 'ALPHA' }), [], 'exact name')
         assert.ok(c)
       }),
   },
@@ -346,7 +363,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
   {
     name: 'ensureWrappedKey wraps inside its transaction: a rotation waits, then rewraps the new key too',
     run: (make) =>
-      withStore(make, async ({ store }) => {
+      withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
         const k = sealed(60)
         let release!: () => void
@@ -360,7 +377,8 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         })
         await started
         const rotated = store.rewrapKeys(async (w) => new Uint8Array([...w, 9]))
-        await new Promise((resolve) => setTimeout(resolve, 20))
+        // the store's signal: the rotation is waiting for the lock the wrapping holds
+        await signalled(async () => (await probe.lockWaiters()) > 0, 'the rotation waits for the key being made')
         release()
         same(await ensured, k)
         assert.equal(await rotated, 1, 'the rotation ran after the key was stored, and rewrapped it')
@@ -407,8 +425,8 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         assert.equal(await store.resealVault(id, async (c) => c), false, 'no key yet: nothing to reseal')
         const key = sealed(60)
         await store.ensureWrappedKey(id, async () => key)
-        await store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
-        await store.setVariable(put(id, 'production', sv('B'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'production', sv('B'), OWNER, T0), entry(id, 'variable_set'))
         const pending = newImport(id, [sv('P')])
         assert.ok((await store.createImport(pending, entry(id, 'push_created'))).ok)
         const decided = newImport(id, [sv('Q')])
@@ -416,8 +434,8 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         await store.decideImport({ importId: decided.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
         const other = await newVault(store)
         await store.ensureWrappedKey(other, async () => sealed(60))
-        await store.setVariable(put(other, 'development', sv('Z'), OWNER, T0), entry(other, 'variable_set'))
-        const otherBefore = await store.getVariable(other, 'development', 'Z')
+        await writeTestValue(store, put(other, 'development', sv('Z'), OWNER, T0), entry(other, 'variable_set'))
+        const otherBefore = await storedValue(store, other, 'development', 'Z')
         const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
 
         const bump = (u: Uint8Array) => new Uint8Array([...u, 1])
@@ -447,11 +465,30 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
           'pending pushes only',
         )
         same(await store.getWrappedKey(id), bump(key))
-        for (const v of got.variables) same((await store.getVariable(id, v.environment, v.name))?.sealed, bump(v.sealed), v.name)
+        for (const v of got.variables) same((await storedValue(store, id, v.environment, v.name))?.sealed, bump(v.sealed), v.name)
         same((await store.getImportValues(pending.id))[0]?.sealed, bump(got.staged[0]!.sealed))
         assert.notEqual((await store.readVariables(id, 'development', entry(id, 'read'))).version, version, 'the version changes')
-        same((await store.getVariable(other, 'development', 'Z'))?.sealed, otherBefore?.sealed, 'other vaults untouched')
+        same((await storedValue(store, other, 'development', 'Z'))?.sealed, otherBefore?.sealed, 'other vaults untouched')
         assert.equal(await store.resealVault(randomUUID(), async (c) => c), false)
+      }),
+  },
+  {
+    name: 'access log: every action of ACCESS_ACTIONS is stored and read back, and filtered on',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        for (const action of ACCESS_ACTIONS) await store.appendAccessLog(entry(id, action, { environment: null }))
+        const rows = await store.listAccessLog(id, { limit: 100 })
+        assert.deepEqual(
+          rows.map((r) => r.action).filter((a) => a !== 'vault_created'),
+          ACCESS_ACTIONS.filter((a) => a !== 'vault_created').reverse(),
+        )
+        for (const action of ACCESS_ACTIONS) {
+          assert.ok(
+            (await store.listAccessLog(id, { action, limit: 100 })).every((r) => r.action === action),
+            action,
+          )
+        }
       }),
   },
 ]
