@@ -1,6 +1,7 @@
 import type { Keyring } from './adapters/keyring.js'
 import type { PeopleAdapter } from './adapters/people.js'
 import type { Storage, StorageLimit } from './adapters/storage.js'
+import { createEnvkeepCore, positive, type EnvkeepCore } from './core.js'
 
 export interface EnvApiOptions {
   /** Public base URL of the service, e.g. `https://envkeep.example.com`; the OAuth issuer, exactly. */
@@ -42,7 +43,17 @@ export interface EnvApiOptions {
   allowPrivateWebhooks?: boolean
   /** How often the webhook worker looks for due deliveries. Default 2 seconds. */
   webhookIntervalMs?: number
+  /**
+   * The core (createEnvkeepCore) over the same storage, keyring and people, when the host
+   * shares it with its own pages or commands: its settings (`now`, `importTtlMs`,
+   * `historyDays`, `plans`, `ciAllowHttpLoopbackIssuers`, `allowPrivateWebhooks`) are then
+   * the core's, and giving any of them here too is refused. Default: the plugin builds its own.
+   */
+  core?: EnvkeepCore
 }
+
+/** The options that are the core's settings when a core is given. */
+const CORE_SETTINGS = ['now', 'importTtlMs', 'historyDays', 'plans', 'ciAllowHttpLoopbackIssuers', 'allowPrivateWebhooks'] as const
 
 export interface ResolvedOptions {
   readonly baseUrl: string
@@ -72,15 +83,21 @@ export interface ResolvedOptions {
   readonly secureCookies: boolean
   /** the path part of baseUrl ('' at the root), for routes served by the plugin */
   readonly basePath: string
+  /** the one core of this plugin instance: every surface reads and writes through `core.domain` */
+  readonly core: EnvkeepCore
 }
 
 const DAY = 24 * 60 * 60 * 1000
 export const PUSH_BODY_LIMIT = 1_048_576
 
-function positive(name: string, v: number | undefined, dflt: number): number {
-  if (v === undefined) return dflt
-  if (!Number.isFinite(v) || v <= 0) throw new TypeError(`envkeep: option ${name} must be a positive number`)
-  return v
+/** The given core, checked against the options, or a new one built from them. */
+function coreOf(o: EnvApiOptions): EnvkeepCore {
+  if (!o.core) return createEnvkeepCore(o)
+  if (o.core.storage !== o.storage || o.core.keyring !== o.keyring)
+    throw new TypeError('envkeep: option core must be built over the same storage and keyring as the plugin')
+  const doubled = CORE_SETTINGS.filter((k) => o[k] !== undefined)
+  if (doubled.length > 0) throw new TypeError(`envkeep: with option core, set ${doubled.join(', ')} on the core (createEnvkeepCore), not here`)
+  return o.core
 }
 
 /** Validates, defaults and freezes the options; a bad config never boots. */
@@ -100,32 +117,34 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
   if (o.keyring === undefined) throw new TypeError('envkeep: option keyring is required (null when there is no key)')
   const baseUrl = o.baseUrl
   const basePath = url.pathname === '/' ? '' : url.pathname
-  const plans = o.plans ?? { 'self-hosted': { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 } }
+  const core = coreOf(o)
+  const { settings } = core
   return Object.freeze({
     baseUrl,
     storage: o.storage,
     keyring: o.keyring,
     people: o.people,
     serviceName: o.serviceName ?? 'envkeep',
-    now: o.now ?? (() => new Date()),
-    importTtlMs: positive('importTtlMs', o.importTtlMs, 7 * DAY),
-    historyDays: positive('historyDays', o.historyDays, 365),
+    now: core.now,
+    importTtlMs: settings.importTtlMs,
+    historyDays: settings.historyDays,
     rateLimit: Object.freeze({
       perMinute: positive('rateLimit.perMinute', o.rateLimit?.perMinute, 60),
       perDay: positive('rateLimit.perDay', o.rateLimit?.perDay, 5000),
     }),
-    plans: Object.freeze({ ...plans }),
+    plans: settings.plans,
     accessTokenTtlMs: positive('accessTokenTtlMs', o.accessTokenTtlMs, 60 * 60 * 1000),
     signInTtlMs: positive('signInTtlMs', o.signInTtlMs, 365 * DAY),
     signInIdleMs: positive('signInIdleMs', o.signInIdleMs, 90 * DAY),
     codeTtlMs: positive('codeTtlMs', o.codeTtlMs, 60 * 1000),
-    ciAllowHttpLoopbackIssuers: o.ciAllowHttpLoopbackIssuers === true,
-    allowPrivateWebhooks: o.allowPrivateWebhooks === true,
+    ciAllowHttpLoopbackIssuers: settings.ciAllowHttpLoopbackIssuers,
+    allowPrivateWebhooks: settings.allowPrivateWebhooks,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,
     secureCookies: url.protocol === 'https:',
     basePath,
+    core,
   })
 }

@@ -1,11 +1,11 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
 import envApi, {
-  createDomain,
-  createVaultCrypto,
+  createEnvkeepCore,
   csrfPlugin,
   envkeepFrameworkErrors,
   envkeepNotFound,
+  type EnvkeepCore,
   type Keyring,
   type Storage,
 } from '@envkeep/env-api-plugin'
@@ -36,6 +36,8 @@ export interface AppDeps {
 export interface BuiltApp {
   readonly app: FastifyInstance
   readonly people: LocalPeople
+  /** the one core of the app (the plugin's and the server's own pages') */
+  readonly core: EnvkeepCore
 }
 
 /**
@@ -90,20 +92,23 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     now,
     ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
   })
-  // an invitation's page: the membership goes through the plugin's domain layer (its rules, its log)
-  const domain = createDomain({
+  // one core for the plugin and the server's own pages: an invitation's membership goes through
+  // the same domain layer (its rules, its log, its caches)
+  const core = createEnvkeepCore({
     storage: deps.storage,
-    crypto: createVaultCrypto(deps.storage, deps.keyring),
-    hasKey: deps.keyring !== null,
-    plans: { ...config.plans },
+    keyring: deps.keyring,
+    people,
     now,
     importTtlMs: config.importTtlSeconds * 1000,
-    people,
+    historyDays: config.historyDays,
+    plans: { ...config.plans },
+    ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
+    allowPrivateWebhooks: config.webhookAllowPrivate,
   })
   await app.register(invitePages, {
     accounts: deps.accounts,
     people,
-    domain,
+    domain: core.domain,
     basePath: config.basePath,
     now,
     ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
@@ -113,13 +118,8 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     storage: deps.storage,
     keyring: deps.keyring,
     people,
-    now,
-    importTtlMs: config.importTtlSeconds * 1000,
-    historyDays: config.historyDays,
+    core,
     rateLimit: { perMinute: config.ratePerMinute, perDay: config.ratePerDay },
-    plans: { ...config.plans },
-    ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
-    allowPrivateWebhooks: config.webhookAllowPrivate,
   })
-  return { app, people }
+  return { app, people, core }
 }

@@ -12,9 +12,22 @@ import { locateVault } from './vaults.js'
 export async function listAccessLog(
   d: DomainDeps,
   actor: Actor,
-  input: { vaultId: string; environment?: string; action?: AccessAction; before?: number; limit: number },
+  input: { vaultId: string; environment?: string; action?: AccessAction; before?: number; personId?: string; limit: number },
 ): Promise<AccessLogRow[]> {
   const vault = await locateVault(d, actor, input.vaultId)
-  const { vaultId: _vaultId, ...filter } = input
-  return d.storage.listAccessLog(vault.id, filter)
+  const { vaultId: _vaultId, personId, ...filter } = input
+  if (!personId) return d.storage.listAccessLog(vault.id, filter)
+  // a person filter reads further back (entries of others are skipped), at most PERSON_ROUNDS pages
+  const wanted: AccessLogRow[] = []
+  let before = filter.before
+  for (let round = 0; round < PERSON_ROUNDS && wanted.length < filter.limit; round++) {
+    const page = await d.storage.listAccessLog(vault.id, { ...filter, ...(before ? { before } : {}) })
+    wanted.push(...page.filter((l) => l.personId === personId))
+    if (page.length < filter.limit) break
+    before = page[page.length - 1]?.id
+  }
+  return wanted.slice(0, filter.limit)
 }
+
+/** How many pages of the log a person filter reads at most. */
+const PERSON_ROUNDS = 10

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
-import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
+import { ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
+import type { VaultAccess } from '../adapters/vault-store.js'
 import { issuerProblem } from '../oauth/workload/issuer-url.js'
 import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
 import { entryFor, type Actor } from './actor.js'
@@ -9,17 +9,14 @@ import { fail } from './failure.js'
 import { canManageVault, canReadEnvironment } from './permissions.js'
 import { locateVault } from './vaults.js'
 
+export { ciVault, isCiPrincipal, type CiVaultAccess } from './ci-vault.js'
+
 /**
  * CI identities ("CI access"): which CI runs may read a vault with no stored
  * secret. Only owners (and the administrator) add, list and remove them. A
  * CI identity reads with its role, limited to its environments when it has
  * a list; it is never a member, never pushes, never decides, never uses the pages.
  */
-
-/** A vault as a CI identity reaches it: its role, and the environments it is limited to (null: all its role reads). */
-export interface CiVaultAccess extends VaultAccess {
-  readonly ciEnvironments: readonly string[] | null
-}
 
 export const CI_IDENTITY_NOT_FOUND = 'that CI identity does not exist in this vault'
 
@@ -44,35 +41,6 @@ export interface NewCiIdentityInput {
   readonly role: string
   /** null or empty: every environment the role reads */
   readonly environments?: readonly string[] | null
-}
-
-/** Whether this sign-in principal is a CI identity (not a person). */
-export function isCiPrincipal(principal: string): boolean {
-  return ciIdentityIdOf(principal) !== null
-}
-
-/** The vault a CI identity belongs to, as it reaches it; null for another vault or a removed identity. */
-export async function ciVault(d: DomainDeps, principal: string, vaultId?: string): Promise<CiVaultAccess | null> {
-  const id = ciIdentityIdOf(principal)
-  if (id === null) return null
-  const identity = await d.storage.getCiIdentity(id)
-  if (!identity || (vaultId !== undefined && identity.vaultId !== vaultId)) return null
-  const [vault] = await d.storage.findVaults({ id: identity.vaultId })
-  return vault ? { ...vault, role: identity.role, ciEnvironments: identity.environments } : null
-}
-
-/** Whether whoever reached `vault` may read `env`: the role's rule, then a CI identity's environment list. */
-export function mayReadEnvironment(vault: VaultAccess, env: EnvironmentInfo): boolean {
-  if (!canReadEnvironment(vault.role, env)) return false
-  const limit = (vault as Partial<CiVaultAccess>).ciEnvironments
-  return limit === undefined || limit === null || limit.includes(env.name)
-}
-
-/** Why a CI identity may not read an environment its role could, in words; null otherwise. */
-export function ciLimitRefusal(vault: VaultAccess, env: EnvironmentInfo): string | null {
-  const limit = (vault as Partial<CiVaultAccess>).ciEnvironments
-  if (limit === undefined || limit === null || limit.includes(env.name)) return null
-  return `this CI identity is limited to ${limit.join(', ')}`
 }
 
 function requireOwner(vault: VaultAccess, what: string): void {

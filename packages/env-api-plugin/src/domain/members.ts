@@ -4,7 +4,7 @@ import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { canManageVault } from './permissions.js'
 import { isRole, ROLES } from './rules.js'
-import { requireFreeName } from './vault-admin.js'
+import { requireFreeName } from './vault-names.js'
 import { locateVault } from './vaults.js'
 
 /**

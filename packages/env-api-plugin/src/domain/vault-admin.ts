@@ -4,29 +4,16 @@ import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { canManageVault } from './permissions.js'
 import { vaultNameProblem } from './rules.js'
+import { requireFreeName } from './vault-names.js'
 import { environmentOf, locateVault } from './vaults.js'
+
+export { requireFreeName, sameVaultName } from './vault-names.js'
 
 /**
  * Vault administration (issue 14): names unique (case-insensitive) among
  * the vaults a person reaches; rename and delete by owners; an
  * environment's rules (owners-only, "Require a second person").
  */
-
-/** Case-insensitive comparison of vault names, as people read them. */
-export function sameVaultName(a: string, b: string): boolean {
-  return a.normalize('NFC').toLocaleLowerCase('en') === b.normalize('NFC').toLocaleLowerCase('en')
-}
-
-/** Refuses when `personId` reaches a vault (other than `except`) with this name. */
-export async function requireFreeName(d: DomainDeps, personId: string, name: string, who: 'you' | 'they', except?: string): Promise<void> {
-  const clash = (await d.storage.listVaults(personId)).find((v) => v.id !== except && sameVaultName(v.name, name))
-  if (!clash) return
-  throw fail.conflict(
-    who === 'you'
-      ? `you already have a vault named "${clash.name}"; choose another name`
-      : `that person already has a vault named "${clash.name}"; rename one of the two first`,
-  )
-}
 
 function requireOwner(vault: VaultAccess, what: string): void {
   if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)

@@ -3,9 +3,9 @@ import type { EnvironmentInfo, VaultAccess, VaultRecord } from '../adapters/vaul
 import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { requireFreeName } from './vault-admin.js'
+import { requireFreeName } from './vault-names.js'
 import { defaultPlan } from './limits.js'
-import { ciVault, isCiPrincipal } from './ci-identities.js'
+import { ciVault, isCiPrincipal } from './ci-vault.js'
 import { DEFAULT_ENVIRONMENTS, vaultNameProblem } from './rules.js'
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

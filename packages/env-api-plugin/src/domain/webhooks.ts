@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import type { DeliveryRecord, WebhookEvent, WebhookFormat, WebhookRecord } from '../adapters/webhook-store.js'
-import { errors } from '../errors.js'
 import { authorOf, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
@@ -69,7 +68,7 @@ export async function addWebhook(
   let secret: string | null = null
   let sealedSecret: Uint8Array | null = null
   if (input.format === 'generic') {
-    if (!d.hasKey) throw errors.notConfigured() // the secret is kept sealed with the vault's key
+    if (!d.hasKey) throw fail.notConfigured() // the secret is kept sealed with the vault's key
     secret = `whsec_${randomBytes(32).toString('base64url')}`
     sealedSecret = await d.crypto.sealWebhookSecret(vault.id, id, secret)
   }

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
 import type { ResolvedOptions } from '../options.js'
-import { createVaultCrypto } from '../vault-service.js'
 import { ASSETS } from './assets.js'
 import type { PageDeps } from './context.js'
+import { pagesDomain } from './domain.js'
 import { sendErrorPage, toPageFailure } from './error.js'
 import { ciAccessRoutes } from './ci-access.js'
 import { historyRoutes } from './history.js'
@@ -72,7 +72,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
       if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) {
         await app.register(fastifyFormbody, { bodyLimit: FORM_BODY_LIMIT })
       }
-      const deps: PageDeps = { opts, crypto: createVaultCrypto(opts.storage, opts.keyring) }
+      const deps: PageDeps = { opts, domain: pagesDomain(opts.core.domain) }
 
       app.setErrorHandler(async function pageErrorHandler(err, request, reply) {
         const f = toPageFailure(err, request)

@@ -7,7 +7,7 @@ import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type Pa
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
-import { vaultUrl } from './vault.js'
+import { settingsPath, vaultUrl } from './paths.js'
 
 /**
  * A vault's settings (issue 14), for owners: "Rename", each environment's
@@ -17,9 +17,7 @@ import { vaultUrl } from './vault.js'
  *   POST /v/:vault/settings/rename | /environment | /delete
  */
 
-export function settingsPath(vaultId: string): string {
-  return `/v/${encodeURIComponent(vaultId)}/settings`
-}
+export { settingsPath }
 
 const DONE: Readonly<Record<string, string>> = Object.freeze({
   renamed: 'The vault was renamed.',

@@ -2,14 +2,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
-import { canManageVault, canReadEnvironment, canWriteEnvironment } from '../domain/permissions.js'
+import { canManageVault, mayAccess } from '../domain/permissions.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
-import { historyPath } from './history.js'
-import { settingsPath } from './settings.js'
+import { historyPath, settingsPath, vaultUrl } from './paths.js'
 import { html, type SafeHtml } from './html.js'
 import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
@@ -27,9 +26,7 @@ const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   environment_created: 'The environment was added.',
 })
 
-export function vaultUrl(deps: PageDeps, vaultId: string): string {
-  return pagePath(deps, `/v/${encodeURIComponent(vaultId)}`)
-}
+export { vaultUrl }
 
 interface VaultView {
   readonly vault: VaultAccess
@@ -59,7 +56,7 @@ export function tabPath(vaultId: string, tab: VaultTab): string {
 
 async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView): Promise<FastifyReply> {
   const { vault, person } = view
-  const { storage } = deps.opts
+  const actor = pageActor(person, reply.request)
   const tab = view.tab ?? 'variables'
   const token = reply.generateCsrf()
   const csrf = csrfField(token)
@@ -67,37 +64,36 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
   const owner = canManageVault(vault.role)
   const people = personCache(deps)
 
-  // a push past its expiry is expired on its next read; do not offer it for review
-  const now = deps.opts.now().getTime()
-  const pushes = (await storage.listImports(vault.id, { status: 'pending', limit: 50 })).filter((p) => p.expiresAt.getTime() > now)
-  const readableEnv = vault.environments.find((e) => canReadEnvironment(vault.role, e))
+  // a push past its expiry is left out (listPushes): it is never offered for review
+  const pushes = await deps.domain.listPushes(actor, { vaultId: vault.id, status: 'pending', limit: 50 })
+  const readableEnv = vault.environments.find((e) => mayAccess(vault, e, 'read'))
   const shownEnv = vault.environments.find((e) => e.name === view.env) ?? readableEnv ?? vault.environments[0]
 
   let section: SafeHtml
-  if (tab === 'variables') section = await variablesTab(deps, vault, view, csrf, shownEnv)
-  else if (tab === 'pushes') section = await pushesTab(deps, vault, pushes, people)
+  if (tab === 'variables') section = await variablesTab(deps, actor, vault, view, csrf, shownEnv)
+  else if (tab === 'pushes') section = await pushesTab(deps, actor, vault, pushes, people)
   else if (tab === 'members') {
-    const members = await storage.listMembers(vault.id)
+    const { domain } = deps
+    const members = await domain.listMembers(actor, vault.id)
     const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
-    const domain = pageDomain(deps)
     // pending invitations: owners only, when the host keeps them (people.listInvitations)
-    const invitations = owner ? await domain.listInvitations(pageActor(person, reply.request), vault.id) : null
+    const invitations = owner ? await domain.listInvitations(actor, vault.id) : null
     const inviters = await Promise.all((invitations ?? []).map((inv) => people(inv.invitedBy)))
     section = html`<section id="members">
 ${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null })}
 </section>`
-  } else section = await accessLogTab(deps, vault, view.query, people)
+  } else section = await accessLogTab(deps, actor, vault, view.query, people)
 
   const tabs: [VaultTab | 'history' | 'settings', string, string][] = [
     ['variables', 'Variables', pagePath(deps, tabPath(vault.id, 'variables'))],
     ['pushes', pushes.length ? `Pushes (${pushes.length})` : 'Pushes', pagePath(deps, tabPath(vault.id, 'pushes'))],
     ...(readableEnv
       ? [
-          [
+          ['history', 'History', pagePath(deps, historyPath(vault.id, shownEnv && mayAccess(vault, shownEnv, 'read') ? shownEnv.name : readableEnv.name))] as [
             'history',
-            'History',
-            pagePath(deps, historyPath(vault.id, shownEnv && canReadEnvironment(vault.role, shownEnv) ? shownEnv.name : readableEnv.name)),
-          ] as ['history', string, string],
+            string,
+            string,
+          ],
         ]
       : []),
     ['members', 'Members', pagePath(deps, tabPath(vault.id, 'members'))],
@@ -119,11 +115,18 @@ ${section}`
 }
 
 /** Variables: one environment at a time (a switcher), a filter box, and, for owners, "Add an environment". */
-async function variablesTab(deps: PageDeps, vault: VaultAccess, view: VaultView, csrf: SafeHtml, env: EnvironmentInfo | undefined): Promise<SafeHtml> {
+async function variablesTab(
+  deps: PageDeps,
+  actor: PersonActor,
+  vault: VaultAccess,
+  view: VaultView,
+  csrf: SafeHtml,
+  env: EnvironmentInfo | undefined,
+): Promise<SafeHtml> {
   const base = vaultUrl(deps, vault.id)
   const owner = canManageVault(vault.role)
   const q = field(view.query, 'q').trim().slice(0, MAX_NAME_LENGTH)
-  const all = env ? await deps.opts.storage.listVariableNames(vault.id, env.name) : []
+  const all = env ? await deps.domain.listVariables(actor, { vaultId: vault.id, environment: env.name }) : []
   const vars = q ? all.filter((v) => v.name.toLowerCase().includes(q.toLowerCase())) : all
   const switcher = html`<nav class="envs" aria-label="Environments">${vault.environments.map(
     (e) =>
@@ -139,7 +142,7 @@ ${q ? html`<a href="${`${base}?env=${encodeURIComponent(env.name)}`}">Show all</
 </form>`
     : ''
   const revealed = view.revealed && env && view.revealed.environment === env.name ? view.revealed.values : null
-  const pasteable = env && canReadEnvironment(vault.role, env)
+  const pasteable = env && mayAccess(vault, env, 'read')
   return html`<section id="environments">
 <h2>Variables</h2>
 ${switcher}
@@ -173,8 +176,8 @@ function environmentSection(
   editing: string | null,
 ): SafeHtml {
   const base = vaultUrl(deps, vault.id)
-  const readable = canReadEnvironment(vault.role, env)
-  const writable = readable && canWriteEnvironment(vault.role, env)
+  const readable = mayAccess(vault, env, 'read')
+  const writable = readable && mayAccess(vault, env, 'write')
   const anchor = `env-${env.name}`
   const items = vars.map((v) => {
     const value = revealed && Object.hasOwn(revealed, v.name) ? revealed[v.name] : undefined

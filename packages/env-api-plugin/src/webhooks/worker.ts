@@ -5,7 +5,7 @@ import type { Storage } from '../adapters/storage.js'
 import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
 import type { ResolveHost } from '../domain/webhook-url.js'
 import type { ResolvedOptions } from '../options.js'
-import type { VaultCrypto } from '../vault-service.js'
+import type { VaultCrypto } from '../domain/vault-crypto.js'
 import { genericBody, signatureOf, slackBody, type PushEventFacts } from './payload.js'
 import { sendWebhook, type SendOutcome } from './send.js'
 
@@ -144,10 +144,10 @@ export function sweepWebhookEvents(deps: Pick<WebhookWorkerDeps, 'storage' | 'no
  * than 30 days are pruned). One run at a time; the timer never keeps the
  * process alive and stops when the app closes (after the run under way).
  */
-export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOptions, crypto: VaultCrypto): void {
+export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOptions): void {
   const deps: WebhookWorkerDeps = {
     storage: opts.storage,
-    crypto,
+    crypto: opts.core.crypto, // the core's: one data-key cache per plugin instance
     people: opts.people,
     baseUrl: opts.baseUrl,
     now: opts.now,
