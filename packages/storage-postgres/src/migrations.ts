@@ -282,12 +282,24 @@ const m005: Migration = {
   },
 }
 
+/**
+ * The access log's action becomes plain text (issue 19): the list of actions is one domain
+ * constant (`ACCESS_ACTIONS` in @envkeep/env-api-plugin), so no CHECK repeats it and a new
+ * action needs no migration.
+ */
+const m006: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`alter table access_log drop constraint access_log_action`.execute(db)
+  },
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '001_schema': m001,
   '002_rate_counters': m002,
   '003_history': m003,
   '004_vault_admin': m004,
   '005_webhooks': m005,
+  '006_access_log_actions': m006,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

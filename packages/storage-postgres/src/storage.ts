@@ -1,4 +1,4 @@
-import type { CiIdentityStore, Storage } from '@envkeep/env-api-plugin'
+import { boundMethods, type CiIdentityStore, type Storage } from '@envkeep/env-api-plugin'
 import { PostgresCiIdentityStore } from './ci-identity-store.js'
 import { PostgresHistoryStore } from './history-store.js'
 import { PostgresImportStore } from './import-store.js'
@@ -19,25 +19,16 @@ export interface PostgresStorage extends Storage, CiIdentityStore {
 /** Opens the pool (running migrations) and returns the storage adapter over it. */
 export async function createPostgresStorage(options: PostgresOptions): Promise<PostgresStorage> {
   const database = await openPostgres(options)
-  const parts = [
-    new PostgresVaultStore(database.db),
-    new PostgresOAuthStore(database.db),
-    new PostgresCiIdentityStore(database.db),
-    new PostgresHistoryStore(database.db),
-    new PostgresImportStore(database.db),
-    new PostgresVaultAdminStore(database.db),
-    new PostgresWebhookStore(database.db),
-    new PostgresRateCounters(database.db),
-  ]
-  const storage: Record<string, unknown> = Object.create(null) as Record<string, unknown>
-  for (const part of parts) {
-    for (const k of Object.getOwnPropertyNames(Object.getPrototypeOf(part))) {
-      if (k === 'constructor') continue
-      const v = (part as unknown as Record<string, unknown>)[k]
-      if (typeof v === 'function') storage[k] = (v as (...a: unknown[]) => unknown).bind(part)
-    }
-  }
-  storage.database = database
-  storage.close = () => database.close()
-  return storage as unknown as PostgresStorage
+  return {
+    ...boundMethods(new PostgresVaultStore(database.db)),
+    ...boundMethods(new PostgresOAuthStore(database.db)),
+    ...boundMethods(new PostgresCiIdentityStore(database.db)),
+    ...boundMethods(new PostgresHistoryStore(database.db)),
+    ...boundMethods(new PostgresImportStore(database.db)),
+    ...boundMethods(new PostgresVaultAdminStore(database.db)),
+    ...boundMethods(new PostgresWebhookStore(database.db)),
+    ...boundMethods(new PostgresRateCounters(database.db)),
+    database,
+    close: () => database.close(),
+  } satisfies PostgresStorage
 }

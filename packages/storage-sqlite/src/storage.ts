@@ -1,4 +1,4 @@
-import type { Storage } from '@envkeep/env-api-plugin'
+import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteCiIdentityStore } from './ci-identity-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
@@ -15,36 +15,13 @@ export interface SqliteStorage extends Storage {
 /** Opens the database (running migrations) and returns the storage adapter over it. */
 export async function createSqliteStorage(options: OpenOptions): Promise<SqliteStorage> {
   const database = await openDatabase(options)
-  const vaults = createSqliteVaultStore(database)
-  const oauth = createSqliteOAuthStore(database)
-  const ci = createSqliteCiIdentityStore(database)
-  const storage = Object.assign(
-    Object.create(null) as object,
-    vaults,
-    bindAll(oauth),
-    ci,
-    bindAll(createSqliteHistoryStore(database)),
-    bindAll(createSqliteWebhookStore(database)),
-    {
-      database,
-      close: () => database.close(),
-    },
-  )
-  return storage as SqliteStorage
-}
-
-function bindAll<T extends object>(o: T): T {
-  const out: Record<string, unknown> = {}
-  let proto: object | null = o
-  const seen = new Set<string>()
-  while (proto && proto !== Object.prototype) {
-    for (const k of Object.getOwnPropertyNames(proto)) {
-      if (k === 'constructor' || seen.has(k)) continue
-      seen.add(k)
-      const v = (o as Record<string, unknown>)[k]
-      if (typeof v === 'function') out[k] = (v as (...a: unknown[]) => unknown).bind(o)
-    }
-    proto = Object.getPrototypeOf(proto) as object | null
-  }
-  return out as T
+  return {
+    ...createSqliteVaultStore(database),
+    ...createSqliteOAuthStore(database),
+    ...createSqliteCiIdentityStore(database),
+    ...boundMethods(createSqliteHistoryStore(database)),
+    ...boundMethods(createSqliteWebhookStore(database)),
+    database,
+    close: () => database.close(),
+  } satisfies SqliteStorage
 }

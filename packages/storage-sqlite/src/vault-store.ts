@@ -22,7 +22,7 @@ import type {
   VaultStore,
   ImportStore,
 } from '@envkeep/env-api-plugin'
-import { StorageError } from '@envkeep/env-api-plugin'
+import { boundMethods, StorageError } from '@envkeep/env-api-plugin'
 import { sql } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import { SqliteImportStore } from './import-store.js'
@@ -40,19 +40,12 @@ import { overLimit } from './limits.js'
  * which are hand-written and prepared once: compiling costs more than running.
  */
 export function createSqliteVaultStore(d: OpenDatabase): VaultStore {
-  const store = new SqliteVaultStore(d)
-  const methods: Record<string, unknown> = {}
-  for (const k of Object.getOwnPropertyNames(SqliteVaultStore.prototype)) {
-    const v = (store as unknown as Record<string, unknown>)[k]
-    if (k !== 'constructor' && typeof v === 'function') methods[k] = (v as (...a: unknown[]) => unknown).bind(store)
-  }
-  for (const part of [new SqliteImportStore(d), new SqliteKeyStore(d)]) {
-    for (const k of Object.getOwnPropertyNames(Object.getPrototypeOf(part))) {
-      const v = (part as unknown as Record<string, unknown>)[k]
-      if (k !== 'constructor' && typeof v === 'function') methods[k] = (v as (...a: unknown[]) => unknown).bind(part)
-    }
-  }
-  return { ...(methods as unknown as VaultStore), ...createSqliteVaultAdminStore(d) }
+  return {
+    ...boundMethods(new SqliteVaultStore(d)),
+    ...boundMethods(new SqliteImportStore(d)),
+    ...boundMethods(new SqliteKeyStore(d)),
+    ...createSqliteVaultAdminStore(d),
+  } satisfies VaultStore
 }
 
 /** The vault store but its administration (vault-admin-store.ts). */

@@ -53,6 +53,8 @@ t.test('migration 004 keeps an existing access log and its ids', async (t) => {
   t.equal(latest?.action, 'vault_created', 'the new action is allowed')
   t.ok((latest?.id ?? 0) > 9, 'ids keep growing past the old ones')
   t.same([latest?.subject, latest?.detail], ['p1', 'owner'])
-  const check = () => storage.appendAccessLog(testLogEntry({ vaultId: 'v1', action: 'nonsense' as 'read' }))
-  await t.rejects(check(), { name: 'StorageError', sqlstate: '23514' }, 'the action check is still there')
+  // 009: the action is plain text (the list is the domain's ACCESS_ACTIONS), so a new action needs no rebuild
+  await storage.appendAccessLog(testLogEntry({ vaultId: 'v1', action: 'a_later_action' as 'read' }))
+  const [later] = await storage.listAccessLog('v1', { limit: 1 })
+  t.equal(later?.action, 'a_later_action', 'an action the schema never heard of is kept as text')
 })

@@ -22,6 +22,7 @@
  * - values only ever cross this interface sealed (`Uint8Array`), never plain.
  */
 
+import type { AccessAction } from '../domain/access-log-actions.js'
 import type { ImportStore } from './import-store.js'
 
 export type * from './import-store.js'
@@ -72,25 +73,7 @@ export interface VariableMeta {
   readonly updatedBy: string | null
 }
 
-export type AccessAction =
-  | 'read'
-  | 'refused'
-  | 'push_created'
-  | 'push_applied'
-  | 'push_rejected'
-  | 'push_expired'
-  | 'variable_set'
-  | 'variable_deleted'
-  | 'member_added'
-  | 'member_changed'
-  | 'member_removed'
-  | 'environment_created'
-  | 'vault_created'
-  | 'history_revealed'
-  | 'change_reverted'
-  | 'environment_restored'
-  | 'vault_renamed'
-  | 'environment_changed'
+export type { AccessAction } from '../domain/access-log-actions.js'
 
 /**
  * One entry of a vault's access log. Who: a person (`personId`, with the

@@ -1,4 +1,5 @@
 import type { AccessAction, AccessLogRow, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
+import { ACCESS_ACTIONS, isAccessAction } from '../domain/access-log-actions.js'
 import { ADMINISTRATOR_CLIENT, type PersonActor } from '../domain/actor.js'
 import { field, pagePath, personLabel, when, type PageDeps, type personCache } from './context.js'
 import { html, type SafeHtml } from './html.js'
@@ -9,26 +10,6 @@ function vaultBase(deps: PageDeps, vaultId: string): string {
   return pagePath(deps, `/v/${encodeURIComponent(vaultId)}`)
 }
 
-export const ACCESS_ACTIONS: readonly AccessAction[] = Object.freeze([
-  'read',
-  'refused',
-  'push_created',
-  'push_applied',
-  'push_rejected',
-  'push_expired',
-  'variable_set',
-  'variable_deleted',
-  'member_added',
-  'member_changed',
-  'member_removed',
-  'environment_created',
-  'vault_created',
-  'history_revealed',
-  'change_reverted',
-  'environment_restored',
-  'vault_renamed',
-  'environment_changed',
-])
 export const LOG_PAGE = 50
 
 function logFilter(query: unknown, vault: VaultAccess): { environment?: string; action?: AccessAction; before?: number } {
@@ -37,7 +18,7 @@ function logFilter(query: unknown, vault: VaultAccess): { environment?: string; 
   const before = Number(field(query, 'before'))
   return {
     ...(vault.environments.some((e) => e.name === env) ? { environment: env } : {}),
-    ...((ACCESS_ACTIONS as readonly string[]).includes(action) ? { action: action as AccessAction } : {}),
+    ...(isAccessAction(action) ? { action } : {}),
     ...(Number.isSafeInteger(before) && before > 0 ? { before } : {}),
   }
 }

@@ -14,7 +14,6 @@ import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
 
 export { ENVIRONMENT_NAME_RE, ROLES }
-export { ACCESS_ACTIONS } from './vault-tabs.js'
 const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   variable_added: 'The variable was added.',
   variable_changed: 'The variable was changed.',

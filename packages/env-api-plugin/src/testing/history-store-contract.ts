@@ -12,7 +12,7 @@ import type { ContractRunner, VaultStoreProbe } from './vault-store-contract.js'
  */
 export interface HistoryStoreFixture {
   readonly store: VaultStore & HistoryStore
-  readonly probe?: VaultStoreProbe
+  readonly probe: VaultStoreProbe
   close(): Promise<void>
 }
 
@@ -231,7 +231,6 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
     name: 'a change whose log entry cannot be written leaves no value and no change set',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         const restore = await probe.breakWrites('access_log')
         try {

@@ -9,15 +9,14 @@ import { vaultAdminContract } from './vault-admin-contract.js'
  * plain async cases that throw (node:assert), so any runner can drive them.
  * With tap: `runVaultStoreContract(t, makeStore)`.
  *
- * `makeStore` returns a fresh, empty store, a `close` for it and, when the
- * backend can, a `probe` that looks at the stored data directly instead of
- * trusting the store's own answers (and can make chosen writes fail, to
- * check that what must be atomic is). Cases that need a probe are skipped
- * (they pass) without one.
+ * `makeStore` returns a fresh, empty store, a `close` for it and a `probe`
+ * that looks at the stored data directly instead of trusting the store's
+ * own answers (and can make chosen writes fail, to check that what must be
+ * atomic is). Every backend supplies one: no case is skipped.
  */
 export interface VaultStoreFixture {
   readonly store: VaultStore
-  readonly probe?: VaultStoreProbe
+  readonly probe: VaultStoreProbe
   close(): Promise<void>
 }
 

@@ -7,6 +7,7 @@ import { m005CiIdentities } from './005-ci-identities.js'
 import { m006History } from './006-history.js'
 import { m007VaultAdmin } from './007-vault-admin.js'
 import { m008Webhooks } from './008-webhooks.js'
+import { m009AccessLogActions } from './009-access-log-actions.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '006_history': m006History,
   '007_vault_admin': m007VaultAdmin,
   '008_webhooks': m008Webhooks,
+  '009_access_log_actions': m009AccessLogActions,
 }

@@ -52,7 +52,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const [last] = await store.listAccessLog(id, { limit: 1 })
         assert.equal(last?.action, 'push_created')
         assert.equal(last?.personId, EDITOR)
-        if (probe) assert.equal(await probe.stagedValueCount(input.id), 4)
+        assert.equal(await probe.stagedValueCount(input.id), 4)
         assert.equal(await store.getImport(randomUUID(), T0), null)
         assert.deepEqual(await store.getImportValues(randomUUID()), [])
       }),
@@ -73,14 +73,13 @@ export const importCases: readonly VaultStoreContractCase[] = [
           ['A'],
         )
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs)
-        if (probe) assert.equal(await probe.importCount(id), 1)
+        assert.equal(await probe.importCount(id), 1)
       }),
   },
   {
     name: 'createImport is one transaction: a failing log entry or staged value leaves nothing',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         const logged = await probe.accessLogCount(id)
         for (const [what, name] of [
@@ -130,7 +129,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.deepEqual(tooBig, { ok: false, reason: 'storage_limit', limit: 'bytes', usage: 401, max: 400 }, 'usage counts the new push')
         assert.equal(await store.getImport(rejected.id, T0), null, 'a refused push is not stored')
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs, 'nor logged')
-        if (probe) assert.equal(await probe.stagedValueCount(rejected.id), 0)
+        assert.equal(await probe.stagedValueCount(rejected.id), 0)
 
         // decided pushes free their staged space
         await store.decideImport({ importId: fits.import.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
@@ -152,7 +151,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(r?.decidedBy, null)
         assert.deepEqual(r?.names, ['A', 'B'], 'names are kept')
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
-        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        assert.equal(await probe.stagedValueCount(input.id), 0)
         const expiredLogs = async () => (await store.listAccessLog(id, { limit: 100, action: 'push_expired' })).length
         assert.equal(await expiredLogs(), 1)
         const [log] = await store.listAccessLog(id, { limit: 1, action: 'push_expired' })
@@ -168,7 +167,6 @@ export const importCases: readonly VaultStoreContractCase[] = [
     name: 'expiring is atomic too: if push_expired cannot be logged, the push stays pending with its staged values',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         const a = newImport(id, [sv('A')], { expiresAt: at(DAY) })
         const b = newImport(id, [sv('B')], { expiresAt: at(DAY) })
@@ -215,7 +213,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const meta = await store.listVariableNames(id, 'development')
         assert.ok(meta.every((m) => m.updatedBy === OWNER && m.updatedAt.getTime() === at(MINUTE).getTime()))
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [], 'staged values deleted')
-        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        assert.equal(await probe.stagedValueCount(input.id), 0)
         const actions = (await store.listAccessLog(id, { limit: 100 })).map((l) => l.action)
         assert.ok(actions.includes('push_applied'))
         // terminal
@@ -243,7 +241,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         same((await store.getVariable(id, 'development', 'A'))?.sealed, keep.sealed)
         assert.equal(await store.getVariable(id, 'development', 'B'), null)
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
-        if (probe) assert.equal(await probe.stagedValueCount(input.id), 0)
+        assert.equal(await probe.stagedValueCount(input.id), 0)
         assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_rejected' })).length, 1)
       }),
   },
@@ -270,7 +268,6 @@ export const importCases: readonly VaultStoreContractCase[] = [
     name: 'decideImport is all or none: one failing value leaves every variable and the push as they were',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         const old = sv('A')
         await store.setVariable(put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
@@ -336,7 +333,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
           const r = await store.getImport(i.id, at(2 * DAY))
           assert.equal(r?.status, 'expired')
           assert.equal(r?.decidedAt?.getTime(), exp.getTime())
-          if (probe) assert.equal(await probe.stagedValueCount(i.id), 0)
+          assert.equal(await probe.stagedValueCount(i.id), 0)
         }
         assert.equal((await store.getImport(later.id, at(2 * DAY)))?.status, 'pending')
         assert.equal((await store.getImport(decided.id, at(2 * DAY)))?.status, 'rejected')

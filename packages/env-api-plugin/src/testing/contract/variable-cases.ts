@@ -178,7 +178,6 @@ export const variableCases: readonly VaultStoreContractCase[] = [
     name: 'readVariables: if the log entry cannot be written, the read fails and nothing is logged',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         await store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
         const before = await probe.accessLogCount(id)
@@ -198,7 +197,6 @@ export const variableCases: readonly VaultStoreContractCase[] = [
     name: 'setVariable and deleteVariable are one transaction with their log entry',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
-        if (!probe) return
         const id = await newVault(store)
         const first = sv('A')
         await store.setVariable(put(id, 'development', first, OWNER, T0), entry(id, 'variable_set'))

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { Role, VaultSecrets } from '../../adapters/vault-store.js'
+import { ACCESS_ACTIONS } from '../../domain/access-log-actions.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
 import { T0, OWNER, EDITOR, STRANGER, ENVS, sealed, sv, entry, put, withStore, newVault, newImport, same, rejectsWith } from './fixtures.js'
 
@@ -452,6 +453,25 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         assert.notEqual((await store.readVariables(id, 'development', entry(id, 'read'))).version, version, 'the version changes')
         same((await store.getVariable(other, 'development', 'Z'))?.sealed, otherBefore?.sealed, 'other vaults untouched')
         assert.equal(await store.resealVault(randomUUID(), async (c) => c), false)
+      }),
+  },
+  {
+    name: 'access log: every action of ACCESS_ACTIONS is stored and read back, and filtered on',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        for (const action of ACCESS_ACTIONS) await store.appendAccessLog(entry(id, action, { environment: null }))
+        const rows = await store.listAccessLog(id, { limit: 100 })
+        assert.deepEqual(
+          rows.map((r) => r.action).filter((a) => a !== 'vault_created'),
+          ACCESS_ACTIONS.filter((a) => a !== 'vault_created').reverse(),
+        )
+        for (const action of ACCESS_ACTIONS) {
+          assert.ok(
+            (await store.listAccessLog(id, { action, limit: 100 })).every((r) => r.action === action),
+            action,
+          )
+        }
       }),
   },
 ]
