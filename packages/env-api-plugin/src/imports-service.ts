@@ -48,16 +48,18 @@ export async function decideImport(target: EnvkeepCore | Storage, input: DecideI
   const core = isCore(target)
     ? target
     : createEnvkeepCore({ storage: target, keyring: input.keyring ?? null, people: NO_PEOPLE, ...(input.now ? { now: fixed(input.now) } : {}) })
-  const now = core.now()
-  const imp = await core.storage.getImport(input.importId, now)
-  if (!imp) return { outcome: 'not_found' }
+  const { domain } = core
+  const vaultId = await domain.vaultOfPush(input.importId)
+  if (!vaultId) return { outcome: 'not_found' }
   const actor = personActor(input)
+  const push = { vaultId, importId: input.importId }
   try {
-    return { outcome: 'decided', import: await core.domain.decidePush(actor, { vaultId: imp.vaultId, importId: imp.id, decision: input.decision }) }
+    return { outcome: 'decided', import: await domain.decidePush(actor, { ...push, decision: input.decision }) }
   } catch (err) {
     if (!isRefusal(err)) throw err
     if (err.kind === 'not_found') return { outcome: 'not_found' }
-    const current = (await core.storage.getImport(imp.id, now)) ?? imp
+    // refused by who may decide or by its state: the person sees the push, as it is now
+    const current = (await domain.loadPush(actor, push)).push
     if (err.kind === 'forbidden') return { outcome: 'forbidden', reason: err.reason, import: current }
     return { outcome: 'not_pending', import: current }
   }

@@ -6,7 +6,7 @@ import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
 import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { canManageVault, canReadEnvironment } from './permissions.js'
+import { canReadEnvironment, requireOwner } from './permissions.js'
 import { locateVault } from './vaults.js'
 
 export { ciVault, isCiPrincipal, type CiVaultAccess } from './ci-vault.js'
@@ -41,10 +41,6 @@ export interface NewCiIdentityInput {
   readonly role: string
   /** null or empty: every environment the role reads */
   readonly environments?: readonly string[] | null
-}
-
-function requireOwner(vault: VaultAccess, what: string): void {
-  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
 }
 
 /** Why a CI identity's settings are refused, in words; the checked record otherwise. */

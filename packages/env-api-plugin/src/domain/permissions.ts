@@ -1,4 +1,5 @@
 import type { EnvironmentInfo, Role, VaultAccess } from '../adapters/vault-store.js'
+import { fail } from './failure.js'
 
 /**
  * Who may do what (decisions.md). The server administrator acts with an
@@ -72,4 +73,9 @@ export function revealRefusal(role: Role, env: EnvironmentInfo): string {
 /** Why a role may not change variables, in words. */
 export function writeRefusal(role: Role): string {
   return role === 'viewer' ? 'your role (viewer) cannot change variables' : `your role (${role}) cannot change owners-only environments`
+}
+
+/** Refuses anyone but an owner (and the administrator): `what` they cannot do, in words. */
+export function requireOwner(vault: VaultAccess, what: string): void {
+  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
 }

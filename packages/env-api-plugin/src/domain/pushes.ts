@@ -123,6 +123,15 @@ export async function listPushes(d: DomainDeps, actor: Actor, input: { vaultId: 
   return list.filter((p) => p.status !== 'pending' || p.expiresAt.getTime() > now)
 }
 
+/**
+ * The vault a push belongs to, for a host that knows only the push's id
+ * (decideImport): nothing else of it, since no access is checked here;
+ * null when there is no such push.
+ */
+export async function vaultOfPush(d: DomainDeps, importId: string): Promise<string | null> {
+  return (await d.storage.getImport(importId, d.now()))?.vaultId ?? null
+}
+
 export interface PushView {
   readonly vault: VaultAccess
   readonly push: ImportRecord

@@ -2,7 +2,7 @@ import type { EnvironmentInfo, VaultAccess, VaultRecord } from '../adapters/vaul
 import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { canManageVault } from './permissions.js'
+import { requireOwner } from './permissions.js'
 import { vaultNameProblem } from './rules.js'
 import { requireFreeName } from './vault-names.js'
 import { environmentOf, locateVault } from './vaults.js'
@@ -14,10 +14,6 @@ export { requireFreeName, sameVaultName } from './vault-names.js'
  * the vaults a person reaches; rename and delete by owners; an
  * environment's rules (owners-only, "Require a second person").
  */
-
-function requireOwner(vault: VaultAccess, what: string): void {
-  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
-}
 
 /** Renames a vault (owners): the name rules, unique among every member's vaults. */
 export async function renameVault(d: DomainDeps, actor: Actor, input: { vaultId: string; name: string }): Promise<VaultRecord> {

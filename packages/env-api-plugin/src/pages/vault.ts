@@ -3,7 +3,7 @@ import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
 import { canManageVault, mayAccess } from '../domain/permissions.js'
-import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, ROLES } from '../domain/rules.js'
+import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, NAME_RE, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
@@ -14,6 +14,9 @@ import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
 
 export { ENVIRONMENT_NAME_RE, ROLES }
+
+/** The variable-name rule as an HTML `pattern` (anchored by the browser): the domain's NAME_RE without its anchors. */
+const NAME_PATTERN = NAME_RE.source.replace(/^\^|\$$/g, '')
 const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   variable_added: 'The variable was added.',
   variable_changed: 'The variable was changed.',
@@ -246,7 +249,7 @@ ${
 <form method="post" action="${`${base}/variables/add#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <label for="${`add-name-${env.name}`}">Name</label>
-<input id="${`add-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="[A-Za-z_][A-Za-z0-9_]*" autocomplete="off" spellcheck="false">
+<input id="${`add-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="${NAME_PATTERN}" autocomplete="off" spellcheck="false">
 <label for="${`add-value-${env.name}`}">Value</label>
 <textarea id="${`add-value-${env.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off"></textarea>
 <button type="submit">Add variable</button>
