@@ -5,6 +5,7 @@
 // (a server where the tests may create databases; CI starts one). Without it, outside CI, it
 // says so and skips; in CI it fails.
 import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 
 if (!process.env.ENVKEEP_TEST_DATABASE_URL) {
   if (process.env.CI === 'true') {
@@ -31,5 +32,12 @@ const files = [
   'packages/server/test/not-found.test.ts',
   'packages/server/test/trust-proxy.test.ts',
 ]
-const r = spawnSync('tap', files, { stdio: 'inherit', env: { ...process.env, ENVKEEP_TEST_STORAGE: 'postgres' }, shell: false })
+// the plugin's tests take their store from the PostgreSQL package's side (the plugin does not
+// depend on @envkeep/storage-postgres, which depends on it)
+const storageModule = fileURLToPath(new URL('../packages/storage-postgres/test/plugin-storage.ts', import.meta.url))
+const r = spawnSync('tap', files, {
+  stdio: 'inherit',
+  env: { ...process.env, ENVKEEP_TEST_STORAGE: 'postgres', ENVKEEP_TEST_STORAGE_MODULE: storageModule },
+  shell: false,
+})
 process.exit(r.status ?? 1)

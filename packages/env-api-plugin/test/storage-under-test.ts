@@ -1,11 +1,14 @@
 import type { Storage } from '../src/index.js'
 import { createMemoryStorage, type MemoryStorage } from '../src/testing/index.js'
-import { withTestDatabase } from '@envkeep/test-support'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 
 /**
  * The store the route tests run on: the reference memory store, or, with
  * ENVKEEP_TEST_STORAGE=postgres, @envkeep/storage-postgres on a fresh database (the CI runs the
- * /api/env and OAuth tests both ways).
+ * /api/env and OAuth tests both ways). The PostgreSQL store comes from that package's own test
+ * module (`createStorageUnderTest(t)` in packages/storage-postgres/test/plugin-storage.ts, or
+ * the module `ENVKEEP_TEST_STORAGE_MODULE` names), loaded by path: this package does not
+ * depend on the storage packages, which depend on it.
  */
 export type StorageUnderTest = Storage & { close(): Promise<void> }
 
@@ -13,10 +16,11 @@ export const ON_POSTGRES = process.env.ENVKEEP_TEST_STORAGE === 'postgres'
 
 export async function storageUnderTest(t: { teardown(fn: () => unknown): void; skip(...a: never[]): unknown }): Promise<StorageUnderTest> {
   if (!ON_POSTGRES) return createMemoryStorage()
-  const url = await withTestDatabase(t as never)
-  if (!url) throw new Error('ENVKEEP_TEST_STORAGE=postgres needs ENVKEEP_TEST_DATABASE_URL')
-  const { createPostgresStorage } = await import('@envkeep/storage-postgres')
-  return createPostgresStorage({ connectionString: url, pool: 4 })
+  const module = process.env.ENVKEEP_TEST_STORAGE_MODULE ?? fileURLToPath(new URL('../../storage-postgres/test/plugin-storage.ts', import.meta.url))
+  const { createStorageUnderTest } = (await import(pathToFileURL(module).href)) as {
+    createStorageUnderTest(t: unknown): Promise<StorageUnderTest>
+  }
+  return createStorageUnderTest(t)
 }
 
 /** Raw SQL on the PostgreSQL store (for tampering tests), or null on the memory store. */

@@ -76,9 +76,9 @@ t.test('rotate-data-keys: online, values and pushes kept, an old wrapped key ope
 
   // the old wrapped key, with the master key, opens nothing written after the rotation
   const oldCrypto = createVaultCrypto({ ...storage, getWrappedKey: async () => oldWrapped } as typeof storage, ring)
-  const written = (await storage.getVariable(vault, 'development', 'AFTER'))!
+  const written = (await storage.readCurrent(vault, 'development', ['AFTER'])).variables[0]!
   await t.rejects(oldCrypto.openValues(vault, 'development', [written]), { code: 'decrypt_failed' }, 'a value written after')
-  const resealed = (await storage.getVariable(vault, 'development', 'BEFORE'))!
+  const resealed = (await storage.readCurrent(vault, 'development', ['BEFORE'])).variables[0]!
   await t.rejects(oldCrypto.openValues(vault, 'development', [resealed]), { code: 'decrypt_failed' }, 'nor one sealed again')
 
   // resumable: --from a later id leaves this vault as it is

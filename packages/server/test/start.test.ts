@@ -22,7 +22,7 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
   // a pending push that ended an hour ago, written straight to storage
   const storage = await createSqliteStorage({ filename: join(dir, 'data', 'envkeep.db') })
   const ana = (await (await createSqliteAccountStore(storage.database)).findAccountByEmail('ana@example.com'))!
-  const vault = (await storage.findVaultsByName('shop', ana.id))[0]!
+  const vault = (await storage.findVaults({ name: 'shop' }))[0]!
   const now = new Date()
   const id = randomUUID()
   const created = await storage.createImport(

@@ -10,10 +10,10 @@ import type {
   VariablesChange,
   VariableVersion,
 } from '@envkeep/env-api-plugin'
-import { StorageError } from '@envkeep/env-api-plugin'
+import { StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
 import { sql, type Kysely } from 'kysely'
 import { inTransaction, read } from './database.js'
-import { bytes, copy, insertLog, ms, overLimit, rows, usageOf } from './rows.js'
+import { bytes, copy, insertLog, ms, rows, usageOf } from './rows.js'
 
 type Q = Kysely<unknown>
 
@@ -138,7 +138,7 @@ export class PostgresHistoryStore implements HistoryStore {
         after.n -= 1
         after.bytes -= sizes.get(name) as number
       }
-      const over = overLimit(before, after, change.limit)
+      const over = storageLimitRefusal(before, after, change.limit)
       if (over) return over
       const at = change.now.getTime()
       for (const v of change.set) {

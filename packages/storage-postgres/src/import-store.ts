@@ -8,11 +8,11 @@ import type {
   NewImport,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
-import { pushExpiredEntry, StorageError } from '@envkeep/env-api-plugin'
+import { overwritesOf, pushExpiredEntry, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
 import { sql, type Kysely } from 'kysely'
 import { inTransaction, read } from './database.js'
 import { insertChangeSet } from './history-store.js'
-import { bumpVersion, bytes, copy, insertLog, json, lockVault, overLimit, rows, toImport, usageOf, type ImportRow } from './rows.js'
+import { bumpVersion, bytes, copy, insertLog, json, lockVault, rows, toImport, usageOf, type ImportRow } from './rows.js'
 
 type Q = Kysely<unknown>
 
@@ -42,7 +42,7 @@ export class PostgresImportStore implements ImportStore {
         return { ok: false, reason: 'stale_key' }
       const before = await usageOf(trx, input.vaultId)
       const add = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
-      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + add }, input.limit)
+      const over = storageLimitRefusal(before, { n: before.n + input.values.length, bytes: before.bytes + add }, input.limit)
       if (over) return over
       const names = input.values.map((v) => v.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
       const current = new Set(
@@ -54,7 +54,7 @@ export class PostgresImportStore implements ImportStore {
         ).map((r) => r.name),
       )
       const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
-      const overwrites = names.filter((n) => current.has(n))
+      const overwrites = overwritesOf(names, current)
       await sql`insert into imports (id, vault_id, environment, sender_id, sign_in_id, status, names, overwrites, refused, created_at, expires_at)
         values (${input.id}, ${input.vaultId}, ${input.environment}, ${input.senderId}, ${input.signInId}, 'pending', ${json(names)}, ${json(overwrites)}, ${json(refused)}, ${input.createdAt.getTime()}, ${input.expiresAt.getTime()})`.execute(
         trx,

@@ -1,4 +1,4 @@
-import type { AccessLogRow, ImportRecord, OverLimit, RefusedLine, Role, StorageLimit, VaultRecord } from '@envkeep/env-api-plugin'
+import type { AccessLogRow, ImportRecord, RefusedLine, Role, VaultRecord } from '@envkeep/env-api-plugin'
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 
 /** The rows and conversions the PostgreSQL stores share. */
@@ -62,14 +62,6 @@ export function toImport(r: ImportRow): ImportRecord {
     decidedBy: r.decided_by,
     reason: r.reason ?? null,
   }
-}
-
-export function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
-  if (after.n > limit.maxVariables && after.n > before.n)
-    return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
-  if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
-    return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
-  return null
 }
 
 /** A vault's usage (StorageLimit): its variables plus the staged values of its pending pushes. */

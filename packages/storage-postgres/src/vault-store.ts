@@ -2,7 +2,6 @@ import type {
   AccessLogEntry,
   AccessLogRow,
   CreateEnvironmentResult,
-  DeleteVariableResult,
   EnvironmentInfo,
   MemberChange,
   NewEnvironment,
@@ -12,7 +11,6 @@ import type {
   SealedVariable,
   SetMemberResult,
   SetVariableResult,
-  VariableDelete,
   VariableMeta,
   VariableWrite,
   VaultAccess,
@@ -22,10 +20,10 @@ import type {
   VaultStore,
 } from '@envkeep/env-api-plugin'
 import type { ImportStore } from '@envkeep/env-api-plugin'
-import { StorageError } from '@envkeep/env-api-plugin'
+import { memberChangeEntry, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import { inTransaction, read } from './database.js'
-import { bumpVersion, bytes, copy, insertLog, lockVault, ms, overLimit, record, rows, toLogRow, usageOf, type LogRow, type VaultRow } from './rows.js'
+import { bumpVersion, bytes, copy, insertLog, lockVault, ms, record, rows, toLogRow, usageOf, type LogRow, type VaultRow } from './rows.js'
 
 export { insertLog, rows } from './rows.js'
 
@@ -208,10 +206,6 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
     return (await this.#access(sql`m.person_id = ${personId} and v.id = ${vaultId}`))[0] ?? null
   }
 
-  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]> {
-    return this.#access(sql`m.person_id = ${personId} and v.name = ${name}`)
-  }
-
   findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
     return read(async () => {
       const where = 'id' in filter ? sql`where id = ${filter.id}` : 'name' in filter ? sql`where name = ${filter.name}` : sql``
@@ -252,7 +246,7 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
       if (previous === 'owner' && owners <= 1) return { ok: false, reason: 'last_owner' }
       await sql`insert into members (vault_id, person_id, role) values (${change.vaultId}, ${change.personId}, ${change.role})
         on conflict (vault_id, person_id) do update set role = excluded.role`.execute(trx)
-      await insertLog(trx, { ...log, action: previous === null ? 'member_added' : 'member_changed' })
+      await insertLog(trx, memberChangeEntry(log, previous))
       return { ok: true, previous }
     })
   }
@@ -327,16 +321,6 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
     )
   }
 
-  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
-    return read(async () => {
-      const [v] = await rows<{ sealed: Buffer }>(
-        this.#db,
-        sql`select sealed from variables where vault_id = ${vaultId} and environment = ${environment} and name = ${name}`,
-      )
-      return v ? { name, sealed: copy(v.sealed) } : null
-    })
-  }
-
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
     return inTransaction(this.#db, async (trx): Promise<SetVariableResult> => {
       const vault = await this.#lockVault(trx, write.vaultId)
@@ -351,7 +335,7 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
       if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
       const before = await this.#usage(trx, write.vaultId)
       const after = { n: before.n + (old ? 0 : 1), bytes: before.bytes - (old ? Number(old.size) : 0) + write.value.sealed.byteLength }
-      const over = overLimit(before, after, write.limit)
+      const over = storageLimitRefusal(before, after, write.limit)
       if (over) return over
       await sql`insert into variables (vault_id, environment, name, sealed, updated_at, updated_by)
         values (${write.vaultId}, ${write.environment}, ${write.value.name}, ${bytes(write.value.sealed)}, ${write.now.getTime()}, ${write.by})
@@ -361,17 +345,6 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
       await this.#bump(trx, write.vaultId, write.environment)
       await insertLog(trx, log)
       return { ok: true, created: !old }
-    })
-  }
-
-  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
-    return inTransaction(this.#db, async (trx): Promise<DeleteVariableResult> => {
-      await this.#lockVault(trx, input.vaultId)
-      const r = await sql`delete from variables where vault_id = ${input.vaultId} and environment = ${input.environment} and name = ${input.name}`.execute(trx)
-      if (Number(r.numAffectedRows ?? 0) === 0) return { ok: false, reason: 'absent' }
-      await this.#bump(trx, input.vaultId, input.environment)
-      await insertLog(trx, log)
-      return { ok: true }
     })
   }
 

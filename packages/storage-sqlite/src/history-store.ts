@@ -10,9 +10,9 @@ import type {
   VariablesChange,
   VariableVersion,
 } from '@envkeep/env-api-plugin'
-import { StorageError } from '@envkeep/env-api-plugin'
+import { StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
 import type { OpenDatabase } from './database.js'
-import { overLimit, prepared, usageOf } from './limits.js'
+import { prepared, usageOf } from './limits.js'
 import { runSync } from './sqlite-errors.js'
 import { INSERT_LOG_SQL, logParams } from './vault-store.js'
 
@@ -153,7 +153,7 @@ class SqliteHistoryStore implements HistoryStore {
           after.n -= 1
           after.bytes -= old.size
         }
-        const over = overLimit(before, after, change.limit)
+        const over = storageLimitRefusal(before, after, change.limit)
         if (over) return over
         const at = change.now.getTime()
         const upsert = this.#q(

@@ -10,9 +10,8 @@ import type {
   RefusedLine,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
-import { pushExpiredEntry, StorageError } from '@envkeep/env-api-plugin'
+import { overwritesOf, pushExpiredEntry, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
 import { insertChangeSet } from './history-store.js'
-import { overLimit } from './limits.js'
 import type { ImportsTable } from './schema.js'
 import { bytes, SqliteStoreBase } from './sqlite-store-base.js'
 
@@ -69,7 +68,7 @@ export class SqliteImportStore extends SqliteStoreBase implements ImportStore {
       if (this.staleKey(input.vaultId, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
       const before = this.usage(input.vaultId)
       const newBytes = input.values.reduce((s, v) => s + v.sealed.byteLength, 0)
-      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + newBytes }, input.limit)
+      const over = storageLimitRefusal(before, { n: before.n + input.values.length, bytes: before.bytes + newBytes }, input.limit)
       if (over) return over
 
       const existing = new Set(
@@ -79,7 +78,7 @@ export class SqliteImportStore extends SqliteStoreBase implements ImportStore {
       )
       const values = [...input.values].sort(byName)
       const names = values.map((v) => v.name)
-      const overwrites = names.filter((n) => existing.has(n))
+      const overwrites = overwritesOf(names, existing)
       const row: ImportRow = {
         id: input.id,
         vault_id: input.vaultId,

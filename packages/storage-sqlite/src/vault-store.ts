@@ -3,7 +3,6 @@ import type {
   AccessLogEntry,
   AccessLogRow,
   CreateEnvironmentResult,
-  DeleteVariableResult,
   EnvironmentInfo,
   MemberChange,
   NewEnvironment,
@@ -13,7 +12,6 @@ import type {
   SealedVariable,
   SetMemberResult,
   SetVariableResult,
-  VariableDelete,
   VariableMeta,
   VariableWrite,
   VaultAccess,
@@ -22,14 +20,13 @@ import type {
   VaultStore,
   ImportStore,
 } from '@envkeep/env-api-plugin'
-import { boundMethods, StorageError } from '@envkeep/env-api-plugin'
+import { boundMethods, memberChangeEntry, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
 import { sql } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import { SqliteImportStore } from './import-store.js'
 import { SqliteKeyStore } from './key-store.js'
 import { SqliteStoreBase } from './sqlite-store-base.js'
 import { createSqliteVaultAdminStore } from './vault-admin-store.js'
-import { overLimit } from './limits.js'
 
 /**
  * The vault store on SQLite. Every method runs synchronous better-sqlite3
@@ -176,10 +173,6 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
     return this.tx('deferred', 'vaults', () => this.#access(personId, { vaultId })[0] ?? null)
   }
 
-  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]> {
-    return this.tx('deferred', 'vaults', () => this.#access(personId, { name }))
-  }
-
   findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
     return this.tx('deferred', 'vaults', () => {
       let q = this.db.selectFrom('vaults').select(['id', 'name', 'plan', 'require_second_person', 'created_at'])
@@ -252,7 +245,7 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
           .values({ vault_id: change.vaultId, person_id: change.personId, role: change.role })
           .onConflict((oc) => oc.columns(['vault_id', 'person_id']).doUpdateSet({ role: change.role })),
       )
-      this.log({ ...log, action: previous === null ? 'member_added' : 'member_changed' })
+      this.log(memberChangeEntry(log, previous))
       return { ok: true, previous }
     })
   }
@@ -384,20 +377,6 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
     )
   }
 
-  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
-    return this.tx('none', 'variables', () => {
-      const r = this.first(
-        this.db
-          .selectFrom('variables')
-          .select(['name', 'sealed'])
-          .where('vault_id', '=', vaultId)
-          .where('environment', '=', environment)
-          .where('name', '=', name),
-      )
-      return r ? { name: r.name, sealed: r.sealed } : null
-    })
-  }
-
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
     const { vaultId, environment, value } = write
     return this.tx('immediate', 'variables', (): SetVariableResult => {
@@ -407,7 +386,7 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
       if (expect === 'new' && old) return { ok: false, reason: 'exists' }
       if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
       const before = this.usage(vaultId)
-      const over = overLimit(
+      const over = storageLimitRefusal(
         before,
         {
           n: before.n + (old ? 0 : 1),
@@ -420,18 +399,6 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
       this.bumpVersion(vaultId, environment)
       this.log(log)
       return { ok: true, created: !old }
-    })
-  }
-
-  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
-    return this.tx('immediate', 'variables', (): DeleteVariableResult => {
-      const n = this.run(
-        this.db.deleteFrom('variables').where('vault_id', '=', input.vaultId).where('environment', '=', input.environment).where('name', '=', input.name),
-      )
-      if (n === 0) return { ok: false, reason: 'absent' }
-      this.bumpVersion(input.vaultId, input.environment)
-      this.log(log)
-      return { ok: true }
     })
   }
 

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { runHistoryStoreContract, runVaultStoreContract, runWebhookStoreContract } from '@envkeep/env-api-plugin/testing'
-import { createSqliteStorage, createSqliteVaultStore, openDatabase } from '../src/index.js'
+import { createSqliteStorage } from '../src/index.js'
 import { createSqliteProbe } from './vault-probe.js'
 
-// The shared vault store contract, on SQLite in memory (the store alone) …
+// The shared vault store contract, on SQLite in memory …
 t.test('contract on :memory:', async (t) => {
   runVaultStoreContract(t, async () => {
-    const d = await openDatabase({ filename: ':memory:' })
-    return { store: createSqliteVaultStore(d), probe: createSqliteProbe(d.sqlite), close: () => d.close() }
+    const storage = await createSqliteStorage({ filename: ':memory:' })
+    return { store: storage, probe: createSqliteProbe(storage.database.sqlite), close: () => storage.close() }
   })
 })
 

@@ -119,24 +119,3 @@ export interface ImportStore {
   /** Pushes of a vault, newest first (createdAt, then id), optionally by status. */
   listImports(vaultId: string, filter: { status?: ImportStatus; limit: number }): Promise<ImportRecord[]>
 }
-
-/**
- * The access-log entry of a push that expired: by nobody, at its expiry,
- * with its names. Every backend writes exactly this when it moves a
- * pending push to `expired` (getImport, decideImport, expireImports).
- */
-export function pushExpiredEntry(push: Pick<ImportRecord, 'vaultId' | 'expiresAt' | 'environment' | 'names'>): AccessLogEntry {
-  return {
-    vaultId: push.vaultId,
-    at: push.expiresAt,
-    personId: null,
-    signInId: null,
-    clientId: null,
-    action: 'push_expired',
-    environment: push.environment,
-    names: push.names,
-    address: null,
-    subject: null,
-    detail: null,
-  }
-}

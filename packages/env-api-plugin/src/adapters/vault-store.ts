@@ -213,16 +213,6 @@ export type SetVariableResult =
   | OverLimit
   | StaleKey
 
-export interface VariableDelete {
-  readonly vaultId: string
-  readonly environment: string
-  readonly name: string
-  readonly by: string | null
-  readonly now: Date
-}
-
-export type DeleteVariableResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'absent' }
-
 /** Every secret of a vault: its wrapped data key and every sealed value (variables and staged values of pending pushes). */
 export interface VaultSecrets {
   readonly wrappedKey: Uint8Array
@@ -292,9 +282,6 @@ export interface VaultStore extends ImportStore {
 
   /** One vault as the person sees it; `null` when absent or the person is not a member. */
   getVault(vaultId: string, personId: string): Promise<VaultAccess | null>
-
-  /** Vaults by exact (case-sensitive) name among those the person is a member of, in id order. */
-  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]>
 
   /**
    * Every vault with that id or exact name (or every vault, for `{}`),
@@ -375,9 +362,6 @@ export interface VaultStore extends ImportStore {
   /** Names and metadata of the variables of an environment (no values), in name order. */
   listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]>
 
-  /** One sealed value, or null. Not logged: use readVariables to deliver a value. */
-  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null>
-
   /**
    * Writes (inserts or replaces) one variable and appends `log`, in one
    * transaction, after checking inside it `write.expect` and the storage
@@ -385,9 +369,6 @@ export interface VaultStore extends ImportStore {
    * environment that does not exist throws 23503.
    */
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult>
-
-  /** Deletes one variable and appends `log`, in one transaction; `absent` when there was none (nothing logged). */
-  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult>
 
   // ---- access log --------------------------------------------------------------
 

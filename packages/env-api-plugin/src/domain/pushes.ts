@@ -297,7 +297,7 @@ export async function revealPush(
   }
   if (!d.hasKey) throw fail.notConfigured()
   const staged = await d.storage.getImportValues(push.id)
-  const existing = (await Promise.all(push.overwrites.map((name) => d.storage.getVariable(vault.id, push.environment, name)))).filter((v) => v !== null)
+  const existing = push.overwrites.length > 0 ? (await d.storage.readCurrent(vault.id, push.environment, push.overwrites)).variables : []
   // logged before the values leave the server; if the log fails, nothing is shown
   await d.storage.appendAccessLog(entryFor(actor, { ...entry, action: 'read', names: staged.map((s) => s.name) }))
   const values = await d.crypto.openValues(vault.id, push.environment, staged)

@@ -4,6 +4,7 @@ import type { ChangeEntry, HistoryStore, NewChangeSet, VariablesChange } from '.
 import type { AccessLogEntry, SealedVariable, StorageLimit, VaultStore } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 import type { ContractRunner, VaultStoreProbe } from './vault-store-contract.js'
+import { storedValue } from './contract/fixtures.js'
 
 /**
  * The contract every history store must meet (adapters/history-store.ts),
@@ -144,7 +145,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
           (await store.readCurrent(id, 'development')).variables.map((v) => v.name),
           ['A'],
         )
-        assert.ok(same((await store.getVariable(id, 'development', 'A'))?.sealed, a2.sealed))
+        assert.ok(same((await storedValue(store, id, 'development', 'A'))?.sealed, a2.sealed))
 
         const detail = await store.getChangeSet(id, second.changeSet.id)
         assert.ok(detail)
@@ -208,7 +209,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         assert.equal(over.ok, false)
         assert.ok(!over.ok && over.reason === 'storage_limit' && over.limit === 'variables')
         assert.equal(await version(store, id), v1)
-        assert.equal(await store.getVariable(id, 'development', 'B'), null)
+        assert.equal(await storedValue(store, id, 'development', 'B'), null)
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs)
         assert.equal((await store.listChangeSets(id, { limit: 100 })).length, sets)
         // history never counts against the limit: 30 changes of one variable fit a one-variable plan
@@ -238,7 +239,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         } finally {
           await restore()
         }
-        assert.equal(await store.getVariable(id, 'development', 'A'), null)
+        assert.equal(await storedValue(store, id, 'development', 'A'), null)
         assert.deepEqual(await store.listChangeSets(id, { limit: 10 }), [])
       }),
   },
@@ -281,7 +282,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         )
         assert.equal(stale.ok, false)
         assert.ok(!stale.ok && stale.reason === 'changed' && stale.import.status === 'pending')
-        assert.equal(await store.getVariable(id, 'development', 'P'), null)
+        assert.equal(await storedValue(store, id, 'development', 'P'), null)
         assert.deepEqual(await store.listChangeSets(id, { limit: 10 }), [])
         const r = await store.decideImport({ importId, decision: 'applied', by: OWNER, now: at(1000), ifVersion: v0, changeSet: cs }, log(id, 'push_applied'))
         assert.ok(r.ok)

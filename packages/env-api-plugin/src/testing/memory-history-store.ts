@@ -10,7 +10,8 @@ import type {
 import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 import { type ChangeSetRow, copyBytes, type MemoryDb, type State, varKey } from './memory-state.js'
-import { overLimit, sameBytes, usage } from './memory-vault-store.js'
+import { sameBytes, usage } from './memory-vault-store.js'
+import { storageLimitRefusal } from '../domain/storage-rules.js'
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
@@ -75,7 +76,7 @@ export class MemoryHistoryStore implements HistoryStore {
         after.n -= 1
         after.bytes -= old.sealed.byteLength
       }
-      const over = overLimit(before, after, change.limit)
+      const over = storageLimitRefusal(before, after, change.limit)
       if (over) return over
       await this.#db.step()
       const at = change.now.getTime()

@@ -1,9 +1,9 @@
 import type { CreateImportResult, DecideImportResult, ImportDecision, ImportRecord, ImportStore, NewImport } from '../adapters/import-store.js'
-import { pushExpiredEntry } from '../adapters/import-store.js'
+import { overwritesOf, pushExpiredEntry, storageLimitRefusal } from '../domain/storage-rules.js'
 import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, varKey, type MemoryDb, type State } from './memory-state.js'
-import { overLimit, sameBytes, usage } from './memory-vault-store.js'
+import { sameBytes, usage } from './memory-vault-store.js'
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
@@ -29,7 +29,7 @@ export class MemoryImportStore implements ImportStore {
       if (input.sealedUnder && !sameBytes(s.vaults.get(input.vaultId)?.wrappedKey ?? null, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
       const before = usage(s, input.vaultId)
       const bytes = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
-      const over = overLimit(before, { n: before.n + input.values.length, bytes: before.bytes + bytes }, input.limit)
+      const over = storageLimitRefusal(before, { n: before.n + input.values.length, bytes: before.bytes + bytes }, input.limit)
       if (over) return over
       await this.#db.step()
       if (s.imports.has(input.id)) throw new StorageError('23505', 'imports_pk')
@@ -44,7 +44,7 @@ export class MemoryImportStore implements ImportStore {
         signInId: input.signInId,
         status: 'pending',
         names,
-        overwrites: names.filter((n) => current.has(n)),
+        overwrites: overwritesOf(names, current),
         refused: input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason })),
         createdAt: input.createdAt,
         expiresAt: input.expiresAt,

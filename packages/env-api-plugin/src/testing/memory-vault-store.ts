@@ -3,19 +3,15 @@ import type {
   AccessLogRow,
   AuditRow,
   CreateEnvironmentResult,
-  DeleteVariableResult,
   EnvironmentInfo,
   MemberChange,
   NewEnvironment,
   NewVault,
-  OverLimit,
   RemoveMemberResult,
   Role,
   SealedVariable,
   SetMemberResult,
   SetVariableResult,
-  StorageLimit,
-  VariableDelete,
   VariableMeta,
   VariableWrite,
   VaultAccess,
@@ -26,6 +22,7 @@ import type {
 } from '../adapters/vault-store.js'
 import type { ImportStore } from '../adapters/import-store.js'
 import { StorageError } from '../errors.js'
+import { memberChangeEntry, storageLimitRefusal } from '../domain/storage-rules.js'
 import { copyBytes, varKey, type MemoryDb, type State, type VaultRow } from './memory-state.js'
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
@@ -75,14 +72,6 @@ export function usage(s: State, vaultId: string): { n: number; bytes: number } {
 }
 
 export const sameBytes = (a: Uint8Array | null, b: Uint8Array): boolean => a !== null && Buffer.from(a).equals(Buffer.from(b))
-
-export function overLimit(before: { n: number; bytes: number }, after: { n: number; bytes: number }, limit: StorageLimit): OverLimit | null {
-  if (after.n > limit.maxVariables && after.n > before.n)
-    return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
-  if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
-    return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
-  return null
-}
 
 /**
  * The reference vault store: every method is what the contract says and no
@@ -225,10 +214,6 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
     return this.#db.read('vaults', (s) => access(s, personId, (v) => v.id === vaultId)[0] ?? null)
   }
 
-  findVaultsByName(name: string, personId: string): Promise<VaultAccess[]> {
-    return this.#db.read('vaults', (s) => access(s, personId, (v) => v.name === name))
-  }
-
   findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
     return this.#db.read('vaults', (s) =>
       [...s.vaults.values()]
@@ -328,7 +313,7 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
       await this.#db.step()
       members.set(change.personId, change.role)
       s.members.set(change.vaultId, members)
-      this.#db.appendLog(s, { ...log, action: previous === null ? 'member_added' : 'member_changed' })
+      this.#db.appendLog(s, memberChangeEntry(log, previous))
       return { ok: true, previous }
     })
   }
@@ -380,13 +365,6 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
     )
   }
 
-  getVariable(vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
-    return this.#db.read('variables', (s) => {
-      const v = s.variables.get(varKey(vaultId, environment))?.get(name)
-      return v ? { name, sealed: copyBytes(v.sealed) } : null
-    })
-  }
-
   setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
     return this.#db.write('variables', async (s): Promise<SetVariableResult> => {
       if (write.sealedUnder && !sameBytes(s.vaults.get(write.vaultId)?.wrappedKey ?? null, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
@@ -400,26 +378,13 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
         n: before.n + (old ? 0 : 1),
         bytes: before.bytes - (old?.sealed.byteLength ?? 0) + write.value.sealed.byteLength,
       }
-      const over = overLimit(before, after, write.limit)
+      const over = storageLimitRefusal(before, after, write.limit)
       if (over) return over
       await this.#db.step()
       this.#db.putVariable(s, write.vaultId, write.environment, write.value, write.by, write.now.getTime())
       this.#db.bumpVersion(s, write.vaultId, write.environment)
       this.#db.appendLog(s, log)
       return { ok: true, created: !old }
-    })
-  }
-
-  deleteVariable(input: VariableDelete, log: AccessLogEntry): Promise<DeleteVariableResult> {
-    return this.#db.write('variables', async (s): Promise<DeleteVariableResult> => {
-      const vars = s.variables.get(varKey(input.vaultId, input.environment))
-      if (!vars?.has(input.name)) return { ok: false, reason: 'absent' }
-      await this.#db.step()
-      this.#db.checkWrite('variables', input.name)
-      vars.delete(input.name)
-      this.#db.bumpVersion(s, input.vaultId, input.environment)
-      this.#db.appendLog(s, log)
-      return { ok: true }
     })
   }
 

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
+import type { HistoryStore } from '../adapters/history-store.js'
 import type { AccessLogEntry, VaultStore } from '../adapters/vault-store.js'
 import type { MakeVaultStore, VaultStoreContractCase } from './vault-store-contract.js'
+import { storedValue } from './contract/fixtures.js'
 
 /**
  * The vault store's administration (issue 14): rename, delete with its
@@ -30,7 +32,7 @@ function log(vaultId: string, action: AccessLogEntry['action'], over: Partial<Ac
   }
 }
 
-async function use(make: MakeVaultStore, fn: (store: VaultStore) => Promise<void>): Promise<void> {
+async function use(make: MakeVaultStore, fn: (store: VaultStore & HistoryStore) => Promise<void>): Promise<void> {
   const f = await make()
   try {
     await fn(f.store)
@@ -105,7 +107,7 @@ export const vaultAdminContract: readonly VaultStoreContractCase[] = [
         assert.equal(await store.getVault(id, OWNER), null)
         assert.deepEqual(await store.findVaults({ id }), [])
         assert.deepEqual(await store.listMembers(id), [])
-        assert.equal(await store.getVariable(id, 'development', 'A'), null)
+        assert.equal(await storedValue(store, id, 'development', 'A'), null)
         assert.equal(await store.getImport(importId, T0), null)
         assert.deepEqual(await store.getImportValues(importId), [])
         assert.deepEqual(await store.listAccessLog(id, { limit: 10 }), [])

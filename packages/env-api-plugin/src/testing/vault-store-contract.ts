@@ -1,3 +1,4 @@
+import type { HistoryStore } from '../adapters/history-store.js'
 import type { VaultStore } from '../adapters/vault-store.js'
 import { importCases } from './contract/import-cases.js'
 import { variableCases } from './contract/variable-cases.js'
@@ -15,7 +16,8 @@ import { vaultAdminContract } from './vault-admin-contract.js'
  * atomic is). Every backend supplies one: no case is skipped.
  */
 export interface VaultStoreFixture {
-  readonly store: VaultStore
+  /** the vault store with its history half (changes of values go through `changeVariables`) */
+  readonly store: VaultStore & HistoryStore
   readonly probe: VaultStoreProbe
   close(): Promise<void>
 }

@@ -11,6 +11,7 @@ import type {
   VariableWrite,
   VaultStore,
 } from '../../adapters/vault-store.js'
+import type { HistoryStore } from '../../adapters/history-store.js'
 import type { MakeVaultStore, VaultStoreFixture } from '../vault-store-contract.js'
 
 // ---- fixtures -----------------------------------------------------------------
@@ -107,6 +108,50 @@ export function newImport(vaultId: string, values: readonly SealedVariable[], ov
     limit: LIMIT,
     ...over,
   }
+}
+
+/** One stored value (sealed), or null: `readCurrent` of that one name (not logged). */
+export async function storedValue(store: HistoryStore, vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
+  return (await store.readCurrent(vaultId, environment, [name])).variables[0] ?? null
+}
+
+/**
+ * Deletes one variable as the domain does: the environment as it is now,
+ * then `changeVariables` guarded by that version, with a one-entry change
+ * set. An absent name changes nothing: `{ ok: false, reason: 'absent' }`.
+ */
+export async function deleteValue(
+  store: HistoryStore,
+  input: { vaultId: string; environment: string; name: string; by: string | null; now: Date },
+  log: AccessLogEntry,
+): Promise<{ ok: boolean; reason?: string }> {
+  const { version, variables } = await store.readCurrent(input.vaultId, input.environment, [input.name])
+  const was = variables.find((v) => v.name === input.name)
+  if (!was) return { ok: false, reason: 'absent' }
+  const r = await store.changeVariables(
+    {
+      vaultId: input.vaultId,
+      environment: input.environment,
+      set: [],
+      delete: [input.name],
+      ifVersion: version,
+      by: input.by,
+      now: input.now,
+      limit: LIMIT,
+      changeSet: {
+        id: randomUUID(),
+        vaultId: input.vaultId,
+        environment: input.environment,
+        at: input.now,
+        by: input.by,
+        how: 'page',
+        ref: null,
+        entries: [{ name: input.name, kind: 'deleted', before: was.sealed, after: null }],
+      },
+    },
+    log,
+  )
+  return r.ok ? { ok: true } : { ok: false, reason: r.reason }
 }
 
 /** Byte-for-byte equality that never prints the bytes (sealed values stay out of test output). */

@@ -3,7 +3,25 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { StorageLimit } from '../../adapters/vault-store.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
-import { T0, MINUTE, DAY, OWNER, EDITOR, at, sealed, sv, entry, put, withStore, newVault, newImport, same, namesOf, rejectsWith } from './fixtures.js'
+import {
+  T0,
+  MINUTE,
+  DAY,
+  OWNER,
+  EDITOR,
+  at,
+  sealed,
+  sv,
+  entry,
+  put,
+  withStore,
+  newVault,
+  newImport,
+  same,
+  namesOf,
+  rejectsWith,
+  storedValue,
+} from './fixtures.js'
 
 export const importCases: readonly VaultStoreContractCase[] = [
   {
@@ -238,8 +256,8 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(r.import.status, 'rejected')
         assert.equal(r.import.decidedBy, EDITOR)
         assert.deepEqual(r.import.names, ['A', 'B'])
-        same((await store.getVariable(id, 'development', 'A'))?.sealed, keep.sealed)
-        assert.equal(await store.getVariable(id, 'development', 'B'), null)
+        same((await storedValue(store, id, 'development', 'A'))?.sealed, keep.sealed)
+        assert.equal(await storedValue(store, id, 'development', 'B'), null)
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
         assert.equal(await probe.stagedValueCount(input.id), 0)
         assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_rejected' })).length, 1)
@@ -256,7 +274,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(r.ok, false)
         assert.equal(r.import.status, 'expired')
         assert.equal(r.import.decidedAt?.getTime(), at(DAY).getTime())
-        assert.equal(await store.getVariable(id, 'development', 'A'), null)
+        assert.equal(await storedValue(store, id, 'development', 'A'), null)
         assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
         assert.equal((await store.getImport(input.id, at(DAY)))?.status, 'expired')
         const actions = (await store.listAccessLog(id, { limit: 100 })).map((l) => l.action)
@@ -284,8 +302,8 @@ export const importCases: readonly VaultStoreContractCase[] = [
           } finally {
             await undo()
           }
-          same((await store.getVariable(id, 'development', 'A'))?.sealed, old.sealed, `${what}: A not overwritten`)
-          assert.equal(await store.getVariable(id, 'development', 'B'), null, `${what}: B not written`)
+          same((await storedValue(store, id, 'development', 'A'))?.sealed, old.sealed, `${what}: A not overwritten`)
+          assert.equal(await storedValue(store, id, 'development', 'B'), null, `${what}: B not written`)
           assert.equal(await probe.variableCount(id, 'development'), 1)
           assert.equal((await store.getImport(input.id, at(MINUTE)))?.status, 'pending', `${what}: still pending`)
           assert.equal(await probe.stagedValueCount(input.id), 3, `${what}: staged values kept`)
@@ -310,7 +328,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal([a.ok, b.ok].filter(Boolean).length, 1)
         const final = await store.getImport(input.id, at(MINUTE))
         assert.equal(final?.status, a.ok ? 'applied' : 'rejected')
-        assert.equal(final?.status === 'applied', (await store.getVariable(id, 'development', 'A')) !== null)
+        assert.equal(final?.status === 'applied', (await storedValue(store, id, 'development', 'A')) !== null)
       }),
   },
   {

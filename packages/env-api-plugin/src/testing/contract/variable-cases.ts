@@ -3,7 +3,26 @@ import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { StorageLimit } from '../../adapters/vault-store.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
-import { T0, MINUTE, DAY, OWNER, EDITOR, at, sealed, sv, entry, put, withStore, newVault, newImport, same, namesOf, rejectsWith } from './fixtures.js'
+import {
+  T0,
+  MINUTE,
+  DAY,
+  OWNER,
+  EDITOR,
+  at,
+  sealed,
+  sv,
+  entry,
+  put,
+  withStore,
+  newVault,
+  newImport,
+  same,
+  namesOf,
+  rejectsWith,
+  deleteValue,
+  storedValue,
+} from './fixtures.js'
 
 export const variableCases: readonly VaultStoreContractCase[] = [
   {
@@ -24,7 +43,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
           ok: false,
           reason: 'stale_key',
         })
-        assert.equal(await store.getVariable(id, 'development', 'B'), null)
+        assert.equal(await storedValue(store, id, 'development', 'B'), null)
         assert.deepEqual(await store.listImports(id, { limit: 10 }), [])
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logged, 'nothing logged')
         assert.ok((await store.createImport(newImport(id, [sv('C')], { sealedUnder: key }), entry(id, 'push_created'))).ok)
@@ -54,12 +73,12 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         assert.equal(alpha.updatedAt.getTime(), at(MINUTE).getTime())
         assert.equal(alpha.updatedBy, OWNER)
         assert.equal(meta[2]?.updatedBy, EDITOR)
-        const got = await store.getVariable(id, 'development', 'ALPHA')
+        const got = await storedValue(store, id, 'development', 'ALPHA')
         assert.equal(got?.name, 'ALPHA')
         same(got?.sealed, view)
         assert.equal(got?.sealed.byteLength, 40)
-        assert.equal(await store.getVariable(id, 'development', 'NOPE'), null)
-        assert.equal(await store.getVariable(id, 'preview', 'ALPHA'), null, 'environments are separate')
+        assert.equal(await storedValue(store, id, 'development', 'NOPE'), null)
+        assert.equal(await storedValue(store, id, 'preview', 'ALPHA'), null, 'environments are separate')
         const { variables } = await store.readVariables(id, 'development', entry(id, 'read'))
         assert.deepEqual(
           variables.map((v) => v.name),
@@ -69,24 +88,26 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         // overwrite
         const next = sealed()
         await store.setVariable(put(id, 'development', { name: 'ZED', sealed: next }, OWNER, at(DAY)), entry(id, 'variable_set'))
-        same((await store.getVariable(id, 'development', 'ZED'))?.sealed, next)
+        same((await storedValue(store, id, 'development', 'ZED'))?.sealed, next)
         assert.equal((await store.listVariableNames(id, 'development')).find((m) => m.name === 'ZED')?.updatedAt.getTime(), at(DAY).getTime())
         // delete
         assert.deepEqual(
-          await store.deleteVariable(
+          await deleteValue(
+            store,
             { vaultId: id, environment: 'development', name: 'ZED', by: OWNER, now: T0 },
             entry(id, 'variable_deleted', { names: ['ZED'] }),
           ),
           { ok: true },
         )
         assert.deepEqual(
-          await store.deleteVariable(
+          await deleteValue(
+            store,
             { vaultId: id, environment: 'development', name: 'ZED', by: OWNER, now: T0 },
             entry(id, 'variable_deleted', { names: ['ZED'] }),
           ),
           { ok: false, reason: 'absent' },
         )
-        assert.equal(await store.getVariable(id, 'development', 'ZED'), null)
+        assert.equal(await storedValue(store, id, 'development', 'ZED'), null)
         assert.deepEqual(
           (await store.listVariableNames(id, 'development')).map((m) => m.name),
           ['ALPHA', 'Beta', '_mid'],
@@ -114,12 +135,12 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         assert.notEqual(await read('preview'), pv)
         const logged = (await store.listAccessLog(id, { limit: 1000, action: 'variable_deleted' })).length
         assert.deepEqual(
-          await store.deleteVariable({ vaultId: id, environment: 'development', name: 'NOPE', by: OWNER, now: T0 }, entry(id, 'variable_deleted')),
+          await deleteValue(store, { vaultId: id, environment: 'development', name: 'NOPE', by: OWNER, now: T0 }, entry(id, 'variable_deleted')),
           { ok: false, reason: 'absent' },
         )
         assert.equal(await read(), v2, 'deleting nothing changes nothing')
         assert.equal((await store.listAccessLog(id, { limit: 1000, action: 'variable_deleted' })).length, logged, 'and logs nothing')
-        await store.deleteVariable({ vaultId: id, environment: 'development', name: 'A', by: OWNER, now: T0 }, entry(id, 'variable_deleted'))
+        await deleteValue(store, { vaultId: id, environment: 'development', name: 'A', by: OWNER, now: T0 }, entry(id, 'variable_deleted'))
         const v3 = await read()
         assert.notEqual(v3, v2)
         const rejected = await store.createImport(newImport(id, [sv('R')]), entry(id, 'push_created'))
@@ -194,7 +215,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'setVariable and deleteVariable are one transaction with their log entry',
+    name: 'setVariable and a delete are one transaction with their log entry',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
@@ -205,12 +226,12 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         try {
           await assert.rejects(store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set')))
           await assert.rejects(store.setVariable(put(id, 'development', sv('NEW'), OWNER, T0), entry(id, 'variable_set')))
-          await assert.rejects(store.deleteVariable({ vaultId: id, environment: 'development', name: 'A', by: OWNER, now: T0 }, entry(id, 'variable_deleted')))
+          await assert.rejects(deleteValue(store, { vaultId: id, environment: 'development', name: 'A', by: OWNER, now: T0 }, entry(id, 'variable_deleted')))
         } finally {
           await undo()
         }
-        same((await store.getVariable(id, 'development', 'A'))?.sealed, first.sealed, 'not overwritten')
-        assert.equal(await store.getVariable(id, 'development', 'NEW'), null, 'not inserted')
+        same((await storedValue(store, id, 'development', 'A'))?.sealed, first.sealed, 'not overwritten')
+        assert.equal(await storedValue(store, id, 'development', 'NEW'), null, 'not inserted')
         assert.equal(await probe.variableCount(id, 'development'), 1)
         assert.equal((await store.readVariables(id, 'development', entry(id, 'read'))).version, version)
       }),
@@ -235,14 +256,14 @@ export const variableCases: readonly VaultStoreContractCase[] = [
           ok: false,
           reason: 'exists',
         })
-        same((await store.getVariable(id, 'development', 'A'))?.sealed, first.sealed, 'a refusal writes nothing')
+        same((await storedValue(store, id, 'development', 'A'))?.sealed, first.sealed, 'a refusal writes nothing')
         assert.equal(await logged(), before + 1, 'and logs nothing')
         const next = sv('A')
         assert.deepEqual(await store.setVariable(put(id, 'development', next, null, at(MINUTE), { expect: 'existing' }), entry(id, 'variable_set')), {
           ok: true,
           created: false,
         })
-        same((await store.getVariable(id, 'development', 'A'))?.sealed, next.sealed)
+        same((await storedValue(store, id, 'development', 'A'))?.sealed, next.sealed)
         assert.equal((await store.listVariableNames(id, 'development'))[0]?.updatedBy, null, 'the administrator writes as nobody')
       }),
   },
@@ -261,7 +282,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         assert.deepEqual(await set('C', 1), { ok: false, reason: 'storage_limit', limit: 'variables', usage: 4, max: 3 }, 'A, B and the staged P count')
         assert.deepEqual(await set('A', 101), { ok: false, reason: 'storage_limit', limit: 'bytes', usage: 301, max: 300 }, 'an overwrite counts its growth')
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logged, 'a refusal logs nothing')
-        assert.equal(await store.getVariable(id, 'development', 'C'), null)
+        assert.equal(await storedValue(store, id, 'development', 'C'), null)
         assert.ok((await set('A', 60)).ok, 'a smaller value fits')
         const tooMany = await set('D', 1)
         assert.deepEqual(tooMany, { ok: false, reason: 'storage_limit', limit: 'variables', usage: 4, max: 3 })

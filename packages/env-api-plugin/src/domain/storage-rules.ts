@@ -1,0 +1,64 @@
+import type { ImportRecord } from '../adapters/import-store.js'
+import type { AccessLogEntry, OverLimit, Role, StorageLimit } from '../adapters/vault-store.js'
+
+/**
+ * The rules a storage backend applies inside its own transactions, written
+ * once as pure functions: every backend (memory, SQLite, PostgreSQL, and
+ * the next one) calls these instead of keeping a copy. Storage reads and
+ * writes; what the figures mean is decided here.
+ */
+
+/** A vault's usage for the storage limit: values stored, and their sealed bytes. */
+export interface Usage {
+  readonly n: number
+  readonly bytes: number
+}
+
+/**
+ * The storage-limit refusal of a change that takes a vault's usage from
+ * `before` to `after`, or null when it is allowed: refused when a figure
+ * would be over its maximum and larger than before (a vault over a limit
+ * that shrank may still shrink).
+ */
+export function storageLimitRefusal(before: Usage, after: Usage, limit: StorageLimit): OverLimit | null {
+  if (after.n > limit.maxVariables && after.n > before.n)
+    return { ok: false, reason: 'storage_limit', limit: 'variables', usage: after.n, max: limit.maxVariables }
+  if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
+    return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
+  return null
+}
+
+/** The names of a push that will replace a value the environment has now, in the push's order. */
+export function overwritesOf(names: readonly string[], current: { has(name: string): boolean }): string[] {
+  return names.filter((n) => current.has(n))
+}
+
+/**
+ * The entry a member change writes: `member_added` when the person was not a
+ * member (`previous` null), `member_changed` otherwise, whatever the caller's
+ * entry said.
+ */
+export function memberChangeEntry(log: AccessLogEntry, previous: Role | null): AccessLogEntry {
+  return { ...log, action: previous === null ? 'member_added' : 'member_changed' }
+}
+
+/**
+ * The access-log entry of a push that expired: by nobody, at its expiry,
+ * with its names. Every backend writes exactly this when it moves a
+ * pending push to `expired` (getImport, decideImport, expireImports).
+ */
+export function pushExpiredEntry(push: Pick<ImportRecord, 'vaultId' | 'expiresAt' | 'environment' | 'names'>): AccessLogEntry {
+  return {
+    vaultId: push.vaultId,
+    at: push.expiresAt,
+    personId: null,
+    signInId: null,
+    clientId: null,
+    action: 'push_expired',
+    environment: push.environment,
+    names: push.names,
+    address: null,
+    subject: null,
+    detail: null,
+  }
+}
