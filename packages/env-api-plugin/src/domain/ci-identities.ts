@@ -8,8 +8,10 @@ import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { canReadEnvironment, requireOwner } from './permissions.js'
 import { locateVault } from './vaults.js'
+import { ciVault, isCiPrincipal, type CiVaultAccess } from './ci-vault.js'
 
-export { ciVault, isCiPrincipal, type CiVaultAccess } from './ci-vault.js'
+// how a CI identity reaches its vault lives in ci-vault.ts (vaults.ts locates through it)
+export { ciVault, isCiPrincipal, type CiVaultAccess }
 
 /**
  * CI identities ("CI access"): which CI runs may read a vault with no stored

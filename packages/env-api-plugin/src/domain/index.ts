@@ -12,8 +12,8 @@ import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail }
 import { createPush, decidePush, listPushes, loadPush, mayDecide, pushesWaiting, pushStatus, revealPush, vaultOfPush, type PushView } from './pushes.js'
 import { listSignIns, revokeAllSignIns, revokeSignIn } from './sign-ins.js'
 import { deleteVariable, listVariableNames, listVariables, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
-import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
-import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
+import { createVault, deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
+import { findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
 
 /**
@@ -109,7 +109,6 @@ export type { DomainDeps } from './deps.js'
 export { CI_ISSUER_PRESETS, isCiPrincipal, type CiVaultAccess, type NewCiIdentityInput } from './ci-identities.js'
 export { DomainFailure, isRefusal, KEY_FAILURES, vaultTag, type FailureKind } from './failure.js'
 export { SIGN_IN_NOT_FOUND, signInState } from './sign-ins.js'
-export { createVaultCrypto, rotateDataKey, type VaultCrypto, type VaultCryptoOptions } from './vault-crypto.js'
 export { INVITATION_NOT_FOUND, NEEDS_ACCOUNT, type InviteOutcome } from './invitations.js'
 export { CHANGE_NOT_FOUND, HISTORY_PAGE, pruneHistory, type ChangeView, type RollbackPlan } from './history.js'
 export { ENVIRONMENT_CHANGED } from './changes.js'

@@ -2,9 +2,9 @@ import type { Role, SetMemberResult, VaultAccess } from '../adapters/vault-store
 import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { requireOwner } from './permissions.js'
+import { canManageVault } from './permissions.js'
 import { isRole, ROLES } from './rules.js'
-import { requireFreeName } from './vault-names.js'
+import { requireFreeName } from './vault-admin.js'
 import { locateVault } from './vaults.js'
 
 /**
@@ -19,17 +19,13 @@ export const MEMBER_NOT_FOUND = 'that person is not a member of this vault'
 export const LAST_OWNER_DEMOTED = 'a vault must keep at least one owner; make someone else owner first'
 export const LAST_OWNER_REMOVED = 'a vault must keep at least one owner; the last owner cannot be removed'
 
-/** The role named, or invalid. */
-export function roleOf(role: string): Role {
-  if (!isRole(role)) throw fail.invalid(`a role must be ${ROLES.slice(0, -1).join(', ')} or ${ROLES[ROLES.length - 1]}`)
-  return role
+function requireOwner(vault: VaultAccess, what: string): void {
+  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
 }
 
-/** An email address as typed (trimmed), or invalid when there is none (the people adapter finds the person). */
-export function emailOf(s: string): string {
-  const email = s.trim()
-  if (email.length === 0 || email.length > 320) throw fail.invalid('an email address is needed')
-  return email
+function roleOf(role: string): Role {
+  if (!isRole(role)) throw fail.invalid(`a role must be ${ROLES.slice(0, -1).join(', ')} or ${ROLES[ROLES.length - 1]}`)
+  return role
 }
 
 export interface MemberChangeOutcome {
@@ -53,7 +49,8 @@ export async function addMember(
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'add members')
   const role = roleOf(input.role)
-  const email = emailOf(input.email)
+  const email = input.email.trim()
+  if (email.length === 0 || email.length > 320) throw fail.invalid('an email address is needed')
   const who = await d.people.findPersonByEmail(email)
   if (!who) throw fail.notFound(NEEDS_ACCOUNT)
   const expect = input.mode ?? 'new'

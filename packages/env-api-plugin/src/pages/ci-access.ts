@@ -8,7 +8,7 @@ import { csrfField, field, personOrSignIn, seeOther, sendPage, when, type PageDe
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
-import { vaultUrl } from './paths.js'
+import { vaultUrl } from './vault.js'
 
 type Params = { vault: string }
 

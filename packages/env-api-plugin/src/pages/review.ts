@@ -9,8 +9,9 @@ import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { changePath } from './history.js'
 import { html, type SafeHtml } from './html.js'
-import { changePath, vaultUrl } from './paths.js'
+import { vaultUrl } from './vault.js'
 
 type Params = { vault: string; import: string }
 

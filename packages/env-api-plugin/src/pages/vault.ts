@@ -8,7 +8,8 @@ import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
-import { historyPath, settingsPath, vaultUrl } from './paths.js'
+import { historyPath } from './history.js'
+import { settingsPath } from './settings.js'
 import { html, type SafeHtml } from './html.js'
 import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
@@ -28,7 +29,9 @@ const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   environment_created: 'The environment was added.',
 })
 
-export { vaultUrl }
+export function vaultUrl(deps: PageDeps, vaultId: string): string {
+  return pagePath(deps, `/v/${encodeURIComponent(vaultId)}`)
+}
 
 interface VaultView {
   readonly vault: VaultAccess
