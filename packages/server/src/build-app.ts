@@ -1,14 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
-import envApi, {
-  createEnvkeepCore,
-  csrfPlugin,
-  envkeepFrameworkErrors,
-  envkeepNotFound,
-  type EnvkeepCore,
-  type Keyring,
-  type Storage,
-} from '@envkeep/env-api-plugin'
+import envApi, { createEnvkeepCore, csrfPlugin, envkeepFrameworkErrors, envkeepNotFound, type Keyring, type Storage } from '@envkeep/env-api-plugin'
 import type { AccountStore } from './accounts/account-store.js'
 import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
@@ -36,8 +28,6 @@ export interface AppDeps {
 export interface BuiltApp {
   readonly app: FastifyInstance
   readonly people: LocalPeople
-  /** the one core of the app (the plugin's and the server's own pages') */
-  readonly core: EnvkeepCore
 }
 
 /**
@@ -119,7 +109,13 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     keyring: deps.keyring,
     people,
     core,
+    now,
+    importTtlMs: config.importTtlSeconds * 1000,
+    historyDays: config.historyDays,
     rateLimit: { perMinute: config.ratePerMinute, perDay: config.ratePerDay },
+    plans: { ...config.plans },
+    ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
+    allowPrivateWebhooks: config.webhookAllowPrivate,
   })
-  return { app, people, core }
+  return { app, people }
 }
