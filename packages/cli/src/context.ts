@@ -4,7 +4,7 @@ import type { Readable, Writable } from 'node:stream'
 import { createApiClient, type ApiClient } from './api-client.js'
 import { createConfigStore, resolveConfigDir, type ConfigStore } from './config-store.js'
 import { createPaint, signInError, type Paint } from './errors.js'
-import { ciTokenSource, exchangeCiIdentity } from './ci-sign-in.js'
+import { ciRefusal, ciTokenSource, inCi, exchangeCiIdentity, type CiAccess } from './ci-sign-in.js'
 import { normalizeBaseUrl } from './oauth.js'
 
 /** Everything the CLI touches in the outside world, injected so tests can replace it. */
@@ -42,6 +42,8 @@ export interface Context {
   /** The server to talk to: --base-url, else ENVKEEP_BASE_URL, else the last login's. */
   resolveBaseUrl(flag: string | undefined): Promise<string>
   api(baseUrl: string): ApiClient
+  /** The CI identity this run signed in to `baseUrl` as (after a request made with it), or null. */
+  ciIdentity(baseUrl: string): Promise<CiAccess['identity']>
 }
 
 export function createContext(given: CliDeps): Context {
@@ -52,27 +54,43 @@ export function createContext(given: CliDeps): Context {
   const store = createConfigStore(resolveConfigDir(deps.env, deps.homedir || homedir()))
   const allowHttp = deps.env.ENVKEEP_ALLOW_HTTP === '1'
 
+  /**
+   * Servers the person named: --base-url, ENVKEEP_BASE_URL, the sign-ins file's last login. A
+   * server only a folder's `.envkeep.json` names (a file of the repository, anyone's to edit)
+   * never receives this CI run's identity token.
+   */
+  const named = new Set<string>()
+
   async function resolveBaseUrl(flag: string | undefined): Promise<string> {
     const given = flag ?? (deps.env.ENVKEEP_BASE_URL || undefined)
-    if (given !== undefined) return normalizeBaseUrl(given, allowHttp)
+    if (given !== undefined) {
+      const url = normalizeBaseUrl(given, allowHttp)
+      named.add(url)
+      return url
+    }
     const current = (await store.read()).current
-    if (current) return current
+    if (current) {
+      named.add(current)
+      return current
+    }
     throw signInError('no envkeep server is set', 'sign in first: envkeep login --base-url https://your-envkeep-server (or set ENVKEEP_BASE_URL)')
   }
 
   /** This CI run's access token per server, exchanged once and kept in memory only. */
-  const ciTokens = new Map<string, Promise<string>>()
+  const ciTokens = new Map<string, Promise<CiAccess>>()
   function ciAccessToken(baseUrl: string): (() => Promise<string>) | null {
     const source = ciTokenSource(deps.env, baseUrl)
     if (!source) return null
+    const refusal = ciRefusal(baseUrl, named.has(baseUrl))
+    if (refusal) return () => Promise.reject(refusal)
     return () => {
       let p = ciTokens.get(baseUrl)
       if (!p) {
-        p = exchangeCiIdentity(baseUrl, source, deps.env, deps).then((a) => a.accessToken)
+        p = exchangeCiIdentity(baseUrl, source, deps.env, deps)
         ciTokens.set(baseUrl, p)
         p.catch(() => ciTokens.delete(baseUrl))
       }
-      return p
+      return p.then((a) => a.accessToken)
     }
   }
 
@@ -83,6 +101,7 @@ export function createContext(given: CliDeps): Context {
     err: (t) => void deps.stderr.write(t),
     store,
     resolveBaseUrl,
+    ciIdentity: async (baseUrl) => (await ciTokens.get(baseUrl)?.catch(() => null))?.identity ?? null,
     api: (baseUrl) =>
       createApiClient(baseUrl, store, {
         fetch: deps.fetch,
@@ -91,6 +110,8 @@ export function createContext(given: CliDeps): Context {
         sleep: deps.sleep,
         notice: (line) => void deps.stderr.write(`${paint.yellow('note:')} ${line}\n`),
         ciAccessToken: ciAccessToken(baseUrl),
+        fromLink: !named.has(baseUrl),
+        inCi: inCi(deps.env),
       }),
   }
 }

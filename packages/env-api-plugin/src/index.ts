@@ -92,7 +92,15 @@ export { envkeepNotFound } from './not-found.js'
 export { safeRedirectPath } from './pages/redirect.js'
 export { csrfPlugin, csrfCookieName, type CsrfOptions } from './pages/csrf.js'
 export { ciPrincipal } from './adapters/ci-identity-store.js'
-export { memberChangeEntry, overwritesOf, pushExpiredEntry, storageLimitRefusal, type Usage } from './domain/storage-rules.js'
+export {
+  expiredPush,
+  memberChangeEntry,
+  overwritesOf,
+  pushExpiredEntry,
+  pushHasExpired,
+  storageLimitRefusal,
+  type Usage,
+} from './domain/storage-rules.js'
 export { boundMethods, type BoundMethods } from './adapters/bound-methods.js'
 export { ACCESS_ACTIONS, isAccessAction } from './domain/access-log-actions.js'
 export { deliverDueWebhooks, sweepWebhookEvents, MAX_ATTEMPTS, RETRY_DELAYS_MS, type WebhookWorkerDeps } from './webhooks/worker.js'

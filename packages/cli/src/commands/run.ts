@@ -4,7 +4,8 @@ import { BASE_URL_HELP, type Command } from '../command.js'
 import { CliError, usageError } from '../errors.js'
 import { readEnvironment } from './pull.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
-import { pipeMasked } from '../mask.js'
+import { maskedSecrets, pipeMasked } from '../mask.js'
+import { allowedNames, childEnvironment, heldBackNote } from '../child-env.js'
 import { didYouMean } from '../suggest.js'
 import { pairOf, resolveTarget } from '../target.js'
 
@@ -30,6 +31,15 @@ Options:
   --no-mask        pass the output through untouched
   --only N1,N2     give the command only these variables
   --no-override    keep variables already set in the environment
+  --allow NAME     give the command NAME although it makes programs run code
+                   (repeat it, or N1,N2); also the names listed under "allow" in
+                   the folder's .envkeep.json
+
+Variables that make programs, interpreters or the loader run code (NODE_OPTIONS,
+BASH_ENV, LD_PRELOAD, PYTHONSTARTUP, PERL5OPT, RUBYOPT, JAVA_TOOL_OPTIONS,
+DYLD_*, GIT_*, PATH, ENVKEEP_*, …) are held back unless allowed by name: anyone
+who may change the vault could otherwise run code on this machine. envkeep names
+those it held back on stderr. ENVKEEP_OIDC_TOKEN is not passed to the command.
 ${FALLBACK_HELP}
 ${BASE_URL_HELP}
   -h, --help       show this help`,
@@ -38,6 +48,7 @@ ${BASE_URL_HELP}
     'no-mask': { type: 'boolean' },
     only: { type: 'string' },
     'no-override': { type: 'boolean' },
+    allow: { type: 'string', multiple: true },
     ...FALLBACK_OPTIONS,
   },
   positionals: [0, 2],
@@ -58,11 +69,15 @@ ${BASE_URL_HELP}
       }
       variables = Object.fromEntries(only.map((n) => [n, variables[n]!]))
     }
-    const env: Record<string, string> = {}
-    for (const [k, v] of Object.entries(ctx.deps.env)) if (v !== undefined) env[k] = v
-    for (const [k, v] of Object.entries(variables)) if (!(values['no-override'] === true && env[k] !== undefined)) env[k] = v
+    const { env, heldBack } = childEnvironment(ctx.deps.env, variables, {
+      override: values['no-override'] !== true,
+      allow: [...allowedNames(values.allow), ...target.allow],
+    })
+    if (heldBack.length > 0) {
+      ctx.err(`${ctx.paint.yellow('note:')} ${heldBackNote(heldBack)}\n`)
+    }
     const mask = values['no-mask'] === true ? false : values.mask === true || ctx.deps.env.ENVKEEP_MASK === '1' || ctx.deps.env.CI === 'true'
-    const secrets = Object.values(variables).filter((v) => v.length >= 6)
+    const secrets = maskedSecrets(Object.values(variables))
 
     const [command, ...args] = rest as [string, ...string[]]
     const child = spawn(command, args, { stdio: mask ? ['inherit', 'pipe', 'pipe'] : 'inherit', env, cwd: ctx.deps.cwd })

@@ -95,14 +95,14 @@ export async function addCiIdentity(d: DomainDeps, actor: Actor, input: NewCiIde
 export async function listCiIdentities(d: DomainDeps, actor: Actor, vaultId: string): Promise<CiIdentityRecord[]> {
   const vault = await locateVault(d, actor, vaultId)
   requireOwner(vault, 'see CI identities')
-  return d.storage.listCiIdentities(vault.id)
+  return d.storage.findCiIdentities({ vaultId: vault.id })
 }
 
 /** Removes a CI identity by id or exact name; its live tokens stop at once. */
 export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vaultId: string; identity: string }): Promise<CiIdentityRecord> {
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'remove CI identities')
-  const all = await d.storage.listCiIdentities(vault.id)
+  const all = await d.storage.findCiIdentities({ vaultId: vault.id })
   const found = all.find((i) => i.id === input.identity) ?? all.find((i) => i.name.toLowerCase() === input.identity.trim().toLowerCase())
   if (!found) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
   const now = d.now()

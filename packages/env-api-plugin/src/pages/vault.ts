@@ -11,6 +11,7 @@ import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './er
 import { historyPath } from './history.js'
 import { settingsPath } from './settings.js'
 import { html, type SafeHtml } from './html.js'
+import { codeMark } from './code-mark.js'
 import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
 
@@ -187,7 +188,7 @@ function environmentSection(
   const items = vars.map((v) => {
     const value = revealed && Object.hasOwn(revealed, v.name) ? revealed[v.name] : undefined
     return html`<li class="var">
-<div class="var-head"><code class="name">${v.name}</code> <span class="muted small">updated ${when(v.updatedAt)}</span></div>
+<div class="var-head"><code class="name">${v.name}</code>${codeMark(v.name)} <span class="muted small">updated ${when(v.updatedAt)}</span></div>
 ${
   readable
     ? html`<div class="var-value">${

@@ -79,6 +79,7 @@ t.test('a CI identity token becomes an env:read access token: vault list, read, 
   t.equal(body.issued_token_type, 'urn:ietf:params:oauth:token-type:access_token')
   t.equal(body.scope, 'env:read')
   t.notOk('refresh_token' in body, 'no refresh token')
+  t.same(body.envkeep_ci_identity, { name: 'deploy', vault_id: vaultId }, 'names the CI identity (issue 25)')
   t.ok((body.expires_in as number) <= 300 && (body.expires_in as number) > 0, 'never past the JWT exp (5 minutes here)')
   const token = body.access_token as string
 

@@ -24,7 +24,7 @@ t.test('an owner adds, sees and removes a CI identity on "CI access"; each is lo
   })
   t.equal(add.statusCode, 303, add.body.slice(0, 300))
   t.equal(add.headers.location, `${url}?done=added`)
-  const [identity] = await b.storage.listCiIdentities(b.vaultId)
+  const [identity] = await b.storage.findCiIdentities({ vaultId: b.vaultId })
   t.same(
     identity && { ...identity, requiredClaims: { ...identity.requiredClaims }, environments: identity.environments && [...identity.environments] },
     identity && {
@@ -49,7 +49,7 @@ t.test('an owner adds, sees and removes a CI identity on "CI access"; each is lo
 
   const remove = await s.post(`${url}/remove`, { identity: identity!.id })
   t.equal(remove.statusCode, 303)
-  t.same(await b.storage.listCiIdentities(b.vaultId), [])
+  t.same(await b.storage.findCiIdentities({ vaultId: b.vaultId }), [])
 })
 
 t.test('refused CI identities: bad issuer, everything-pattern, role, owners-only environment for an editor; nothing stored, nothing echoed', async (t) => {
@@ -72,7 +72,7 @@ t.test('refused CI identities: bad issuer, everything-pattern, role, owners-only
     t.equal(res.statusCode, 400, name)
     t.match(res.body, why, `${name}: says why`)
   }
-  t.same(await b.storage.listCiIdentities(b.vaultId), [], 'nothing stored')
+  t.same(await b.storage.findCiIdentities({ vaultId: b.vaultId }), [], 'nothing stored')
 })
 
 t.test('only owners reach CI access; forms need the CSRF token', async (t) => {
@@ -90,7 +90,7 @@ t.test('only owners reach CI access; forms need the CSRF token', async (t) => {
   await owner.get(url)
   const noCsrf = await owner.post(`${url}/add`, { name: 'x', issuer: GH, audience: 'a', subject: 'repo:a/*', role: 'owner' }, { csrf: false })
   t.equal(noCsrf.statusCode, 403, 'no CSRF token: refused')
-  t.same(await b.storage.listCiIdentities(b.vaultId), [])
+  t.same(await b.storage.findCiIdentities({ vaultId: b.vaultId }), [])
   const anon = session(b.app, null)
   t.equal((await anon.get(url)).statusCode, 303, 'signed out: to the sign-in page')
 })

@@ -32,6 +32,8 @@ export interface TokenExchangeResponse {
   readonly token_type: 'Bearer'
   readonly expires_in: number
   readonly scope: string
+  /** Which CI identity this run signed in as, for the client to say (RFC 6749 §5.1 extra member). */
+  readonly envkeep_ci_identity: { readonly name: string; readonly vault_id: string }
 }
 
 /** The CI identities a verified token matches: audience, whole-subject pattern, required claims. */
@@ -67,7 +69,7 @@ export function ciLabel(claims: Record<string, unknown>): string {
 export async function tokenExchangeGrant(
   p: TokenExchangeParams,
   opts: ResolvedOptions,
-  store: Pick<CiIdentityStore, 'listCiIdentitiesByIssuer' | 'issueCiSignIn'>,
+  store: Pick<CiIdentityStore, 'findCiIdentities' | 'issueCiSignIn'>,
   verifier: SubjectTokenVerifier,
 ): Promise<TokenExchangeResponse> {
   if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
@@ -95,7 +97,7 @@ export async function tokenExchangeGrant(
     throw refused('not a JWT', cause)
   }
   // Only issuers some vault trusts are ever contacted.
-  const trusting = await store.listCiIdentitiesByIssuer(issuer)
+  const trusting = await store.findCiIdentities({ issuer })
   if (trusting.length === 0) throw refused('no CI identity trusts this issuer')
   let claims: Awaited<ReturnType<SubjectTokenVerifier['verify']>>
   try {
@@ -138,5 +140,6 @@ export async function tokenExchangeGrant(
     token_type: 'Bearer',
     expires_in: Math.max(1, Math.floor((expiresAt.getTime() - now.getTime()) / 1000)),
     scope: SCOPE_READ,
+    envkeep_ci_identity: { name: identity.name, vault_id: identity.vaultId },
   }
 }
