@@ -122,7 +122,14 @@ function identityOf(r: Record<string, unknown>): CiAccess['identity'] {
  * (RFC 8693 at the server's token endpoint, for the CLI's client and the env
  * API). The result lives in memory only: nothing is written to disk.
  */
-export async function exchangeCiIdentity(baseUrl: string, source: CiTokenSource, env: CiEnv, deps: OAuthDeps & { now: () => Date }): Promise<CiAccess> {
+export async function exchangeCiIdentity(
+  baseUrl: string,
+  source: CiTokenSource,
+  env: CiEnv,
+  deps: OAuthDeps & { now: () => Date },
+  /** the vault (id or name) the run reads: the server then uses that vault's CI identity only */
+  vault?: string,
+): Promise<CiAccess> {
   const subject = await identityToken(source, env, deps)
   if (subject.length === 0 || subject.length > MAX_ID_TOKEN_BYTES) throw new CliError('ENVKEEP_OIDC_TOKEN does not hold an identity token')
   const as = await discover(baseUrl, deps)
@@ -136,7 +143,7 @@ export async function exchangeCiIdentity(baseUrl: string, source: CiTokenSource,
       client,
       oauth.None(),
       GRANT,
-      { subject_token: subject, subject_token_type: JWT_TYPE, resource: `${baseUrl}/api/env` },
+      { subject_token: subject, subject_token_type: JWT_TYPE, resource: `${baseUrl}/api/env`, ...(vault ? { vault } : {}) },
       { [oauth.customFetch]: deps.fetch, [oauth.allowInsecureRequests]: baseUrl.startsWith('http:'), signal: AbortSignal.timeout(deps.timeoutMs) },
     )
     const r = await oauth.processGenericTokenEndpointResponse(as, client, res)

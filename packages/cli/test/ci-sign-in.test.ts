@@ -104,6 +104,24 @@ t.test('GitHub Actions: envkeep run/pull/vaults/login --ci with the job identity
   t.equal(vaults.code, 0, `ENVKEEP_OIDC_TOKEN works too: ${vaults.stderr}`)
   t.match(vaults.stdout, /shop/)
 
+  // the owner of another vault adds an identity for the same issuer, audience and subjects:
+  // the CLI names the vault it reads, so this vault's CI keeps working
+  t.equal(
+    (await server.admin(['admin', 'user', 'create', '--email', 'eve@example.com', '--name', 'Eve', '--password-stdin'], 'another long password\n')).code,
+    0,
+  )
+  t.equal((await server.admin(['admin', 'vault', 'create', '--name', 'other', '--owner', 'eve@example.com'])).code, 0)
+  const broad = ['--issuer', idp.issuer, '--audience', server.baseUrl, '--subject', 'repo:acme/shop:*', '--role', 'editor']
+  t.equal((await server.admin(['admin', 'ci', 'add', '--vault', 'other', '--name', 'broad', ...broad])).code, 0)
+  const despite = await runBin(['pull', 'shop', 'development'], ciEnv).done
+  t.equal(despite.code, 0, `another vault's identity does not get in the way: ${despite.stderr}`)
+  t.match(despite.stdout, /dev-db/)
+  const ambiguous = await runBin(['login', '--ci'], ciEnv).done
+  t.equal(ambiguous.code, 4, 'login --ci naming no vault while two vaults match: refused')
+  const named = await runBin(['login', '--ci', '--vault', 'shop'], ciEnv).done
+  t.equal(named.code, 0, `login --ci --vault names the vault: ${named.stderr}`)
+  t.match(named.stderr, /CI identity "deploy"/)
+
   const missing = await runBin(['pull', 'shop', 'development'], { ...ciEnv, ACTIONS_ID_TOKEN_REQUEST_TOKEN: '' }).done
   t.equal(missing.code, 4, 'a missing GitHub variable: needs sign-in')
   t.match(missing.stderr, /ACTIONS_ID_TOKEN_REQUEST_TOKEN is not set/)

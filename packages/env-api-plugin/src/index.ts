@@ -62,6 +62,10 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
     )
   }
   app.decorateRequest('envkeepOperation', null)
+  // every answer (API, OAuth, metadata, pages, assets, errors, redirects) forbids MIME sniffing
+  app.addHook('onSend', async function noSniff(_request, reply) {
+    reply.header('x-content-type-options', 'nosniff')
+  })
   // Pages share one cookie parser and CSRF protection (Origin check and a token bound to
   // the people adapter's session). A host that registered them already keeps its own.
   if (!app.hasDecorator('parseCookie')) await app.register(fastifyCookie)

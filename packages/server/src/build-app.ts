@@ -6,6 +6,7 @@ import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
+import { attemptCounters } from './pages/attempt-limiter.js'
 import { accountPages } from './pages/account-pages.js'
 import { invitePages } from './pages/invite-pages.js'
 
@@ -57,6 +58,10 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // a URL Fastify cannot decode gets the spec's error record, not a 400 quoting the URL
     frameworkErrors: envkeepFrameworkErrors,
   })
+  // every answer of the service (the plugin's, the account pages', not-found and framework errors) forbids MIME sniffing
+  app.addHook('onSend', async function noSniff(_request, reply) {
+    reply.header('x-content-type-options', 'nosniff')
+  })
   const isShuttingDown = deps.isShuttingDown
   if (isShuttingDown) {
     app.addHook('onSend', async function closeWhenShuttingDown(_request, reply, payload) {
@@ -75,8 +80,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   }
   // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
   await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
+  // sign-in limits in the storage's shared counters when it has them: every process counts alike
+  const counters = attemptCounters(deps.storage)
   await app.register(accountPages, {
     accounts: deps.accounts,
+    attemptCounters: counters,
     people,
     basePath: config.basePath,
     now,
@@ -97,6 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   })
   await app.register(invitePages, {
     accounts: deps.accounts,
+    attemptCounters: counters,
     people,
     domain: core.domain,
     basePath: config.basePath,

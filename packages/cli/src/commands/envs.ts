@@ -22,7 +22,7 @@ ${BASE_URL_HELP}
     const link = positionals[0] === undefined ? findLink(ctx.deps.cwd) : null
     if (positionals[0] === undefined && !link) throw new CliError('envs of which vault? give it, or link this folder (envkeep link)')
     const baseUrl = await serverOf(ctx, values['base-url'] as string | undefined, link?.link ?? null)
-    const api = ctx.api(baseUrl)
+    const api = ctx.api(baseUrl, { ciVault: link ? link.link.vault.id : positionals[0]! })
     const id = link ? link.link.vault.id : (await resolveVault(api, positionals[0]!)).id
     const vault = (await listVaults(api)).find((v) => v.id === id)
     if (!vault) throw new CliError(`no vault with id ${id} is shared with you on ${baseUrl}`, { hint: 'list them with: envkeep vaults' })

@@ -23,7 +23,7 @@ export interface VariableSet {
 /** Reads one environment's variables (shared by pull, run, get and diff), with the offline fallback when asked. */
 export async function readEnvironment(ctx: Context, target: Target, o: { fallback?: FallbackOptions | null } = {}): Promise<VariableSet> {
   const environment = checkEnvironment(target.environment)
-  const api = ctx.api(target.baseUrl)
+  const api = ctx.api(target.baseUrl, { ciVault: target.vaultRef })
   const fallback = o.fallback ?? null
   let vault: { id: string; label: string }
   let body: VariableSet

@@ -64,7 +64,7 @@ export interface NewCiSignIn {
     readonly label: string
   }
   readonly accessTokenHash: string
-  /** SHA-256 (hex) of the identity token's issuer and `jti` (or of the whole token) */
+  /** SHA-256 (hex) of the identity token's verified iss, sub, iat, exp and decoded payload (never of its text) */
   readonly subjectTokenKey: string
   /** when the key may be forgotten (the identity token's `exp` plus the skew) */
   readonly subjectTokenExpiresAt: Date

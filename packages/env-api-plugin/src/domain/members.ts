@@ -2,6 +2,7 @@ import type { Role, SetMemberResult, VaultAccess } from '../adapters/vault-store
 import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
+import { endCiIdentitiesAddedBy } from './ci-identities.js'
 import { canManageVault } from './permissions.js'
 import { isRole, ROLES } from './rules.js'
 import { requireFreeName } from './vault-admin.js'
@@ -59,7 +60,9 @@ export async function addMember(
     { vaultId: vault.id, personId: who.id, role, expect },
     entryFor(actor, { vaultId: vault.id, action: 'member_added', at: d.now(), subject: who.id, detail: role }),
   )
-  return outcome(vault, who.id, role, r)
+  const added = outcome(vault, who.id, role, r)
+  if (added.previous === 'owner' && role !== 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, who.id)
+  return added
 }
 
 /** Changes a member's role. */
@@ -71,7 +74,9 @@ export async function changeRole(d: DomainDeps, actor: Actor, input: { vaultId: 
     { vaultId: vault.id, personId: input.personId, role, expect: 'existing' },
     entryFor(actor, { vaultId: vault.id, action: 'member_changed', at: d.now(), subject: input.personId, detail: role }),
   )
-  return outcome(vault, input.personId, role, r)
+  const changed = outcome(vault, input.personId, role, r)
+  if (changed.previous === 'owner' && role !== 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, input.personId)
+  return changed
 }
 
 function outcome(vault: VaultAccess, personId: string, role: Role, r: SetMemberResult): MemberChangeOutcome {
@@ -93,7 +98,10 @@ export async function removeMember(
     { vaultId: vault.id, personId: input.personId },
     entryFor(actor, { vaultId: vault.id, action: 'member_removed', at: d.now(), subject: input.personId }),
   )
-  if (r.ok) return { vault, personId: input.personId, previous: r.previous }
+  if (r.ok) {
+    if (r.previous === 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, input.personId)
+    return { vault, personId: input.personId, previous: r.previous }
+  }
   if (r.reason === 'not_member') throw fail.notFound(MEMBER_NOT_FOUND)
   throw fail.conflict(LAST_OWNER_REMOVED)
 }
