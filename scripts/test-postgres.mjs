@@ -23,6 +23,10 @@ const files = [
   'packages/env-api-plugin/test/pages/history.test.ts',
   'packages/env-api-plugin/test/pages/settings.test.ts',
   'packages/env-api-plugin/test/pages/paste.test.ts',
+  'packages/env-api-plugin/test/pages/second-person.test.ts',
+  'packages/env-api-plugin/test/pages/unreadable.test.ts',
+  'packages/env-api-plugin/test/webhooks/sealed-url.test.ts',
+  'packages/server/test/rotation-write.test.ts',
   'packages/server/test/history-pages.test.ts',
   'packages/server/test/invitations.test.ts',
   // the server's pages and API over buildTestApp (accounts, sessions, CSRF, not-found, proxies)

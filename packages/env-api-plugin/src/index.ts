@@ -108,4 +108,4 @@ export {
 export { boundMethods, type BoundMethods } from './adapters/bound-methods.js'
 export { ACCESS_ACTIONS, isAccessAction } from './domain/access-log-actions.js'
 export { deliverDueWebhooks, sweepWebhookEvents, MAX_ATTEMPTS, RETRY_DELAYS_MS, type WebhookWorkerDeps } from './webhooks/worker.js'
-export { signatureOf, type GenericBody } from './webhooks/payload.js'
+export { signatureOf, SIGNATURE_TOLERANCE_S, verifyWebhookSignature, type GenericBody } from './webhooks/payload.js'

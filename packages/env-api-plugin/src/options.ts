@@ -50,6 +50,11 @@ export interface EnvApiOptions {
   allowPrivateWebhooks?: boolean
   /** How often the webhook worker looks for due deliveries. Default 2 seconds. */
   webhookIntervalMs?: number
+  /**
+   * How often pending pushes past their end are expired (and their `push.expired`
+   * deliveries enqueued at once). Default 5 seconds: one indexed update.
+   */
+  expiryIntervalMs?: number
 }
 
 export interface ResolvedOptions {
@@ -72,6 +77,7 @@ export interface ResolvedOptions {
   readonly ciAllowHttpLoopbackIssuers: boolean
   readonly allowPrivateWebhooks: boolean
   readonly webhookIntervalMs: number
+  readonly expiryIntervalMs: number
   /** `{baseUrl}/api/env` */
   readonly resource: string
   /** `{baseUrl}/cli/oauth-client.json` */
@@ -154,6 +160,7 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     ciAllowHttpLoopbackIssuers: settings.ciAllowHttpLoopbackIssuers,
     allowPrivateWebhooks: settings.allowPrivateWebhooks,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
+    expiryIntervalMs: positive('expiryIntervalMs', o.expiryIntervalMs, 5000),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,

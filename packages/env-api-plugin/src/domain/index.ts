@@ -9,7 +9,19 @@ import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import { canInvite, inviteMember, listInvitations, revokeInvitation } from './invitations.js'
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
-import { createPush, decidePush, listPushes, loadPush, mayDecide, pushesWaiting, pushStatus, revealPush, vaultOfPush, type PushView } from './pushes.js'
+import {
+  createPush,
+  decidePush,
+  listPushes,
+  loadPush,
+  mayDecide,
+  pendingPushes,
+  pushesWaiting,
+  pushStatus,
+  revealPush,
+  vaultOfPush,
+  type PushView,
+} from './pushes.js'
 import { listSignIns, revokeAllSignIns, revokeSignIn } from './sign-ins.js'
 import { deleteVariable, listVariableNames, listVariables, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
 import { createVault, deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
@@ -68,6 +80,7 @@ export function createDomain(d: DomainDeps) {
     pushesWaiting: (personId: string, vaults?: readonly VaultAccess[]) => pushesWaiting(d, personId, vaults),
     listPushes: (actor: Actor, input: Parameters<typeof listPushes>[2]) => listPushes(d, actor, input),
     vaultOfPush: (importId: string) => vaultOfPush(d, importId),
+    pendingPushes: (vault: VaultAccess) => pendingPushes(d, vault),
     // history
     listHistory: (actor: Actor, input: Parameters<typeof listHistory>[2]) => listHistory(d, actor, input),
     loadChange: (actor: Actor, input: { vaultId: string; changeSetId: string }) => loadChange(d, actor, input),

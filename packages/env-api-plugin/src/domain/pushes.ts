@@ -1,16 +1,15 @@
 import { randomUUID } from 'node:crypto'
 import type { ChangeKind, EnvironmentInfo, ImportRecord, ImportStatus, NewChangeSet, RefusedLine, VaultAccess } from '../adapters/storage.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
-import { entriesOf } from './changes.js'
+import { entriesOf, mayReplaceUnreadable, openCurrent, UNREADABLE_BEFORE } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
 import { canDecideImport, decideRefusal, mayAccess, roleRefusal } from './permissions.js'
 import { isWellFormed, MAX_NAME_LENGTH, MAX_REASON, MAX_REFUSED, nameProblem, valueProblem } from './rules.js'
 import { AGAIN, retryOptimistic } from './retry.js'
-import type { Located } from './variables.js'
 import { secondPersonRequired } from './vault-admin.js'
-import { listVaults, locateEnvironment, locateVault } from './vaults.js'
+import { listVaults, locateEnvironment, locateVault, type Located } from './vaults.js'
 import { notifyWebhooks } from './webhooks.js'
 
 /**
@@ -66,18 +65,28 @@ export async function createPush(
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   located?.(vault, env)
   if (!mayAccess(vault, env, 'read')) throw fail.forbidden(roleRefusal(vault.role, env, 'push to'))
+  return stagePush(d, actor, vault, env, input.body)
+}
+
+/**
+ * Stages a push (checked, sealed, counted against the plan's limit, `push_created` logged in
+ * storage's transaction) and enqueues its webhooks. The callers have checked the right to
+ * push; the pages' proposals (issue 25: changes on an environment that requires a second
+ * person) come here too.
+ */
+export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultAccess, env: EnvironmentInfo, body: PushInput): Promise<ImportRecord> {
   if (!d.hasKey) throw fail.notConfigured()
-  const problem = pushProblem(input.body)
+  const problem = pushProblem(body)
   if (problem) throw fail.invalid(problem)
   const now = d.now()
-  const names = Object.keys(input.body.variables).sort()
+  const names = Object.keys(body.variables).sort()
   // sealed again if storage says the vault's data key changed since it was cached (rotated by
   // another process): a value is never stored under a key the vault no longer has
   const r = await retryOptimistic(
     3,
     () => 'the vault key kept changing while the push was sealed',
     async () => {
-      const sealed = await d.crypto.seal(vault.id, env.name, input.body.variables)
+      const sealed = await d.crypto.seal(vault.id, env.name, body.variables)
       const r = await d.storage.createImport(
         {
           id: randomUUID(),
@@ -87,7 +96,7 @@ export async function createPush(
           signInId: actor.signInId,
           values: sealed.values,
           sealedUnder: sealed.sealedUnder,
-          refused: (input.body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
+          refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
           createdAt: now,
           expiresAt: new Date(now.getTime() + d.importTtlMs),
           limit: limitOf(d.plans, vault.plan),
@@ -136,6 +145,15 @@ export async function listPushes(d: DomainDeps, actor: Actor, input: { vaultId: 
 export async function vaultOfPush(d: DomainDeps, importId: string): Promise<string | null> {
   return (await d.storage.getImport(importId, d.now()))?.vaultId ?? null
 }
+
+/** How many pushes of a located vault wait for a decision (the tab bar's count), looking at the newest `PENDING_SHOWN`. */
+export async function pendingPushes(d: DomainDeps, vault: VaultAccess): Promise<number> {
+  const now = d.now().getTime()
+  return (await d.storage.listImports(vault.id, { status: 'pending', limit: PENDING_SHOWN })).filter((p) => isWaiting(p, now)).length
+}
+
+/** Pending pushes a vault's pages list and count. */
+export const PENDING_SHOWN = 50
 
 export interface PushView {
   readonly vault: VaultAccess
@@ -261,11 +279,15 @@ async function pushChangeSet(d: DomainDeps, actor: PersonActor, view: PushView, 
   const { vault, push } = view
   const state = await d.storage.readCurrent(vault.id, push.environment, push.names)
   const staged = await d.storage.getImportValues(push.id)
-  const current = await d.crypto.openValues(vault.id, push.environment, state.variables)
+  const { values: current, unreadable, failure } = await openCurrent(d, vault.id, push.environment, state.variables)
   const incoming = await d.crypto.openValues(vault.id, push.environment, staged)
-  const entries = entriesOf(current, incoming)
+  const entries = entriesOf(current, incoming, unreadable)
+  // a live value that no longer opens: an owner's Apply replaces it, recorded as unreadable
+  if (entries.some((e) => unreadable.has(e.name)) && !mayReplaceUnreadable(actor, vault)) throw failure
   const id = randomUUID()
-  const sealed = await d.crypto.sealHistory(vault.id, push.environment, id, entries)
+  const sealed = (await d.crypto.sealHistory(vault.id, push.environment, id, entries)).map((k) =>
+    unreadable.has(k.name) ? { ...k, before: UNREADABLE_BEFORE } : k,
+  )
   return {
     ifVersion: state.version,
     changeSet: {

@@ -33,6 +33,9 @@ async function findVault(d: DomainDeps, actor: Actor, id: string): Promise<Vault
   return v ? { ...v, role: 'owner' } : null
 }
 
+/** Called once the vault and environment are found, before any refusal (the API names them in its messages). */
+export type Located = (vault: VaultAccess, env: EnvironmentInfo) => void
+
 /** An environment of a located vault, or not_found. */
 export function environmentOf(vault: VaultAccess, name: string): EnvironmentInfo {
   const env = vault.environments.find((e) => e.name === name)

@@ -69,6 +69,7 @@ export async function accessLogTab(
   const members = await deps.domain.listMembers(actor, vault.id)
   const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
   const who = members.some((m) => m.personId === personFilter) ? personFilter : ''
+  // the domain reads further back for a person filter, and shows an invitation's email to owners only
   const log: AccessLogRow[] = await deps.domain.listAccessLog(actor, { vaultId: vault.id, ...filter, ...(who ? { personId: who } : {}), limit: LOG_PAGE })
   const logPeople = await Promise.all(log.map((l) => people(l.personId)))
   const logSubjects = await Promise.all(log.map((l) => people(l.subject)))

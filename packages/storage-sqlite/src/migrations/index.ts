@@ -7,7 +7,8 @@ import { m005CiIdentities } from './005-ci-identities.js'
 import { m006History } from './006-history.js'
 import { m007VaultAdmin } from './007-vault-admin.js'
 import { m008Webhooks } from './008-webhooks.js'
-import { m009AccessLogActions } from './009-access-log-actions.js'
+import { m009AccessLogIssue25 } from './009-access-log-issue-25.js'
+import { m010AccessLogActions } from './010-access-log-actions.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -22,5 +23,6 @@ export const migrations: Record<string, Migration> = {
   '006_history': m006History,
   '007_vault_admin': m007VaultAdmin,
   '008_webhooks': m008Webhooks,
-  '009_access_log_actions': m009AccessLogActions,
+  '009_access_log_issue_25': m009AccessLogIssue25,
+  '010_access_log_actions': m010AccessLogActions,
 }

@@ -12,6 +12,8 @@ import { collectDeclaredPaths, matchDeclaredPath, notAllowedRoutes, resourcePhra
 import { variablesRoutes } from './variables.js'
 import { vaultsRoutes } from './vaults.js'
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The operation phrase of the route before the handler knows more (see `request.envkeepOperation`). */
@@ -40,8 +42,15 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   // Bodies are validated as they are (no type coercion); only JSON is parsed.
   api.setValidatorCompiler(TypeBoxValidatorCompiler)
   api.removeAllContentTypeParsers()
-  api.addContentTypeParser('application/json', { parseAs: 'string' }, function parseApiJson(_request, body: string, done) {
-    if (body.length === 0) return done(errors.invalidRequest('the body is empty; it must be a JSON object'), undefined)
+  api.addContentTypeParser('application/json', { parseAs: 'buffer' }, function parseApiJson(_request, bytes: Buffer, done) {
+    if (bytes.length === 0) return done(errors.invalidRequest('the body is empty; it must be a JSON object'), undefined)
+    let body: string
+    try {
+      // bytes that are not UTF-8 would become U+FFFD: refused, so nothing but what was sent is stored (issue 25)
+      body = STRICT_UTF8.decode(bytes)
+    } catch {
+      return done(errors.invalidRequest('the body is not UTF-8 text; nothing was stored (JSON must be sent as UTF-8)'), undefined)
+    }
     try {
       done(null, sjson.parse(body, undefined, { protoAction: 'error', constructorAction: 'error' }))
     } catch (err) {
