@@ -17,6 +17,7 @@ import { fallback } from './commands/fallback.js'
 import { get, set } from './commands/get-set.js'
 import { link, unlink } from './commands/link.js'
 import { open } from './commands/open.js'
+import { mcp } from './commands/mcp.js'
 import { whoami } from './commands/whoami.js'
 import { didYouMean } from './suggest.js'
 import { createContext, type CliDeps } from './context.js'
@@ -42,6 +43,7 @@ export const COMMANDS: readonly Command[] = [
   diff,
   status,
   open,
+  mcp,
   fallback,
   completionCommand(() => COMMANDS),
 ]

@@ -6,6 +6,7 @@ import { resolveOptions, type EnvApiOptions } from './options.js'
 import { apiRoutes } from './routes/api/index.js'
 import { oauthRoutes } from './routes/oauth/index.js'
 import { pageRoutes } from './pages/index.js'
+import { mcpRoutes } from './mcp/endpoint.js'
 import { csrfPlugin } from './pages/csrf.js'
 import { scheduleWebhookDeliveries } from './webhooks/worker.js'
 
@@ -13,6 +14,7 @@ export type { EnvApiOptions, ResolvedOptions } from './options.js'
 export type * from './adapters/storage.js'
 export type * from './adapters/keyring.js'
 export type * from './adapters/people.js'
+export type { ApiOperation, ApiOutcome, EnvApiObserver } from './adapters/observer.js'
 export { ApiError, StorageError, SQLSTATE_NAMES } from './errors.js'
 export { createLocalKeyring } from './crypto/local-keyring.js'
 export { createVaultCrypto, nameProblem, rotateDataKey, valueProblem, type VaultCrypto } from './vault-service.js'
@@ -81,6 +83,7 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
   await app.register(apiRoutes, { opts })
   await app.register(oauthRoutes, { opts })
   await app.register(pageRoutes, { opts })
+  if (opts.mcp) await app.register(mcpRoutes, { opts })
 }
 
 export default fp(envApi, { name: '@envkeep/env-api-plugin', fastify: '5.x', encapsulate: true })

@@ -1,4 +1,5 @@
 import type { Keyring } from './adapters/keyring.js'
+import { safeObserver, type EnvApiObserver } from './adapters/observer.js'
 import type { PeopleAdapter } from './adapters/people.js'
 import type { Storage, StorageLimit } from './adapters/storage.js'
 import { createEnvkeepCore, positive, type EnvkeepCore } from './core.js'
@@ -55,6 +56,27 @@ export interface EnvApiOptions {
    * deliveries enqueued at once). Default 5 seconds: one indexed update.
    */
   expiryIntervalMs?: number
+  /** Told about token checks, API outcomes and webhook deliveries (for metrics). Default: nobody. */
+  observer?: EnvApiObserver
+  /**
+   * The MCP endpoint at `{baseUrl}/mcp` with its own OAuth resource, client
+   * registration (metadata documents and RFC 7591) and consent. Default off
+   * in the plugin (an embedding app opts in); `envkeep-server` turns it on.
+   * `allowHttpLoopbackClients` (`ENVKEEP_MCP_ALLOW_HTTP_CLIENTS=loopback`)
+   * admits client metadata documents at `http://127.0.0.1:<port>`: for tests only.
+   */
+  mcp?: boolean | { allowHttpLoopbackClients?: boolean }
+}
+
+/** The MCP endpoint's settings, once on. */
+export interface McpSettings {
+  /** `{baseUrl}/mcp`: the resource its tokens are bound to */
+  readonly resource: string
+  /** the route path: `{basePath}/mcp` */
+  readonly path: string
+  /** `{origin}/.well-known/oauth-protected-resource{path}/mcp` */
+  readonly resourceMetadataUrl: string
+  readonly allowHttpLoopbackClients: boolean
 }
 
 export interface ResolvedOptions {
@@ -78,6 +100,7 @@ export interface ResolvedOptions {
   readonly allowPrivateWebhooks: boolean
   readonly webhookIntervalMs: number
   readonly expiryIntervalMs: number
+  readonly observer: Required<EnvApiObserver>
   /** `{baseUrl}/api/env` */
   readonly resource: string
   /** `{baseUrl}/cli/oauth-client.json` */
@@ -88,6 +111,8 @@ export interface ResolvedOptions {
   readonly secureCookies: boolean
   /** the path part of baseUrl ('' at the root), for routes served by the plugin */
   readonly basePath: string
+  /** the MCP endpoint, or null when it is off */
+  readonly mcp: McpSettings | null
 }
 
 const DAY = 24 * 60 * 60 * 1000
@@ -161,10 +186,19 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     allowPrivateWebhooks: settings.allowPrivateWebhooks,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
     expiryIntervalMs: positive('expiryIntervalMs', o.expiryIntervalMs, 5000),
+    observer: safeObserver(o.observer),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,
     secureCookies: url.protocol === 'https:',
     basePath,
+    mcp: o.mcp
+      ? Object.freeze({
+          resource: `${baseUrl}/mcp`,
+          path: `${basePath}/mcp`,
+          resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/mcp`,
+          allowHttpLoopbackClients: typeof o.mcp === 'object' && o.mcp.allowHttpLoopbackClients === true,
+        })
+      : null,
   })
 }

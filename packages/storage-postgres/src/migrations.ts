@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration'
+import { m007ClientRegistrations } from './migration-007-client-registrations.js'
 
 /**
  * The schema, as versioned migrations (kysely's Migrator, table `envkeep_storage_migration`).
@@ -302,7 +303,7 @@ const m006: Migration = {
  * constant (`ACCESS_ACTIONS` in @envkeep/env-api-plugin), so no CHECK repeats it and a new
  * action needs no migration.
  */
-const m007: Migration = {
+const m008: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await sql`alter table access_log drop constraint access_log_action`.execute(db)
   },
@@ -315,7 +316,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_vault_admin': m004,
   '005_webhooks': m005,
   '006_access_log_issue_25': m006,
-  '007_access_log_actions': m007,
+  '007_client_registrations': m007ClientRegistrations,
+  '008_access_log_actions': m008,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

@@ -8,6 +8,7 @@ import { PostgresOAuthStore } from './oauth-store.js'
 import { PostgresVaultStore } from './vault-store.js'
 import { PostgresRateCounters } from './rate-counters.js'
 import { PostgresWebhookStore } from './webhook-store.js'
+import { PostgresClientRegistrationStore } from './client-registration-store.js'
 
 export interface PostgresStorage extends Storage, CiIdentityStore {
   countRequest: NonNullable<Storage['countRequest']>
@@ -30,6 +31,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     ...boundMethods(new PostgresVaultAdminStore(database.db)),
     ...boundMethods(new PostgresWebhookStore(database.db)),
     ...boundMethods(new PostgresRateCounters(database.db)),
+    ...boundMethods(new PostgresClientRegistrationStore(database.db)),
     database,
     close: () => database.close(),
   } satisfies PostgresStorage

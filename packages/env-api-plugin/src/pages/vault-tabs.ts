@@ -5,6 +5,11 @@ import { isCiPrincipal } from '../domain/ci-identities.js'
 import { field, pagePath, personLabel, when, type PageDeps, type personCache } from './context.js'
 import { html, type SafeHtml } from './html.js'
 
+/** An entry made through the MCP endpoint: its detail names the client and the tool ("MCP <client>: <tool> (names only)"). */
+function viaMcp(detail: string | null): boolean {
+  return detail?.startsWith('MCP ') === true
+}
+
 /** The Pushes and Access log pages of a vault (vault.ts renders the header and the tab bar). */
 
 function vaultBase(deps: PageDeps, vaultId: string): string {
@@ -80,7 +85,7 @@ export async function accessLogTab(
       l.personId && isCiPrincipal(l.personId)
         ? html`<span class="muted">CI identity</span>`
         : l.personId
-          ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
+          ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via ${viaMcp(l.detail) ? 'an AI assistant (MCP)' : 'command line'}</span>` : ''}`
           : l.clientId === ADMINISTRATOR_CLIENT
             ? html`<span class="muted">server administrator</span>`
             : html`<span class="muted">—</span>`

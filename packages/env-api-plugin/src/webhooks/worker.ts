@@ -44,6 +44,8 @@ export interface WebhookWorkerDeps {
   readonly log: WorkerLog
   readonly timeoutMs?: number
   readonly resolveHost?: ResolveHost
+  /** told how each attempt ended (metrics) */
+  readonly onAttempt?: (outcome: DeliveryAttempt['outcome']) => void
 }
 
 export function reviewUrlOf(baseUrl: string, vaultId: string, pushId: string): string {
@@ -120,6 +122,7 @@ async function attempt(deps: WebhookWorkerDeps, d: ClaimedDelivery, token: strin
     outcome: result,
     nextAttemptAt: result === 'retry' ? new Date(at.getTime() + delay) : null,
   })
+  deps.onAttempt?.(result)
   const facts = { webhook: d.webhook.id, delivery: d.id, event: d.event, attempt: attempts, status: outcome.status }
   if (outcome.ok) deps.log.info(facts, 'webhook delivered')
   else deps.log.warn({ ...facts, error: outcome.error, outcome: result }, 'webhook delivery failed')
@@ -156,6 +159,7 @@ export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOp
     now: opts.now,
     allowPrivate: opts.allowPrivateWebhooks,
     log: app.log,
+    onAttempt: opts.observer.webhookDelivery,
   }
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> | null = null

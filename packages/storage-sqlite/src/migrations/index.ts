@@ -8,7 +8,8 @@ import { m006History } from './006-history.js'
 import { m007VaultAdmin } from './007-vault-admin.js'
 import { m008Webhooks } from './008-webhooks.js'
 import { m009AccessLogIssue25 } from './009-access-log-issue-25.js'
-import { m010AccessLogActions } from './010-access-log-actions.js'
+import { m010ClientRegistrations } from './010-client-registrations.js'
+import { m011AccessLogActions } from './011-access-log-actions.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -24,5 +25,6 @@ export const migrations: Record<string, Migration> = {
   '007_vault_admin': m007VaultAdmin,
   '008_webhooks': m008Webhooks,
   '009_access_log_issue_25': m009AccessLogIssue25,
-  '010_access_log_actions': m010AccessLogActions,
+  '010_client_registrations': m010ClientRegistrations,
+  '011_access_log_actions': m011AccessLogActions,
 }

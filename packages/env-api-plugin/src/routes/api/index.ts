@@ -7,6 +7,7 @@ import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
 import { createRateLimitHook } from '../../hooks/rate-limit.js'
 import type { ResolvedOptions } from '../../options.js'
 import { apiErrorOf } from './context.js'
+import { outcomeOf, type ApiOperation } from '../../adapters/observer.js'
 import { importsRoutes } from './imports.js'
 import { collectDeclaredPaths, matchDeclaredPath, notAllowedRoutes, resourcePhrase } from './not-allowed.js'
 import { variablesRoutes } from './variables.js'
@@ -95,6 +96,18 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
     for (const name of Object.keys(reply.getHeaders())) {
       if (name.toLowerCase().startsWith('access-control-')) reply.removeHeader(name)
     }
+  })
+
+  const operations: Record<string, ApiOperation> = {
+    'GET /vaults': 'list',
+    'GET /:vault/:environment': 'read',
+    'POST /:vault/:environment/imports': 'push',
+    'GET /imports/:import': 'push_status',
+  }
+  api.addHook('onResponse', async function observeOperation(request: FastifyRequest, reply: FastifyReply) {
+    const route = request.routeOptions.url
+    const op = route?.startsWith(prefix) ? operations[`${request.method} ${route.slice(prefix.length)}`] : undefined
+    opts.observer.apiOperation(op ?? 'other', outcomeOf(reply.statusCode))
   })
 
   api.setErrorHandler(function envApiErrors(err, request, reply) {
