@@ -1,3 +1,4 @@
+import { OIDC_SETTINGS, OidcConfigError, parseOidcConfig, type OidcConfig } from './oidc/oidc-config.js'
 import { isIP } from 'node:net'
 import { isAbsolute, resolve } from 'node:path'
 import type { StorageLimit } from '@envkeep/env-api-plugin'
@@ -49,6 +50,12 @@ export interface ServerConfig {
   readonly mcpAllowHttpLoopbackClients: boolean
   /** ENVKEEP_WEBHOOK_ALLOW_PRIVATE=true: webhooks may call private, loopback and link-local addresses */
   readonly webhookAllowPrivate: boolean
+  /** ENVKEEP_REQUIRE_SECOND_FACTOR=true: every password account adds a second factor at its next sign-in */
+  readonly requireSecondFactor: boolean
+  /** single sign-on by OpenID Connect (ENVKEEP_OIDC_*), or null */
+  readonly oidc: OidcConfig | null
+  /** ENVKEEP_PASSWORD_LOGIN=false: sign-in by single sign-on only */
+  readonly passwordLogin: boolean
   /** --allow-insecure-key-file: use a master key file that group or others can read */
   readonly allowInsecureKeyFile: boolean
   /** the SQLite file inside the data directory (used when no databaseUrl is given) */
@@ -161,6 +168,12 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     default: '(none; needed with an https stream)',
     meaning: 'HMAC key signing each batch sent to an https audit stream (16+ characters)',
   },
+  {
+    env: 'ENVKEEP_REQUIRE_SECOND_FACTOR',
+    default: 'false',
+    meaning: 'true: every password account adds a second factor (an authenticator app or a passkey) at its next sign-in',
+  },
+  ...OIDC_SETTINGS,
   {
     env: 'ENVKEEP_TRUST_PROXY',
     default: 'false',
@@ -401,6 +414,18 @@ export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig
   if (webhookPrivate !== undefined && webhookPrivate !== 'true' && webhookPrivate !== 'false')
     throw new UsageError('ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false')
 
+  const requireFactor = envValue(env, 'ENVKEEP_REQUIRE_SECOND_FACTOR')
+  if (requireFactor !== undefined && requireFactor !== 'true' && requireFactor !== 'false')
+    throw new UsageError('ENVKEEP_REQUIRE_SECOND_FACTOR must be true or false')
+
+  let sso: ReturnType<typeof parseOidcConfig>
+  try {
+    sso = parseOidcConfig(env, cwd)
+  } catch (err) {
+    if (err instanceof OidcConfigError) throw new UsageError(err.message)
+    throw err
+  }
+
   return Object.freeze({
     host,
     port,
@@ -421,6 +446,9 @@ export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig
     mcp: mcp === 'on',
     mcpAllowHttpLoopbackClients: mcpHttp === 'loopback',
     webhookAllowPrivate: webhookPrivate === 'true',
+    requireSecondFactor: requireFactor === 'true',
+    oidc: sso.oidc,
+    passwordLogin: sso.passwordLogin,
     allowInsecureKeyFile: flags['allow-insecure-key-file'] === true,
     databaseFile: resolve(dataDir, 'envkeep.db'),
     databaseUrl: parseDatabaseUrl(pick(flags, 'database-url', env, 'ENVKEEP_DATABASE_URL')),

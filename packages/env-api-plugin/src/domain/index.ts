@@ -22,7 +22,7 @@ import {
   vaultOfPush,
   type PushView,
 } from './pushes.js'
-import { listSignIns, revokeAllSignIns, revokeSignIn } from './sign-ins.js'
+import { listSignIns, revokeAllSignIns, revokeOwnSignIns, revokeSignIn } from './sign-ins.js'
 import { deleteVariable, listVariableNames, listVariables, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
 import { createVault, deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
 import { findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
@@ -102,6 +102,7 @@ export function createDomain(d: DomainDeps) {
     // sign-ins
     listSignIns: (actor: PersonActor) => listSignIns(d, actor),
     revokeSignIn: (actor: PersonActor, signInId: string) => revokeSignIn(d, actor, signInId),
+    revokeOwnSignIns: (actor: PersonActor) => revokeOwnSignIns(d, actor),
     revokeAllSignIns: (actor: AdministratorActor, personId: string) => revokeAllSignIns(d, actor, personId),
     // the server administrator's own
     listAudit: (actor: AdministratorActor, input: { limit: number }) => listAudit(d, actor, input),

@@ -88,7 +88,9 @@ export async function accessLogTab(
           ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via ${viaMcp(l.detail) ? 'an AI assistant (MCP)' : 'command line'}</span>` : ''}`
           : l.clientId === ADMINISTRATOR_CLIENT
             ? html`<span class="muted">server administrator</span>`
-            : html`<span class="muted">—</span>`
+            : l.clientId?.startsWith('group-rule:')
+              ? html`<span class="muted">group rule ${l.clientId.slice('group-rule:'.length)}</span>`
+              : html`<span class="muted">—</span>`
     }</td>
 <td data-label="Action"><span class="action">${l.action.replace(/_/g, ' ')}</span></td>
 <td data-label="Environment">${l.environment ?? ''}</td>
