@@ -24,7 +24,7 @@ interface Setup {
 
 async function setup(t: Test, over: Partial<NewCiIdentity> = {}): Promise<Setup> {
   const b = await build(t, { extra: { ciAllowHttpLoopbackIssuers: true } })
-  b.clock.now = new Date() // the issuer signs with the real clock
+  b.clock.now = new Date() // the issuer signs with the real clock (set again once set up: a slow machine takes seconds)
   const idp = await startOidcIssuer()
   t.teardown(() => idp.close())
   const vaultId = await b.createVault('owner-1', { name: 'shop' })
@@ -62,6 +62,7 @@ async function setup(t: Test, over: Partial<NewCiIdentity> = {}): Promise<Setup>
         ...extra,
       }).toString(),
     })
+  b.clock.now = new Date()
   return { b, idp, vaultId, identityId, exchange }
 }
 
