@@ -158,7 +158,5 @@ export const errors = {
     new ApiError({ status: 500, code: 'server_error', where: 'env API', reason: 'an internal error occurred; quote the reference in a report', cause }),
 } as const
 
-/** The vault as the spec's messages name it: the first 8 characters of its id. */
-export function vaultTag(vaultId: string): string {
-  return vaultId.slice(0, 8)
-}
+/** The vault as the spec's messages name it: the first 8 characters of its id (the domain's rule). */
+export { vaultTag } from './domain/failure.js'

@@ -1,5 +1,6 @@
 import type { FastifyError } from 'fastify'
-import { ApiError, StorageError } from './errors.js'
+import { DomainFailure } from './domain/failure.js'
+import { ApiError, errors, StorageError } from './errors.js'
 
 /**
  * The one classifier of failures (issue 10, item 10). Whatever is thrown on
@@ -43,8 +44,26 @@ function isStorageError(err: unknown): err is StorageError {
   return typeof e.sqlstate === 'string' && typeof e.status === 'number'
 }
 
+/**
+ * The domain's failures of the keys as the spec's errors: 503 not_configured,
+ * 500 decrypt_failed and 503 server_error while the master key is rotated,
+ * `where: encryption`, the same on every surface.
+ * (The domain's refusals by a rule are each surface's own: see
+ * routes/api/context.ts, pages/domain.ts.)
+ */
+function keyFailure(err: DomainFailure): ApiError | null {
+  if (err.kind === 'not_configured') return errors.notConfigured()
+  if (err.kind === 'decrypt_failed') return errors.decryptFailed(err.cause)
+  if (err.kind === 'key_rotating') return errors.keyRotating(err.cause)
+  return null
+}
+
 export function classifyFailure(err: unknown): FailureClass {
   if (err instanceof ApiError) return { kind: 'known', error: err }
+  if (err instanceof DomainFailure) {
+    const known = keyFailure(err)
+    if (known) return { kind: 'known', error: known }
+  }
   if (isStorageError(err)) return { kind: 'database', error: err, status: err.status }
   const fe = err as Partial<FastifyError> | null
   const code = typeof fe?.code === 'string' ? fe.code : ''

@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify'
-import { pruneHistory } from './domain/history.js'
 import type { ResolvedOptions } from './options.js'
 import { sweepWebhookEvents } from './webhooks/worker.js'
 
 const MINUTE = 60_000
-const DAY = 86_400_000
 
 /**
  * The plugin's periodic work, so that every host gets it, not only the
@@ -26,9 +24,9 @@ export function scheduleHousekeeping(app: FastifyInstance, opts: ResolvedOptions
   let lastMinutely = Number.NEGATIVE_INFINITY
 
   async function housekeeping(): Promise<void> {
-    const now = opts.now()
+    const { domain } = opts.core
     try {
-      const expired = await opts.storage.expireImports(now)
+      const expired = await domain.expirePushes()
       if (expired > 0) {
         app.log.info({ expired }, 'expired pending pushes')
         await sweepWebhookEvents({ storage: opts.storage, now: opts.now })
@@ -36,13 +34,11 @@ export function scheduleHousekeeping(app: FastifyInstance, opts: ResolvedOptions
       // the rest once a minute (real time: the timer's, not the injected clock)
       if (Date.now() - lastMinutely < MINUTE) return
       lastMinutely = Date.now()
-      if (runs++ % 60 === 0 && opts.storage.purgeExpired) {
-        const removed = await opts.storage.purgeExpired(now, new Date(now.getTime() - DAY), new Date(now.getTime() - 30 * DAY))
+      if (runs++ % 60 === 0) {
+        const removed = await domain.purgeSignIns()
         app.log.debug({ removed }, 'envkeep OAuth purge')
-      }
-      if ((runs - 1) % 60 === 0) {
         // retention: versions older than historyDays, beyond each variable's last 10
-        const pruned = await pruneHistory({ storage: opts.storage, now: opts.now }, opts.historyDays)
+        const pruned = await domain.pruneHistory()
         if (pruned > 0) app.log.info({ pruned }, 'pruned history past its retention')
       }
     } catch (err) {

@@ -1,24 +1,25 @@
 import type { Keyring } from './adapters/keyring.js'
 import type { ImportRecord, Storage } from './adapters/storage.js'
+import { createEnvkeepCore, type EnvkeepCore } from './core.js'
 import { personActor } from './domain/actor.js'
-import { DomainFailure } from './domain/failure.js'
-import { decidePush } from './domain/pushes.js'
-import { createVaultCrypto } from './vault-service.js'
+import { isRefusal } from './domain/failure.js'
 
 export interface DecideImportInput {
   readonly importId: string
   readonly decision: 'applied' | 'rejected'
   /** the person deciding */
   readonly personId: string
-  readonly now: Date
+  /** the moment of the decision; with a core, the core's clock decides instead */
+  readonly now?: Date
   /** for the access log */
   readonly signInId?: string | null
   readonly clientId?: string | null
   readonly address?: string | null
   /**
-   * The host's keyring (the one given to the plugin). Applying a push keeps
-   * the values it replaces in history, sealed, so it needs the key: without
-   * it, applying throws ApiError 503 not_configured (rejecting does not).
+   * The host's keyring (the one given to the plugin), when `decideImport` is
+   * given a storage rather than the core. Applying a push keeps the values it
+   * replaces in history, sealed, so it needs the key: without it, applying
+   * throws a DomainFailure not_configured (503 on the API; rejecting does not).
    */
   readonly keyring?: Keyring | null
 }
@@ -33,31 +34,41 @@ export type DecideImportOutcome =
   /** already decided or expired: nothing changed */
   | { readonly outcome: 'not_pending'; readonly import: ImportRecord }
 
+/** The people a core for one decision asks nothing of (deciding a push finds nobody by email). */
+const NO_PEOPLE = Object.freeze({ findPersonByEmail: async () => null })
+
 /**
  * Decides a pending push, for a host's own pages: the domain layer's
  * `decidePush` (who may, the second-person rule, all values or none, the
- * log entry) with its refusals as outcomes.
+ * log entry) with its refusals as outcomes. Pass the core the plugin was
+ * given (createEnvkeepCore, option `core`); a bare storage still works and
+ * gets a core of its own for this one decision (its own data-key cache).
  */
-export async function decideImport(storage: Storage, input: DecideImportInput): Promise<DecideImportOutcome> {
-  const imp = await storage.getImport(input.importId, input.now)
-  if (!imp) return { outcome: 'not_found' }
-  const deps = {
-    storage,
-    crypto: createVaultCrypto(storage, input.keyring ?? null),
-    hasKey: Boolean(input.keyring),
-    plans: {},
-    now: () => input.now,
-    importTtlMs: 0,
-    people: { findPersonByEmail: async () => null },
-  }
+export async function decideImport(target: EnvkeepCore | Storage, input: DecideImportInput): Promise<DecideImportOutcome> {
+  const core = isCore(target)
+    ? target
+    : createEnvkeepCore({ storage: target, keyring: input.keyring ?? null, people: NO_PEOPLE, ...(input.now ? { now: fixed(input.now) } : {}) })
+  const { domain } = core
+  const vaultId = await domain.vaultOfPush(input.importId)
+  if (!vaultId) return { outcome: 'not_found' }
   const actor = personActor(input)
+  const push = { vaultId, importId: input.importId }
   try {
-    return { outcome: 'decided', import: await decidePush(deps, actor, { vaultId: imp.vaultId, importId: imp.id, decision: input.decision }) }
+    return { outcome: 'decided', import: await domain.decidePush(actor, { ...push, decision: input.decision }) }
   } catch (err) {
-    if (!(err instanceof DomainFailure)) throw err
+    if (!isRefusal(err)) throw err
     if (err.kind === 'not_found') return { outcome: 'not_found' }
-    const now = (await storage.getImport(imp.id, input.now)) ?? imp
-    if (err.kind === 'forbidden') return { outcome: 'forbidden', reason: err.reason, import: now }
-    return { outcome: 'not_pending', import: now }
+    // refused by who may decide or by its state: the person sees the push, as it is now
+    const current = (await domain.loadPush(actor, push)).push
+    if (err.kind === 'forbidden') return { outcome: 'forbidden', reason: err.reason, import: current }
+    return { outcome: 'not_pending', import: current }
   }
+}
+
+function isCore(t: EnvkeepCore | Storage): t is EnvkeepCore {
+  return 'domain' in t && 'crypto' in t
+}
+
+function fixed(at: Date): () => Date {
+  return () => at
 }

@@ -8,7 +8,6 @@ import { oauthRoutes } from './routes/oauth/index.js'
 import { pageRoutes } from './pages/index.js'
 import { mcpRoutes } from './mcp/endpoint.js'
 import { csrfPlugin } from './pages/csrf.js'
-import { createVaultCrypto } from './vault-service.js'
 import { scheduleWebhookDeliveries } from './webhooks/worker.js'
 
 export type { EnvApiOptions, ResolvedOptions } from './options.js'
@@ -19,7 +18,8 @@ export type { ApiOperation, ApiOutcome, EnvApiObserver } from './adapters/observ
 export { ApiError, StorageError, SQLSTATE_NAMES } from './errors.js'
 export { createLocalKeyring } from './crypto/local-keyring.js'
 export { createVaultCrypto, nameProblem, rotateDataKey, valueProblem, type VaultCrypto } from './vault-service.js'
-export { canReadEnvironment, canWriteEnvironment, canDecideImport, canManageVault } from './access.js'
+export { canReadEnvironment, canWriteEnvironment, canDecideImport, canManageVault, mayAccess } from './access.js'
+export { createEnvkeepCore, type CoreOptions, type CoreSettings, type DomainPeople, type EnvkeepCore } from './core.js'
 export { decideImport, type DecideImportInput, type DecideImportOutcome } from './imports-service.js'
 export {
   ADMINISTRATOR,
@@ -33,6 +33,7 @@ export {
   limitOf,
   personActor,
   pruneHistory,
+  vaultTag,
   ROLES,
   vaultNameProblem,
   withFailuresAs,
@@ -78,7 +79,7 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
     })
   }
   scheduleHousekeeping(app, opts)
-  scheduleWebhookDeliveries(app, opts, createVaultCrypto(opts.storage, opts.keyring))
+  scheduleWebhookDeliveries(app, opts)
   await app.register(apiRoutes, { opts })
   await app.register(oauthRoutes, { opts })
   await app.register(pageRoutes, { opts })

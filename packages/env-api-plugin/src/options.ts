@@ -2,6 +2,7 @@ import type { Keyring } from './adapters/keyring.js'
 import { safeObserver, type EnvApiObserver } from './adapters/observer.js'
 import type { PeopleAdapter } from './adapters/people.js'
 import type { Storage, StorageLimit } from './adapters/storage.js'
+import { createEnvkeepCore, positive, type EnvkeepCore } from './core.js'
 
 export interface EnvApiOptions {
   /** Public base URL of the service, e.g. `https://envkeep.example.com`; the OAuth issuer, exactly. */
@@ -10,6 +11,13 @@ export interface EnvApiOptions {
   /** Wraps per-vault data keys; `null` when the server has no key (value routes answer 503). */
   keyring: Keyring | null
   people: PeopleAdapter
+  /**
+   * The core (createEnvkeepCore) over the same storage and keyring, when the host shares it
+   * with its own pages or commands; default: the plugin builds its own. Its settings (`now`,
+   * `importTtlMs`, `historyDays`, `plans`, `ciAllowHttpLoopbackIssuers`, `allowPrivateWebhooks`)
+   * are the ones used: any of them given here too must be the same, or the plugin refuses to boot.
+   */
+  core?: EnvkeepCore
   /** `realm` of WWW-Authenticate and the name on pages. Default `envkeep`. */
   serviceName?: string
   /** Clock, injectable for tests. */
@@ -76,6 +84,8 @@ export interface ResolvedOptions {
   readonly storage: Storage
   readonly keyring: Keyring | null
   readonly people: PeopleAdapter
+  /** the one core of this plugin instance: every surface reads and writes through `core.domain` */
+  readonly core: EnvkeepCore
   readonly serviceName: string
   readonly now: () => Date
   readonly importTtlMs: number
@@ -108,10 +118,30 @@ export interface ResolvedOptions {
 const DAY = 24 * 60 * 60 * 1000
 export const PUSH_BODY_LIMIT = 1_048_576
 
-function positive(name: string, v: number | undefined, dflt: number): number {
-  if (v === undefined) return dflt
-  if (!Number.isFinite(v) || v <= 0) throw new TypeError(`envkeep: option ${name} must be a positive number`)
-  return v
+/** The given core, checked against the options, or a new one built from them. */
+function coreOf(o: EnvApiOptions): EnvkeepCore {
+  if (!o.core) return createEnvkeepCore(o)
+  const core = o.core
+  if (core.storage !== o.storage || core.keyring !== o.keyring)
+    throw new TypeError('envkeep: option core must be built over the same storage and keyring as the plugin')
+  // a setting given both here and on the core must be the same: the domain uses the core's
+  const s = core.settings
+  const differ = [
+    o.now !== undefined && o.now !== core.now ? 'now' : '',
+    o.importTtlMs !== undefined && o.importTtlMs !== s.importTtlMs ? 'importTtlMs' : '',
+    o.historyDays !== undefined && o.historyDays !== s.historyDays ? 'historyDays' : '',
+    o.plans !== undefined && !samePlans(o.plans, s.plans) ? 'plans' : '',
+    o.ciAllowHttpLoopbackIssuers !== undefined && o.ciAllowHttpLoopbackIssuers !== s.ciAllowHttpLoopbackIssuers ? 'ciAllowHttpLoopbackIssuers' : '',
+    o.allowPrivateWebhooks !== undefined && o.allowPrivateWebhooks !== s.allowPrivateWebhooks ? 'allowPrivateWebhooks' : '',
+  ].filter(Boolean)
+  if (differ.length > 0) throw new TypeError(`envkeep: option ${differ.join(', ')} differs from the core's (createEnvkeepCore); give it once, on the core`)
+  return core
+}
+
+function samePlans(a: Readonly<Record<string, StorageLimit>>, b: Readonly<Record<string, StorageLimit>>): boolean {
+  const names = Object.keys(a)
+  if (names.length !== Object.keys(b).length) return false
+  return names.every((n) => Object.hasOwn(b, n) && a[n]?.maxVariables === b[n]?.maxVariables && a[n]?.maxBytes === b[n]?.maxBytes)
 }
 
 /** Validates, defaults and freezes the options; a bad config never boots. */
@@ -131,27 +161,29 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
   if (o.keyring === undefined) throw new TypeError('envkeep: option keyring is required (null when there is no key)')
   const baseUrl = o.baseUrl
   const basePath = url.pathname === '/' ? '' : url.pathname
-  const plans = o.plans ?? { 'self-hosted': { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 } }
+  const core = coreOf(o)
+  const { settings } = core
   return Object.freeze({
     baseUrl,
     storage: o.storage,
     keyring: o.keyring,
     people: o.people,
+    core,
     serviceName: o.serviceName ?? 'envkeep',
-    now: o.now ?? (() => new Date()),
-    importTtlMs: positive('importTtlMs', o.importTtlMs, 7 * DAY),
-    historyDays: positive('historyDays', o.historyDays, 365),
+    now: core.now,
+    importTtlMs: settings.importTtlMs,
+    historyDays: settings.historyDays,
     rateLimit: Object.freeze({
       perMinute: positive('rateLimit.perMinute', o.rateLimit?.perMinute, 60),
       perDay: positive('rateLimit.perDay', o.rateLimit?.perDay, 5000),
     }),
-    plans: Object.freeze({ ...plans }),
+    plans: settings.plans,
     accessTokenTtlMs: positive('accessTokenTtlMs', o.accessTokenTtlMs, 60 * 60 * 1000),
     signInTtlMs: positive('signInTtlMs', o.signInTtlMs, 365 * DAY),
     signInIdleMs: positive('signInIdleMs', o.signInIdleMs, 90 * DAY),
     codeTtlMs: positive('codeTtlMs', o.codeTtlMs, 60 * 1000),
-    ciAllowHttpLoopbackIssuers: o.ciAllowHttpLoopbackIssuers === true,
-    allowPrivateWebhooks: o.allowPrivateWebhooks === true,
+    ciAllowHttpLoopbackIssuers: settings.ciAllowHttpLoopbackIssuers,
+    allowPrivateWebhooks: settings.allowPrivateWebhooks,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
     expiryIntervalMs: positive('expiryIntervalMs', o.expiryIntervalMs, 5000),
     observer: safeObserver(o.observer),

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Keyring } from './adapters/keyring.js'
 import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
-import { errors } from './errors.js'
+import { fail } from './domain/failure.js'
 import { historyPlaceOf, open, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
@@ -18,12 +18,12 @@ export interface VaultCrypto {
   seal(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<{ values: SealedVariable[]; sealedUnder: Uint8Array }>
   /** Drops the vault's cached data key: the next use reads the stored one again. */
   forget(vaultId: string): void
-  /** Opens sealed values, keyed by name in the order given; throws ApiError decrypt_failed if any one fails (nothing is returned). */
+  /** Opens sealed values, keyed by name in the order given; throws DomainFailure decrypt_failed if any one fails (nothing is returned). */
   openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
   /** Seals one change set's values for history (historyPlaceOf): each name's value before and after (null: none). */
   sealHistory(vaultId: string, environment: string, changeSetId: string, entries: readonly HistoryValues[]): Promise<SealedHistory[]>
   /**
-   * Opens one side of history entries of one change set; throws ApiError
+   * Opens one side of history entries of one change set; throws DomainFailure
    * decrypt_failed if any fails (nothing is returned). A null side opens to null; a
    * value recorded as unreadable (zero bytes) is left out.
    */
@@ -36,8 +36,10 @@ export interface VaultCrypto {
   ): Promise<Record<string, string | null>>
   /** Seals a webhook's signing secret (webhookPlaceOf), creating the vault's data key on first use. */
   sealWebhookSecret(vaultId: string, webhookId: string, secret: string): Promise<Uint8Array>
-  /** Opens a webhook's signing secret; throws ApiError decrypt_failed when it does not open. */
+  /** Opens a webhook's signing secret; throws DomainFailure decrypt_failed when it does not open. */
   openWebhookSecret(vaultId: string, webhookId: string, sealed: Uint8Array): Promise<string>
+  /** A new data key for the vault, every sealed value of it sealed again (rotateDataKey); false when it has no key yet. */
+  rotateDataKey(vaultId: string): Promise<boolean>
 }
 
 export interface HistoryValues {
@@ -70,7 +72,7 @@ type OpenedEnvironment = Map<string, { readonly sealed: Buffer; readonly value: 
 /**
  * Envelope encryption for values: one random data key per vault, stored
  * only wrapped by the keyring, unwrapped once and cached in memory.
- * With no keyring every call answers 503 not_configured.
+ * With no keyring every call fails with not_configured (503 on the API).
  */
 export function createVaultCrypto(storage: Storage, keyring: Keyring | null, options: VaultCryptoOptions = {}): VaultCrypto {
   const keys = new Map<string, Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }>>()
@@ -108,13 +110,13 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   }
 
   async function dataKey(vaultId: string, create: boolean): Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }> {
-    if (!keyring) throw errors.notConfigured()
+    if (!keyring) throw fail.notConfigured()
     const cached = keys.get(vaultId)
     if (cached) return cached
     const p = (async () => {
       let wrapped = await storage.getWrappedKey(vaultId)
       if (!wrapped) {
-        if (!create) throw errors.decryptFailed(new Error('vault has values but no data key'))
+        if (!create) throw fail.decryptFailed(new Error('vault has values but no data key'))
         // wrapped inside storage's transaction: a master-key rotation cannot commit in between
         wrapped = await storage.ensureWrappedKey(vaultId, () => keyring.wrap(randomBytes(32), vaultId))
       }
@@ -135,10 +137,10 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
             rememberOpened(vaultId, again)
             return { wrapped: again, key }
           } catch (rotating) {
-            throw errors.keyRotating(rotating)
+            throw fail.keyRotating(rotating)
           }
         }
-        throw moved(wrapped) ? errors.keyRotating(cause) : errors.decryptFailed(cause)
+        throw moved(wrapped) ? fail.keyRotating(cause) : fail.decryptFailed(cause)
       }
     })()
     keys.set(vaultId, p)
@@ -195,11 +197,11 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     } catch (cause) {
       keys.delete(vaultId)
       const fresh = await dataKey(vaultId, false)
-      if (Buffer.from(fresh.wrapped).equals(Buffer.from(first.wrapped))) throw errors.decryptFailed(cause)
+      if (Buffer.from(fresh.wrapped).equals(Buffer.from(first.wrapped))) throw fail.decryptFailed(cause)
       try {
         return use(fresh.key)
       } catch (again) {
-        throw errors.decryptFailed(again)
+        throw fail.decryptFailed(again)
       }
     }
   }
@@ -212,7 +214,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       return entries.map((e) => ({ name: e.name, before: one(e.name, 'before', e.before), after: one(e.name, 'after', e.after) }))
     },
     async openHistory(vaultId, environment, changeSetId, side, entries) {
-      if (!keyring) throw errors.notConfigured()
+      if (!keyring) throw fail.notConfigured()
       if (entries.every((e) => e[side] === null)) return Object.fromEntries(entries.map((e) => [e.name, null]))
       return withKey(vaultId, (key) => {
         const out: Record<string, string | null> = {}
@@ -231,7 +233,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       return seal(key, Buffer.from(secret, 'utf8'), webhookPlaceOf(vaultId, webhookId))
     },
     async openWebhookSecret(vaultId, webhookId, sealed) {
-      if (!keyring) throw errors.notConfigured()
+      if (!keyring) throw fail.notConfigured()
       return withKey(vaultId, (key) => open(key, sealed, webhookPlaceOf(vaultId, webhookId)).toString('utf8'))
     },
     async sealValues(vaultId, environment, values) {
@@ -241,9 +243,17 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     forget(vaultId) {
       keys.delete(vaultId)
     },
+    async rotateDataKey(vaultId) {
+      if (!keyring) throw fail.notConfigured()
+      try {
+        return await rotateDataKey(storage, keyring, vaultId)
+      } finally {
+        keys.delete(vaultId)
+      }
+    },
     async openValues(vaultId, environment, sealed) {
       if (sealed.length === 0) {
-        if (!keyring) throw errors.notConfigured()
+        if (!keyring) throw fail.notConfigured()
         return {}
       }
       return withKey(vaultId, (key) => openAll(vaultId, environment, key, sealed))

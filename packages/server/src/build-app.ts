@@ -1,8 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
 import envApi, {
-  createDomain,
-  createVaultCrypto,
+  createEnvkeepCore,
   csrfCookieName,
   csrfPlugin,
   envkeepFrameworkErrors,
@@ -119,6 +118,19 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     ...createLocalPeople({ accounts: deps.accounts, basePath: config.basePath, secureCookies, now }),
     ...createInvitationHooks({ accounts: deps.accounts, baseUrl: config.baseUrl, now, mailer, log: app.log }),
   }
+  // one core for the plugin and the server's own pages: an invitation's membership goes through
+  // the same domain layer (its rules, its log, its caches)
+  const core = createEnvkeepCore({
+    storage: deps.storage,
+    keyring: deps.keyring,
+    people,
+    now,
+    importTtlMs: config.importTtlSeconds * 1000,
+    historyDays: config.historyDays,
+    plans: { ...config.plans },
+    ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
+    allowPrivateWebhooks: config.webhookAllowPrivate,
+  })
   // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
   await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
   // sign-in limits in the storage's shared counters when it has them: every process counts alike
@@ -149,7 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   })
   await app.register(accountSettingsPages, {
     accounts: deps.accounts,
-    storage: deps.storage,
+    domain: core.domain,
     people,
     keyring: deps.keyring,
     basePath: config.basePath,
@@ -183,21 +195,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     secureCookies,
     now,
   })
-  // an invitation's page: the membership goes through the plugin's domain layer (its rules, its log)
-  const domain = createDomain({
-    storage: deps.storage,
-    crypto: createVaultCrypto(deps.storage, deps.keyring),
-    hasKey: deps.keyring !== null,
-    plans: { ...config.plans },
-    now,
-    importTtlMs: config.importTtlSeconds * 1000,
-    people,
-  })
   await app.register(invitePages, {
     accounts: deps.accounts,
     attemptCounters: counters,
     people,
-    domain,
+    domain: core.domain,
     basePath: config.basePath,
     now,
     ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
@@ -207,6 +209,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     storage: deps.storage,
     keyring: deps.keyring,
     people,
+    core,
     now,
     importTtlMs: config.importTtlSeconds * 1000,
     historyDays: config.historyDays,

@@ -1,4 +1,4 @@
-import type { Role, AccessAction, AccessLogRow } from '../adapters/vault-store.js'
+import type { AccessAction, AccessLogRow, Role } from '../adapters/vault-store.js'
 import type { Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { locateVault } from './vaults.js'
@@ -12,11 +12,22 @@ import { locateVault } from './vaults.js'
 export async function listAccessLog(
   d: DomainDeps,
   actor: Actor,
-  input: { vaultId: string; environment?: string; action?: AccessAction; before?: number; limit: number },
+  input: { vaultId: string; environment?: string; action?: AccessAction; before?: number; personId?: string; limit: number },
 ): Promise<AccessLogRow[]> {
   const vault = await locateVault(d, actor, input.vaultId)
-  const { vaultId: _vaultId, ...filter } = input
-  return (await d.storage.listAccessLog(vault.id, filter)).map((e) => shownAccessEntry(e, vault.role))
+  const { vaultId: _vaultId, personId, ...filter } = input
+  const shown = (rows: readonly AccessLogRow[]): AccessLogRow[] => rows.map((e) => shownAccessEntry(e, vault.role))
+  if (!personId) return shown(await d.storage.listAccessLog(vault.id, filter))
+  // a person filter reads further back (entries of others are skipped), at most PERSON_ROUNDS pages
+  const wanted: AccessLogRow[] = []
+  let before = filter.before
+  for (let round = 0; round < PERSON_ROUNDS && wanted.length < filter.limit; round++) {
+    const page = await d.storage.listAccessLog(vault.id, { ...filter, ...(before ? { before } : {}) })
+    wanted.push(...page.filter((l) => l.personId === personId))
+    if (page.length < filter.limit) break
+    before = page[page.length - 1]?.id
+  }
+  return shown(wanted.slice(0, filter.limit))
 }
 
 const INVITATION_ACTIONS: readonly string[] = ['invitation_sent', 'invitation_revoked']
@@ -34,3 +45,6 @@ export function shownAccessEntry<E extends { readonly action: string; readonly d
   if (role === 'owner' || !INVITATION_ACTIONS.includes(entry.action) || entry.detail === null) return entry
   return { ...entry, detail: `${entry.detail.split(':')[0]}: email shown to owners` }
 }
+
+/** How many pages of the log a person filter reads at most. */
+const PERSON_ROUNDS = 10

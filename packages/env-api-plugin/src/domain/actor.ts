@@ -1,4 +1,5 @@
 import type { AccessAction, AccessLogEntry } from '../adapters/vault-store.js'
+import { fail } from './failure.js'
 
 /**
  * Who asks: a person (through a CLI sign-in or the pages), or the server
@@ -38,6 +39,11 @@ export function personActor(p: {
 }): PersonActor {
   const actor = { kind: 'person' as const, personId: p.personId, signInId: p.signInId ?? null, clientId: p.clientId ?? null, address: p.address ?? null }
   return p.label ? { ...actor, label: p.label } : actor
+}
+
+/** Refuses anyone but the server administrator (the admin commands' own operations). */
+export function requireAdministrator(actor: Actor, what: string): void {
+  if (actor.kind !== 'administrator') throw fail.forbidden(`only the server administrator can ${what}`)
 }
 
 /** The person id to record as the author of a change; null for the administrator. */

@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto'
 import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
-import type { EnvironmentInfo, VaultAccess, VaultStore } from '../adapters/vault-store.js'
+import type { VaultAccess, VaultStore } from '../adapters/vault-store.js'
 import { issuerProblem } from '../oauth/workload/issuer-url.js'
 import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
 import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { canManageVault, canReadEnvironment } from './permissions.js'
+import { canReadEnvironment, requireOwner } from './permissions.js'
 import { locateVault } from './vaults.js'
+import { ciVault, isCiPrincipal, type CiVaultAccess } from './ci-vault.js'
+
+// how a CI identity reaches its vault lives in ci-vault.ts (vaults.ts locates through it)
+export { ciVault, isCiPrincipal, type CiVaultAccess }
 
 /**
  * CI identities ("CI access"): which CI runs may read a vault with no stored
@@ -15,11 +19,6 @@ import { locateVault } from './vaults.js'
  * CI identity reads with its role, limited to its environments when it has
  * a list; it is never a member, never pushes, never decides, never uses the pages.
  */
-
-/** A vault as a CI identity reaches it: its role, and the environments it is limited to (null: all its role reads). */
-export interface CiVaultAccess extends VaultAccess {
-  readonly ciEnvironments: readonly string[] | null
-}
 
 export const CI_IDENTITY_NOT_FOUND = 'that CI identity does not exist in this vault'
 
@@ -44,39 +43,6 @@ export interface NewCiIdentityInput {
   readonly role: string
   /** null or empty: every environment the role reads */
   readonly environments?: readonly string[] | null
-}
-
-/** Whether this sign-in principal is a CI identity (not a person). */
-export function isCiPrincipal(principal: string): boolean {
-  return ciIdentityIdOf(principal) !== null
-}
-
-/** The vault a CI identity belongs to, as it reaches it; null for another vault or a removed identity. */
-export async function ciVault(d: DomainDeps, principal: string, vaultId?: string): Promise<CiVaultAccess | null> {
-  const id = ciIdentityIdOf(principal)
-  if (id === null) return null
-  const [identity] = await d.storage.findCiIdentities({ id })
-  if (!identity || (vaultId !== undefined && identity.vaultId !== vaultId)) return null
-  const [vault] = await d.storage.findVaults({ id: identity.vaultId })
-  return vault ? { ...vault, role: identity.role, ciEnvironments: identity.environments } : null
-}
-
-/** Whether whoever reached `vault` may read `env`: the role's rule, then a CI identity's environment list. */
-export function mayReadEnvironment(vault: VaultAccess, env: EnvironmentInfo): boolean {
-  if (!canReadEnvironment(vault.role, env)) return false
-  const limit = (vault as Partial<CiVaultAccess>).ciEnvironments
-  return limit === undefined || limit === null || limit.includes(env.name)
-}
-
-/** Why a CI identity may not read an environment its role could, in words; null otherwise. */
-export function ciLimitRefusal(vault: VaultAccess, env: EnvironmentInfo): string | null {
-  const limit = (vault as Partial<CiVaultAccess>).ciEnvironments
-  if (limit === undefined || limit === null || limit.includes(env.name)) return null
-  return `this CI identity is limited to ${limit.join(', ')}`
-}
-
-function requireOwner(vault: VaultAccess, what: string): void {
-  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
 }
 
 /** Why a CI identity's settings are refused, in words; the checked record otherwise. */

@@ -3,7 +3,7 @@ import type { Storage, StorageLimit } from '../adapters/storage.js'
 import type { VaultCrypto } from '../vault-service.js'
 import type { ResolveHost } from './webhook-url.js'
 
-/** What the domain works with; every surface (API, pages, admin commands) builds it from its own setting. */
+/** What the domain works with; built once per plugin instance by createEnvkeepCore (core.ts). */
 export interface DomainDeps {
   readonly storage: Storage
   /** seals and opens values; answers 503 not_configured without a key */
@@ -15,6 +15,8 @@ export interface DomainDeps {
   readonly now: () => Date
   /** lifetime of a pending push */
   readonly importTtlMs: number
+  /** days versions are kept in history (housekeeping's retention) */
+  readonly historyDays?: number
   /** finds the person to add as a member; the optional invitation hooks, when the host has them */
   readonly people: Pick<PeopleAdapter, 'findPersonByEmail' | 'invite' | 'invitesAccounts' | 'listInvitations' | 'revokeInvitation'>
   /** `ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback`: CI identities may name `http://127.0.0.1:*` issuers (tests only) */

@@ -2,7 +2,7 @@ import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
 import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { canManageVault } from './permissions.js'
+import { requireOwner } from './permissions.js'
 import { environmentNameProblem } from './rules.js'
 import { locateVault } from './vaults.js'
 
@@ -13,7 +13,7 @@ export async function createEnvironment(
   input: { vaultId: string; name: string; ownersOnly: boolean },
 ): Promise<{ vault: VaultAccess; environment: EnvironmentInfo }> {
   const vault = await locateVault(d, actor, input.vaultId)
-  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot add environments; only owners can`)
+  requireOwner(vault, 'add environments')
   const name = input.name.trim()
   const problem = environmentNameProblem(name)
   if (problem) throw fail.invalid(problem)

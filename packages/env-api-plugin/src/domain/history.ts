@@ -1,10 +1,9 @@
 import type { ChangeSetDetail, ChangeSetSummary, EnvironmentInfo, ImportRecord, VariableVersion, VaultAccess } from '../adapters/storage.js'
-import { errors } from '../errors.js'
 import { entryFor, type Actor } from './actor.js'
 import { changeEnvironment, entriesOf, type Target } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { canReadEnvironment, canWriteEnvironment, revealRefusal, writeRefusal } from './permissions.js'
+import { mayAccess, revealRefusal, writeRefusal } from './permissions.js'
 import { environmentOf, locateEnvironment, locateVault } from './vaults.js'
 import { stagePush } from './pushes.js'
 import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
@@ -43,7 +42,7 @@ export interface RollbackPlan {
 }
 
 async function readableEnvironment(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo): Promise<void> {
-  if (canReadEnvironment(vault.role, env)) return
+  if (mayAccess(vault, env, 'read')) return
   await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'refused', at: d.now(), environment: env.name }))
   throw fail.forbidden(revealRefusal(vault.role, env))
 }
@@ -92,7 +91,7 @@ export async function revealChange(
   input: { vaultId: string; changeSetId: string; name?: string },
 ): Promise<ChangeView & { before: Record<string, string | null>; after: Record<string, string | null> }> {
   const view = await loadChange(d, actor, input)
-  if (!d.hasKey) throw errors.notConfigured()
+  if (!d.hasKey) throw fail.notConfigured()
   const entries = input.name === undefined ? view.change.entries : view.change.entries.filter((e) => e.name === input.name)
   if (entries.length === 0) throw fail.notFound('that variable is not part of this change')
   const { vault, change } = view
@@ -162,8 +161,8 @@ async function rollbackTarget(
 async function writableChange(d: DomainDeps, actor: Actor, input: { vaultId: string; changeSetId: string }): Promise<ChangeView> {
   const view = await loadChange(d, actor, input)
   const env = environmentOf(view.vault, view.change.environment)
-  if (!canWriteEnvironment(view.vault.role, env)) throw fail.forbidden(writeRefusal(view.vault.role))
-  if (!d.hasKey) throw errors.notConfigured()
+  if (!mayAccess(view.vault, env, 'write')) throw fail.forbidden(writeRefusal(view.vault.role))
+  if (!d.hasKey) throw fail.notConfigured()
   return view
 }
 

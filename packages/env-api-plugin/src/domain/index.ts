@@ -1,6 +1,7 @@
-import type { Actor, PersonActor } from './actor.js'
+import type { Actor, AdministratorActor, PersonActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { listAccessLog } from './access-log.js'
+import { expirePushes, listAllVaults, listAudit, pruneOldHistory, purgeSignIns, rewrapDataKeys, rotateVaultKey } from './administration.js'
 import { addCiIdentity, listCiIdentities, removeCiIdentity, type NewCiIdentityInput } from './ci-identities.js'
 import { createEnvironment } from './environments.js'
 import { changeOfPush, listHistory, loadChange, planRollback, revealChange, rollBack, variableHistory } from './history.js'
@@ -8,19 +9,34 @@ import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import { canInvite, inviteMember, listInvitations, revokeInvitation } from './invitations.js'
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
-import { createPush, decidePush, loadPush, mayDecide, pushesWaiting, pushStatus, revealPush, type PushView } from './pushes.js'
-import { deleteVariable, listVariableNames, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
-import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
-import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
+import {
+  createPush,
+  decidePush,
+  listPushes,
+  loadPush,
+  mayDecide,
+  pendingPushes,
+  pushesWaiting,
+  pushStatus,
+  revealPush,
+  vaultOfPush,
+  type PushView,
+} from './pushes.js'
+import { listSignIns, revokeAllSignIns, revokeOwnSignIns, revokeSignIn } from './sign-ins.js'
+import { deleteVariable, listVariableNames, listVariables, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
+import { createVault, deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
+import { findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
 
 /**
  * The domain layer: the only code that knows the rules of vaults, members,
  * environments, variables, pushes and the access log. The API routes, the
- * pages and the server's admin commands call it with an actor; it answers
- * with results, or throws a `DomainFailure` (a rule said no) that each
- * surface renders its own way, `ApiError` for not_configured and
- * decrypt_failed, or `StorageError`.
+ * pages, the webhook worker, housekeeping and the server's admin commands
+ * call it (built once per plugin instance: createEnvkeepCore, core.ts) with
+ * an actor; it answers with results, or throws a `DomainFailure` (a rule
+ * said no, or the keys failed: not_configured, decrypt_failed) that each
+ * surface renders its own way, or passes a `StorageError` through. It
+ * imports nothing from the HTTP layers.
  */
 export function createDomain(d: DomainDeps) {
   return Object.freeze({
@@ -52,6 +68,7 @@ export function createDomain(d: DomainDeps) {
       writeVariable(d, actor, input),
     deleteVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string }) => deleteVariable(d, actor, input),
     listVariableNames: (actor: Actor, input: { vaultId: string; environment: string }) => listVariableNames(d, actor, input),
+    listVariables: (actor: Actor, input: { vaultId: string; environment: string }) => listVariables(d, actor, input),
     // pushes
     createPush: (actor: PersonActor, input: Parameters<typeof createPush>[2], located?: Located) => createPush(d, actor, input, located),
     pushStatus: (actor: PersonActor, importId: string) => pushStatus(d, actor, importId),
@@ -61,6 +78,9 @@ export function createDomain(d: DomainDeps) {
       decidePush(d, actor, input),
     revealPush: (actor: Actor, input: { vaultId: string; importId: string }) => revealPush(d, actor, input),
     pushesWaiting: (personId: string, vaults?: readonly VaultAccess[]) => pushesWaiting(d, personId, vaults),
+    listPushes: (actor: Actor, input: Parameters<typeof listPushes>[2]) => listPushes(d, actor, input),
+    vaultOfPush: (importId: string) => vaultOfPush(d, importId),
+    pendingPushes: (vault: VaultAccess) => pendingPushes(d, vault),
     // history
     listHistory: (actor: Actor, input: Parameters<typeof listHistory>[2]) => listHistory(d, actor, input),
     loadChange: (actor: Actor, input: { vaultId: string; changeSetId: string }) => loadChange(d, actor, input),
@@ -79,6 +99,20 @@ export function createDomain(d: DomainDeps) {
     removeWebhook: (actor: Actor, input: { vaultId: string; webhookId: string }) => removeWebhook(d, actor, input),
     // access log
     listAccessLog: (actor: Actor, input: Parameters<typeof listAccessLog>[2]) => listAccessLog(d, actor, input),
+    // sign-ins
+    listSignIns: (actor: PersonActor) => listSignIns(d, actor),
+    revokeSignIn: (actor: PersonActor, signInId: string) => revokeSignIn(d, actor, signInId),
+    revokeOwnSignIns: (actor: PersonActor) => revokeOwnSignIns(d, actor),
+    revokeAllSignIns: (actor: AdministratorActor, personId: string) => revokeAllSignIns(d, actor, personId),
+    // the server administrator's own
+    listAudit: (actor: AdministratorActor, input: { limit: number }) => listAudit(d, actor, input),
+    listAllVaults: (actor: AdministratorActor) => listAllVaults(d, actor),
+    rotateDataKey: (actor: AdministratorActor, vaultId: string) => rotateVaultKey(d, actor, vaultId),
+    rewrapDataKeys: (actor: AdministratorActor, rewrap: Parameters<typeof rewrapDataKeys>[2]) => rewrapDataKeys(d, actor, rewrap),
+    // housekeeping (the periodic work: no actor)
+    expirePushes: () => expirePushes(d),
+    purgeSignIns: () => purgeSignIns(d),
+    pruneHistory: () => pruneOldHistory(d),
   })
 }
 
@@ -86,8 +120,9 @@ export type Domain = ReturnType<typeof createDomain>
 
 export { ADMINISTRATOR, ADMINISTRATOR_CLIENT, authorOf, entryFor, personActor, type Actor, type AdministratorActor, type PersonActor } from './actor.js'
 export type { DomainDeps } from './deps.js'
-export { CI_ISSUER_PRESETS, isCiPrincipal, mayReadEnvironment, type CiVaultAccess, type NewCiIdentityInput } from './ci-identities.js'
-export { DomainFailure, type FailureKind } from './failure.js'
+export { CI_ISSUER_PRESETS, isCiPrincipal, type CiVaultAccess, type NewCiIdentityInput } from './ci-identities.js'
+export { DomainFailure, isRefusal, KEY_FAILURES, vaultTag, type FailureKind } from './failure.js'
+export { SIGN_IN_NOT_FOUND, signInState } from './sign-ins.js'
 export { INVITATION_NOT_FOUND, NEEDS_ACCOUNT, type InviteOutcome } from './invitations.js'
 export { CHANGE_NOT_FOUND, HISTORY_PAGE, pruneHistory, type ChangeView, type RollbackPlan } from './history.js'
 export { ENVIRONMENT_CHANGED } from './changes.js'
@@ -97,12 +132,15 @@ export {
   canManageVault,
   canReadEnvironment,
   canWriteEnvironment,
+  ciLimitRefusal,
   decideRefusal,
+  mayAccess,
   revealRefusal,
   roleRefusal,
   writeRefusal,
 } from './permissions.js'
 export {
+  isWaiting,
   MAX_REJECT_REASON,
   pushProblem,
   PUSH_NOT_FOUND,
@@ -119,6 +157,8 @@ export {
   environmentNameProblem,
   isRole,
   MAX_NAME_LENGTH,
+  MAX_REASON,
+  MAX_REFUSED,
   MAX_VALUE_BYTES,
   MAX_VAULT_NAME,
   NAME_RE,

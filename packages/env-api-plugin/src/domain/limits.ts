@@ -1,6 +1,5 @@
 import type { OverLimit, StorageLimit, VaultRecord } from '../adapters/vault-store.js'
-import { vaultTag } from '../errors.js'
-import { fail, type DomainFailure } from './failure.js'
+import { fail, vaultTag, type DomainFailure } from './failure.js'
 
 const NO_LIMIT: StorageLimit = Object.freeze({ maxVariables: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER })
 

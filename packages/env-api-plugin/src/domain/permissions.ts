@@ -1,18 +1,39 @@
-import type { EnvironmentInfo, Role } from '../adapters/vault-store.js'
+import type { EnvironmentInfo, Role, VaultAccess } from '../adapters/vault-store.js'
+import { fail } from './failure.js'
 
 /**
  * Who may do what (decisions.md). The server administrator acts with an
  * owner's rights (see actor.ts).
  */
 
-/** Who may read (and so push to, and change on the pages) an environment: owners everything, editors what is not owners-only. */
+/**
+ * Whether whoever reached `vault` (a member with their role, the
+ * administrator as owner, or a CI identity with its role and environment
+ * list) may read or write `env`: the one rule every surface asks. Reading
+ * also lets a person push to it and change it on the pages; a CI identity
+ * never writes (its sign-in has no scope for it), and reads only the
+ * environments of its list when it has one.
+ */
+export function mayAccess(vault: VaultAccess, env: EnvironmentInfo, mode: 'read' | 'write'): boolean {
+  if (!(mode === 'read' ? canReadEnvironment(vault.role, env) : canWriteEnvironment(vault.role, env))) return false
+  return ciLimitRefusal(vault, env) === null
+}
+
+/** Why a CI identity may not reach an environment its role could, in words; null otherwise (and for anyone else). */
+export function ciLimitRefusal(vault: VaultAccess, env: EnvironmentInfo): string | null {
+  const limit = (vault as { readonly ciEnvironments?: readonly string[] | null }).ciEnvironments
+  if (limit === undefined || limit === null || limit.includes(env.name)) return null
+  return `this CI identity is limited to ${limit.join(', ')}`
+}
+
+/** The role's part of mayAccess: owners every environment, editors what is not owners-only, viewers none. */
 export function canReadEnvironment(role: Role, env: EnvironmentInfo): boolean {
   if (role === 'owner') return true
   if (role === 'editor') return !env.ownersOnly
   return false
 }
 
-/** Who may change variables of an environment: same as reading. */
+/** The role's part of mayAccess for changes: same as reading. */
 export const canWriteEnvironment = canReadEnvironment
 
 /**
@@ -52,4 +73,9 @@ export function revealRefusal(role: Role, env: EnvironmentInfo): string {
 /** Why a role may not change variables, in words. */
 export function writeRefusal(role: Role): string {
   return role === 'viewer' ? 'your role (viewer) cannot change variables' : `your role (${role}) cannot change owners-only environments`
+}
+
+/** Refuses anyone but an owner (and the administrator): `what` they cannot do, in words. */
+export function requireOwner(vault: VaultAccess, what: string): void {
+  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
 }

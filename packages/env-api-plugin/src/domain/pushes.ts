@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto'
-import type { ChangeKind, EnvironmentInfo, ImportRecord, NewChangeSet, RefusedLine, VaultAccess } from '../adapters/storage.js'
-import { errors } from '../errors.js'
-import { MAX_REASON, MAX_REFUSED } from '../schemas/imports.js'
+import type { ChangeKind, EnvironmentInfo, ImportRecord, ImportStatus, NewChangeSet, RefusedLine, VaultAccess } from '../adapters/storage.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
 import { entriesOf, mayReplaceUnreadable, openCurrent, UNREADABLE_BEFORE } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
-import { canDecideImport, canReadEnvironment, canWriteEnvironment, decideRefusal, roleRefusal } from './permissions.js'
-import { isWellFormed, MAX_NAME_LENGTH, nameProblem, valueProblem } from './rules.js'
-import { withCurrentKey, type Located } from './variables.js'
+import { canDecideImport, decideRefusal, mayAccess, roleRefusal } from './permissions.js'
+import { isWellFormed, MAX_NAME_LENGTH, MAX_REASON, MAX_REFUSED, nameProblem, valueProblem } from './rules.js'
+import { AGAIN, retryOptimistic } from './retry.js'
 import { secondPersonRequired } from './vault-admin.js'
-import { listVaults, locateEnvironment, locateVault } from './vaults.js'
+import { listVaults, locateEnvironment, locateVault, type Located } from './vaults.js'
 import { notifyWebhooks } from './webhooks.js'
 
 /**
@@ -66,7 +64,7 @@ export async function createPush(
 ): Promise<ImportRecord> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   located?.(vault, env)
-  if (!canReadEnvironment(vault.role, env)) throw fail.forbidden(roleRefusal(vault.role, env, 'push to'))
+  if (!mayAccess(vault, env, 'read')) throw fail.forbidden(roleRefusal(vault.role, env, 'push to'))
   return stagePush(d, actor, vault, env, input.body)
 }
 
@@ -77,31 +75,39 @@ export async function createPush(
  * person) come here too.
  */
 export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultAccess, env: EnvironmentInfo, body: PushInput): Promise<ImportRecord> {
-  if (!d.hasKey) throw errors.notConfigured()
+  if (!d.hasKey) throw fail.notConfigured()
   const problem = pushProblem(body)
   if (problem) throw fail.invalid(problem)
   const now = d.now()
   const names = Object.keys(body.variables).sort()
-  const r = await withCurrentKey(d, vault.id, async () => {
-    const sealed = await d.crypto.seal(vault.id, env.name, body.variables)
-    return d.storage.createImport(
-      {
-        id: randomUUID(),
-        vaultId: vault.id,
-        environment: env.name,
-        senderId: actor.personId,
-        signInId: actor.signInId,
-        values: sealed.values,
-        sealedUnder: sealed.sealedUnder,
-        refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + d.importTtlMs),
-        limit: limitOf(d.plans, vault.plan),
-      },
-      entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
-    )
-  })
-  if (!r.ok && r.reason === 'stale_key') throw new Error('envkeep: the vault key kept changing while the push was sealed')
+  // sealed again if storage says the vault's data key changed since it was cached (rotated by
+  // another process): a value is never stored under a key the vault no longer has
+  const r = await retryOptimistic(
+    3,
+    () => 'the vault key kept changing while the push was sealed',
+    async () => {
+      const sealed = await d.crypto.seal(vault.id, env.name, body.variables)
+      const r = await d.storage.createImport(
+        {
+          id: randomUUID(),
+          vaultId: vault.id,
+          environment: env.name,
+          senderId: actor.personId,
+          signInId: actor.signInId,
+          values: sealed.values,
+          sealedUnder: sealed.sealedUnder,
+          refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + d.importTtlMs),
+          limit: limitOf(d.plans, vault.plan),
+        },
+        entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
+      )
+      if (r.ok || r.reason !== 'stale_key') return r
+      d.crypto.forget(vault.id)
+      return AGAIN
+    },
+  )
   if (!r.ok) throw overLimit(vault, r, 'this push')
   await notifyWebhooks(d, r.import.id)
   return r.import
@@ -113,6 +119,41 @@ export async function pushStatus(d: DomainDeps, actor: PersonActor, importId: st
   if (!imp || imp.senderId !== actor.personId) throw fail.notFound(PUSH_NOT_FOUND, 'the push')
   return imp
 }
+
+/** Whether a push waits for a decision at `nowMs`: pending and not past its expiry (past it, its next read expires it). */
+export function isWaiting(p: Pick<ImportRecord, 'status' | 'expiresAt'>, nowMs: number): boolean {
+  return p.status === 'pending' && p.expiresAt.getTime() > nowMs
+}
+
+/**
+ * A vault's pushes, newest first, for any member: a pending push past its
+ * expiry is left out (it becomes `expired` on its next read), so it is never
+ * offered for review.
+ */
+export async function listPushes(d: DomainDeps, actor: Actor, input: { vaultId: string; status?: ImportStatus; limit: number }): Promise<ImportRecord[]> {
+  const vault = await locateVault(d, actor, input.vaultId)
+  const list = await d.storage.listImports(vault.id, { ...(input.status ? { status: input.status } : {}), limit: input.limit })
+  const now = d.now().getTime()
+  return list.filter((p) => p.status !== 'pending' || isWaiting(p, now))
+}
+
+/**
+ * The vault a push belongs to, for a host that knows only the push's id
+ * (decideImport): nothing else of it, since no access is checked here;
+ * null when there is no such push.
+ */
+export async function vaultOfPush(d: DomainDeps, importId: string): Promise<string | null> {
+  return (await d.storage.getImport(importId, d.now()))?.vaultId ?? null
+}
+
+/** How many pushes of a located vault wait for a decision (the tab bar's count), looking at the newest `PENDING_SHOWN`. */
+export async function pendingPushes(d: DomainDeps, vault: VaultAccess): Promise<number> {
+  const now = d.now().getTime()
+  return (await d.storage.listImports(vault.id, { status: 'pending', limit: PENDING_SHOWN })).filter((p) => isWaiting(p, now)).length
+}
+
+/** Pending pushes a vault's pages list and count. */
+export const PENDING_SHOWN = 50
 
 export interface PushView {
   readonly vault: VaultAccess
@@ -163,7 +204,7 @@ export interface PushesWaiting {
  */
 export async function pushesWaiting(d: DomainDeps, personId: string, vaults?: readonly VaultAccess[]): Promise<PushesWaiting> {
   const all = vaults ?? (await listVaults(d, personId))
-  const deciding = all.filter((v) => v.environments.some((e) => canWriteEnvironment(v.role, e)))
+  const deciding = all.filter((v) => v.environments.some((e) => mayAccess(v, e, 'write')))
   const looked = deciding.slice(0, WAITING_VAULTS)
   const lists = await Promise.all(looked.map((v) => d.storage.listImports(v.id, { status: 'pending', limit: WAITING_PER_VAULT })))
   const now = d.now().getTime()
@@ -174,7 +215,7 @@ export async function pushesWaiting(d: DomainDeps, personId: string, vaults?: re
     const list = lists[i] ?? []
     if (list.length >= WAITING_PER_VAULT) more = true
     const n = list.filter((p) => {
-      if (p.status !== 'pending' || p.expiresAt.getTime() <= now) return false
+      if (!isWaiting(p, now)) return false
       const env = vault.environments.find((e) => e.name === p.environment) ?? { name: p.environment, ownersOnly: true }
       return canDecideImport(vault.role, env, p.senderId === personId, secondPersonRequired(vault, env))
     }).length
@@ -202,25 +243,30 @@ export async function decidePush(
   if (!canDecideImport(vault.role, env, push.senderId === actor.personId, secondPersonRequired(vault, env)))
     throw fail.forbidden(decideRefusal(vault.role, env))
   if (push.status !== 'pending') throw fail.conflict(`this push is already ${push.status}`)
-  if (input.decision === 'applied' && !d.hasKey) throw errors.notConfigured() // the values it replaces are kept in history, sealed
-  for (let attempt = 1; ; attempt++) {
-    const now = d.now()
-    const log = entryFor(actor, {
-      vaultId: vault.id,
-      action: input.decision === 'applied' ? 'push_applied' : 'push_rejected',
-      at: now,
-      environment: push.environment,
-      names: push.names,
-    })
-    const decision = { importId: push.id, decision: input.decision, by: actor.personId, now, reason: reason || null }
-    const r = await d.storage.decideImport(input.decision === 'applied' ? { ...decision, ...(await pushChangeSet(d, actor, view, now)) } : decision, log)
-    if (r.ok) {
-      await notifyWebhooks(d, r.import.id)
-      return r.import
-    }
-    if (r.reason === 'not_pending') throw fail.conflict(`this push is already ${r.import.status}`)
-    if (attempt >= 5) throw new Error('envkeep: the environment kept changing while a push was applied')
-  }
+  if (input.decision === 'applied' && !d.hasKey) throw fail.notConfigured() // the values it replaces are kept in history, sealed
+  // computed again if the environment changed between reading its values and the decision
+  return retryOptimistic(
+    5,
+    () => 'the environment kept changing while a push was applied',
+    async () => {
+      const now = d.now()
+      const log = entryFor(actor, {
+        vaultId: vault.id,
+        action: input.decision === 'applied' ? 'push_applied' : 'push_rejected',
+        at: now,
+        environment: push.environment,
+        names: push.names,
+      })
+      const decision = { importId: push.id, decision: input.decision, by: actor.personId, now, reason: reason || null }
+      const r = await d.storage.decideImport(input.decision === 'applied' ? { ...decision, ...(await pushChangeSet(d, actor, view, now)) } : decision, log)
+      if (r.ok) {
+        await notifyWebhooks(d, r.import.id)
+        return r.import
+      }
+      if (r.reason === 'not_pending') throw fail.conflict(`this push is already ${r.import.status}`)
+      return AGAIN
+    },
+  )
 }
 
 /**
@@ -272,11 +318,11 @@ export async function revealPush(
   const { vault, push, env } = view
   if (push.status !== 'pending') throw fail.conflict(`this push is ${push.status}; its values are no longer kept`)
   const entry = { vaultId: vault.id, at: d.now(), environment: push.environment }
-  if (!canReadEnvironment(vault.role, env)) {
+  if (!mayAccess(vault, env, 'read')) {
     await d.storage.appendAccessLog(entryFor(actor, { ...entry, action: 'refused' }))
     throw fail.forbidden(`your role (${vault.role}) cannot read the values of this environment`)
   }
-  if (!d.hasKey) throw errors.notConfigured()
+  if (!d.hasKey) throw fail.notConfigured()
   const staged = await d.storage.getImportValues(push.id)
   const existing = push.overwrites.length > 0 ? (await d.storage.readCurrent(vault.id, push.environment, push.overwrites)).variables : []
   // logged before the values leave the server; if the log fails, nothing is shown

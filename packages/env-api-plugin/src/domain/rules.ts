@@ -1,3 +1,4 @@
+import { MAX_NAME_LENGTH, MAX_REFUSED, MAX_VALUE_BYTES, NAME_RE, RESERVED_PREFIX } from '@envkeep/dotenv'
 import type { EnvironmentInfo, Role } from '../adapters/vault-store.js'
 
 /**
@@ -5,10 +6,11 @@ import type { EnvironmentInfo, Role } from '../adapters/vault-store.js'
  * wrong in words and never repeats what was sent.
  */
 
-export const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/
-export const MAX_NAME_LENGTH = 256
-export const MAX_VALUE_BYTES = 65_536
-export const RESERVED_PREFIX = 'ENVKEEP_'
+// The variable-name pattern and the sizes are the .env grammar's (one source: @envkeep/dotenv,
+// which the CLI refuses lines by before sending); the server holds pushes to the same.
+export { MAX_NAME_LENGTH, MAX_REFUSED, MAX_VALUE_BYTES, NAME_RE, RESERVED_PREFIX }
+/** Longest reason of a refused entry of a push. */
+export const MAX_REASON = 200
 export const ENVIRONMENT_NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/
 export const MAX_VAULT_NAME = 100
 export const ROLES: readonly Role[] = Object.freeze(['owner', 'editor', 'viewer'])

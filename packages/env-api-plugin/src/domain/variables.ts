@@ -1,21 +1,18 @@
-import type { EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
-import { errors } from '../errors.js'
+import type { EnvironmentInfo, ImportRecord, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import { entryFor, type Actor } from './actor.js'
 import { changeEnvironment, directHow } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { ciLimitRefusal, mayReadEnvironment } from './ci-identities.js'
-import { canWriteEnvironment, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
+import { ciLimitRefusal, mayAccess, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
 import { nameProblem, valueProblem } from './rules.js'
-import { locateEnvironment } from './vaults.js'
+import { locateEnvironment, type Located } from './vaults.js'
 import { stagePush } from './pushes.js'
 import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
 
 export const VARIABLE_NOT_FOUND = 'that variable does not exist in this environment'
 const EXISTS = 'a variable with that name exists in this environment; use Change to give it a new value'
 
-/** Called once the vault and environment are found, before any refusal (the API names them in its messages). */
-export type Located = (vault: VaultAccess, env: EnvironmentInfo) => void
+export type { Located }
 
 export interface ReadResult {
   readonly vault: VaultAccess
@@ -48,14 +45,14 @@ export async function revealValues(d: DomainDeps, actor: Actor, input: { vaultId
 }
 
 async function requireRead(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, refusal: string): Promise<void> {
-  if (mayReadEnvironment(vault, env)) return
+  if (mayAccess(vault, env, 'read')) return
   refusal = ciLimitRefusal(vault, env) ?? refusal
   await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'refused', at: d.now(), environment: env.name }))
   throw fail.forbidden(refusal)
 }
 
 async function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, names?: readonly string[]): Promise<ReadResult> {
-  if (!d.hasKey) throw errors.notConfigured() // before the read: nothing is logged as read that cannot be opened
+  if (!d.hasKey) throw fail.notConfigured() // before the read: nothing is logged as read that cannot be opened
   const { variables } = await d.storage.readVariables(
     vault.id,
     env.name,
@@ -82,7 +79,7 @@ export async function writeVariable(
   input: { vaultId: string; environment: string; name: string; value: string; mode: 'add' | 'change' | 'set' },
 ): Promise<{ vault: VaultAccess; env: EnvironmentInfo; name: string; created: boolean; proposed: ImportRecord | null }> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
-  if (!canWriteEnvironment(vault.role, env)) throw fail.forbidden(writeRefusal(vault.role))
+  if (!mayAccess(vault, env, 'write')) throw fail.forbidden(writeRefusal(vault.role))
   const name = input.name.trim()
   const np = nameProblem(name)
   if (np) throw fail.invalid(np)
@@ -117,12 +114,12 @@ export async function deleteVariable(
   input: { vaultId: string; environment: string; name: string },
 ): Promise<{ vault: VaultAccess; env: EnvironmentInfo }> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
-  if (!canWriteEnvironment(vault.role, env)) throw fail.forbidden(writeRefusal(vault.role))
+  if (!mayAccess(vault, env, 'write')) throw fail.forbidden(writeRefusal(vault.role))
   if (nameProblem(input.name)) throw fail.notFound(VARIABLE_NOT_FOUND)
   // a push stages values only, so a deletion cannot be proposed: it waits for the rule to be
   // turned off (an owner, logged) or for the server administrator (`admin var delete`)
   if (mustPropose(actor, vault, env)) throw fail.forbidden(`${PROPOSE_INSTEAD}; a deletion cannot be proposed yet`)
-  if (!d.hasKey) throw errors.notConfigured() // its last value is kept in history, sealed
+  if (!d.hasKey) throw fail.notConfigured() // its last value is kept in history, sealed
   const name = input.name
   await changeEnvironment(d, actor, vault, env, {
     names: [name],
@@ -137,23 +134,15 @@ export async function deleteVariable(
   return { vault, env }
 }
 
-/** Names (never values) of an environment's variables: any member may see them. */
-export async function listVariableNames(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }): Promise<string[]> {
+/** An environment's variables, names and when each was last changed (never values), in name order: any member may see them. */
+export async function listVariables(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }): Promise<VariableMeta[]> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
-  return (await d.storage.listVariableNames(vault.id, env.name)).map((m) => m.name)
+  return d.storage.listVariableNames(vault.id, env.name)
 }
 
-/**
- * Seals and writes, again if storage says the vault's data key changed
- * since it was cached (rotated by another process): the value is never
- * stored under a key the vault no longer has.
- */
-export async function withCurrentKey<R extends { ok: boolean; reason?: string }>(d: DomainDeps, vaultId: string, write: () => Promise<R>): Promise<R> {
-  for (let attempt = 0; ; attempt++) {
-    const r = await write()
-    if (r.ok || r.reason !== 'stale_key' || attempt >= 2) return r
-    d.crypto.forget(vaultId)
-  }
+/** Names (never values) of an environment's variables. */
+export async function listVariableNames(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }): Promise<string[]> {
+  return (await listVariables(d, actor, input)).map((m) => m.name)
 }
 
 function byName(a: { name: string }, b: { name: string }): number {

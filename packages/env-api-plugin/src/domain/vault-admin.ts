@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto'
 import type { EnvironmentInfo, VaultAccess, VaultRecord } from '../adapters/vault-store.js'
 import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { canManageVault } from './permissions.js'
-import { vaultNameProblem } from './rules.js'
+import { defaultPlan } from './limits.js'
+import { requireOwner } from './permissions.js'
+import { DEFAULT_ENVIRONMENTS, vaultNameProblem } from './rules.js'
 import { environmentOf, locateVault } from './vaults.js'
 
 /**
@@ -32,8 +34,23 @@ export async function requireFreeName(d: DomainDeps, personId: string, name: str
   )
 }
 
-function requireOwner(vault: VaultAccess, what: string): void {
-  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
+/**
+ * Creates a vault with the default environments on the default plan. A
+ * person becomes its owner; the administrator names the owner.
+ */
+export async function createVault(d: DomainDeps, actor: Actor, input: { name: string; ownerId?: string }): Promise<VaultRecord> {
+  const name = input.name.trim()
+  const problem = vaultNameProblem(name)
+  if (problem) throw fail.invalid(problem)
+  const ownerId = input.ownerId ?? authorOf(actor)
+  if (ownerId === null) throw fail.invalid('a vault needs an owner')
+  await requireFreeName(d, ownerId, name, input.ownerId === undefined ? 'you' : 'they')
+  const id = randomUUID()
+  const now = d.now()
+  return d.storage.createVault(
+    { id, name, ownerId, plan: defaultPlan(d.plans), environments: DEFAULT_ENVIRONMENTS, now },
+    entryFor(actor, { vaultId: id, action: 'vault_created', at: now, subject: ownerId, detail: 'owner' }),
+  )
 }
 
 /** Renames a vault (owners): the name rules, unique among every member's vaults. */

@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import type { DeliveryRecord, WebhookEvent, WebhookFormat, WebhookRecord } from '../adapters/webhook-store.js'
-import { errors } from '../errors.js'
 import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
@@ -70,7 +69,7 @@ export async function addWebhook(
   if (problem) throw fail.invalid(problem)
   if ((await d.storage.listWebhooks(vault.id)).length >= MAX_WEBHOOKS) throw fail.conflict(`a vault has at most ${MAX_WEBHOOKS} webhooks; remove one first`)
   const id = randomUUID()
-  if (!d.hasKey) throw errors.notConfigured() // the URL and the secret are kept sealed with the vault's key
+  if (!d.hasKey) throw fail.notConfigured() // the URL and the secret are kept sealed with the vault's key
   const secret = input.format === 'generic' ? `whsec_${randomBytes(32).toString('base64url')}` : null
   const sealedSecret = await sealCredentials(d.crypto, vault.id, id, { url, secret })
   const at = d.now()

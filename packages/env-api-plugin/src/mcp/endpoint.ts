@@ -1,14 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { createMcpHandler } from '@modelcontextprotocol/server'
 import type { SignInRecord } from '../adapters/oauth-store.js'
-import { createDomainFor } from '../domain-for.js'
 import { ApiError } from '../errors.js'
 import { classifyFailure } from '../failure-class.js'
 import { logFailure } from '../failure-log.js'
 import { liveSignInOf } from '../hooks/authenticate.js'
 import { createRateLimitHook } from '../hooks/rate-limit.js'
 import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../options.js'
-import { createVaultCrypto } from '../vault-service.js'
 import { mcpClientsOf } from './clients.js'
 import { MCP_READ } from './scopes.js'
 import { createMcpServer, type ToolCaller } from './tools.js'
@@ -69,7 +67,7 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
   const mcp = opts.mcp
   if (!mcp) return
   const clients = mcpClientsOf(opts)
-  const domain = createDomainFor(opts, createVaultCrypto(opts.storage, opts.keyring))
+  const { domain } = opts.core // the plugin's one core, as the API and the pages
 
   const ownOrigin = new URL(opts.baseUrl).origin
   const unauthorized = (): McpEndpointError =>

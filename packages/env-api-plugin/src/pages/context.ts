@@ -2,9 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import type { ResolvedOptions } from '../options.js'
-import type { PushesWaiting } from '../domain/index.js'
-import type { VaultCrypto } from '../vault-service.js'
-import { pageDomain } from './domain.js'
+import type { Domain, PushesWaiting } from '../domain/index.js'
 import { html, PAGE_HEADERS, type SafeHtml } from './html.js'
 import { layout } from './layout.js'
 import { safeRedirectPath } from './redirect.js'
@@ -12,7 +10,8 @@ import { safeRedirectPath } from './redirect.js'
 /** What every page handler needs. */
 export interface PageDeps {
   readonly opts: ResolvedOptions
-  readonly crypto: VaultCrypto
+  /** the plugin's core domain, its refusals as page errors (pagesDomain): every read and write of the pages */
+  readonly domain: Domain
 }
 
 /** A page of this plugin: `basePath` + path. */
@@ -38,7 +37,7 @@ export async function personOrSignIn(deps: PageDeps, request: FastifyRequest, re
  */
 export async function waitingFor(deps: PageDeps, reply: FastifyReply, person: Person, vaults?: readonly VaultAccess[]): Promise<PushesWaiting | null> {
   try {
-    return await pageDomain(deps).pushesWaiting(person.id, vaults)
+    return await deps.domain.pushesWaiting(person.id, vaults)
   } catch (err) {
     reply.request.log.warn({ err }, 'counting the pushes waiting failed')
     return null

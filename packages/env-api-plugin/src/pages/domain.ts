@@ -3,15 +3,13 @@ import type { Person } from '../adapters/people.js'
 import { personActor, type PersonActor } from '../domain/actor.js'
 import { DomainFailure } from '../domain/failure.js'
 import { withFailuresAs, type Domain } from '../domain/index.js'
-import { createDomainFor } from '../domain-for.js'
 import type { Where } from '../errors.js'
-import type { PageDeps } from './context.js'
 import { pageError } from './error.js'
 
 const NOT_SHARED = "database (only what's shared with you is visible)" as const
 
 /** How a refusal of the domain layer shows on a page: status and where. */
-const PAGE_STATUS: Readonly<Record<DomainFailure['kind'], readonly [number, Where]>> = Object.freeze({
+const PAGE_STATUS: Readonly<Partial<Record<DomainFailure['kind'], readonly [number, Where]>>> = Object.freeze({
   not_found: [404, NOT_SHARED],
   forbidden: [403, 'database (your role)'],
   invalid: [400, 'web app'],
@@ -20,17 +18,22 @@ const PAGE_STATUS: Readonly<Record<DomainFailure['kind'], readonly [number, Wher
   storage_limit: [403, 'web app'],
 })
 
-/** A refusal of the domain layer as a page error; anything else unchanged. */
+/** A refusal of the domain layer as a page error; anything else (the keys' failures included: failure-class.ts) unchanged. */
 export function pageErrorOf(err: unknown): unknown {
-  if (!(err instanceof DomainFailure)) return err
-  const [status, where] = PAGE_STATUS[err.kind]
-  return pageError(status, where, err.reason)
+  const shown = err instanceof DomainFailure ? PAGE_STATUS[err.kind] : undefined
+  if (!shown) return err
+  const [status, where] = shown
+  return pageError(status, where, (err as DomainFailure).reason)
 }
 
-/** The domain layer for the pages: its refusals already page errors. */
-export function pageDomain(deps: PageDeps): Domain {
-  const o = deps.opts
-  return withFailuresAs(createDomainFor(o, deps.crypto), pageErrorOf)
+/** The core's domain for the pages, built once: its refusals already page errors. */
+export function pagesDomain(domain: Domain): Domain {
+  return withFailuresAs(domain, pageErrorOf)
+}
+
+/** The domain layer of the pages (pagesDomain of the plugin's core). */
+export function pageDomain(deps: { readonly domain: Domain }): Domain {
+  return deps.domain
 }
 
 /** The signed-in person at this browser, as the domain layer knows them. */

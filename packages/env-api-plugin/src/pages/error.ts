@@ -170,10 +170,11 @@ export function pageError(status: number, where: Where, reason: string, cause?: 
  */
 export function toPageFailure(err: unknown, request: FastifyRequest, what?: string): PageFailure {
   const operation = what ?? request.envkeepOperation ?? defaultOperation(request)
-  const { status: raw, where, why } = pageWords(classifyFailure(err))
-  let status = raw
-  status = pageStatus(status)
-  const cause = err instanceof ApiError && err.cause !== undefined ? err.cause : err
+  const c = classifyFailure(err)
+  const { status: raw, where, why } = pageWords(c)
+  const status = pageStatus(raw)
+  const known = c.kind === 'known' ? c.error : err instanceof ApiError ? err : null
+  const cause = known && known.cause !== undefined ? known.cause : err
   const ref = logFailure(request, 'page', { status, where, reason: why, cause })
   return { status, what: operation, where, why, ref }
 }

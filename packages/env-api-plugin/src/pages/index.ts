@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import { useStrictForms } from './form-body.js'
 import type { ResolvedOptions } from '../options.js'
-import { createVaultCrypto } from '../vault-service.js'
 import { ASSETS } from './assets.js'
 import { topBar, type PageDeps } from './context.js'
 import type { Person } from '../adapters/people.js'
+import { pagesDomain } from './domain.js'
 import { sendErrorPage, toPageFailure } from './error.js'
 import { ciAccessRoutes } from './ci-access.js'
 import { historyRoutes } from './history.js'
@@ -71,7 +71,7 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
   await parent.register(
     async function envkeepPages(app) {
       useStrictForms(app, FORM_BODY_LIMIT)
-      const deps: PageDeps = { opts, crypto: createVaultCrypto(opts.storage, opts.keyring) }
+      const deps: PageDeps = { opts, domain: pagesDomain(opts.core.domain) }
 
       app.setErrorHandler(async function pageErrorHandler(err, request, reply) {
         const f = toPageFailure(err, request)

@@ -2,7 +2,7 @@ import { MAX_REFUSED, parseDotenv, type RefusedLine } from '@envkeep/dotenv'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
-import { canWriteEnvironment } from '../domain/permissions.js'
+import { mayAccess } from '../domain/permissions.js'
 import { environmentNameProblem } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type PageDeps, topBar } from './context.js'
@@ -64,7 +64,7 @@ export function pasteRoutes(app: FastifyInstance, deps: PageDeps): void {
 
   function render(reply: FastifyReply, person: Person, vault: VaultAccess, o: FormState = {}): Promise<FastifyReply> {
     const token = reply.generateCsrf()
-    const allowed = vault.environments.filter((e) => canWriteEnvironment(vault.role, e))
+    const allowed = vault.environments.filter((e) => mayAccess(vault, e, 'write'))
     const chosen = allowed.find((e) => e.name === o.environment)?.name ?? allowed.find((e) => !e.ownersOnly)?.name ?? allowed[0]?.name
     const options = allowed.map(
       (e) => html`<option value="${e.name}"${e.name === chosen ? html` selected` : ''}>${e.name}${e.ownersOnly ? ' (owners only)' : ''}</option>`,

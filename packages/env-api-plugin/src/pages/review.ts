@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
-import { canReadEnvironment, canWriteEnvironment } from '../domain/permissions.js'
+import { mayAccess } from '../domain/permissions.js'
 import { MAX_REJECT_REASON } from '../domain/pushes.js'
 import { secondPersonRequired } from '../domain/vault-admin.js'
 import { vaultTag } from '../errors.js'
@@ -60,7 +60,7 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
     const people = personCache(deps)
     const [sender, decider] = await Promise.all([people(push.senderId), people(push.decidedBy)])
     const pending = push.status === 'pending'
-    const readable = canReadEnvironment(vault.role, env)
+    const readable = mayAccess(vault, env, 'read')
     const canDecide = domain.mayDecide(ctx.actor, ctx)
     const token = reply.generateCsrf()
     const action = pagePath(deps, reviewPath(vault.id, push.id))
@@ -175,7 +175,7 @@ ${
 </section>`
     : pending
       ? html`<p class="hint">${
-          secondPersonRequired(vault, env) && push.senderId === person.id && canWriteEnvironment(vault.role, env)
+          secondPersonRequired(vault, env) && push.senderId === person.id && mayAccess(vault, env, 'write')
             ? `${push.environment} requires a second person: someone else with write access must apply or reject your push.`
             : `Your role (${vault.role}) cannot decide this push.`
         }</p>`

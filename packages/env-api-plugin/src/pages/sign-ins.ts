@@ -2,7 +2,9 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { SignInRecord } from '../adapters/oauth-store.js'
 import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
-import { pageError, refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { signInState } from '../domain/sign-ins.js'
+import { pageActor } from './domain.js'
+import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
 
 /** The scope that lets a sign-in send .env files. */
@@ -31,11 +33,11 @@ async function mcpClientNames(deps: PageDeps, signIns: readonly SignInRecord[]):
 export function signInRoutes(app: FastifyInstance, deps: PageDeps): void {
   async function render(reply: FastifyReply, person: Person, problem: PageFailure | null, notice: string | null): Promise<FastifyReply> {
     const now = deps.opts.now()
-    const signIns = await deps.opts.storage.listSignIns(person.id)
+    const signIns = await deps.domain.listSignIns(pageActor(person, reply.request))
     const names = await mcpClientNames(deps, signIns)
     const token = reply.generateCsrf()
     const rows = signIns.map((s) => {
-      const state = s.revokedAt ? 'revoked' : s.expiresAt.getTime() <= now.getTime() ? 'ended' : 'active'
+      const state = signInState(s, now)
       return html`<tr>
 <td data-label="Client">${clientLabel(deps, s, names)}</td>
 <td data-label="Created">${when(s.createdAt)}</td>
@@ -77,9 +79,7 @@ ${
     if (!person) return reply
     request.envkeepOperation = 'revoking a sign-in'
     try {
-      const id = field(request.body, 'sign_in')
-      const ok = id !== '' && (await deps.opts.storage.revokeSignIns({ personId: person.id, signInId: id }, deps.opts.now())) > 0
-      if (!ok) throw pageError(404, "database (only what's shared with you is visible)", 'this sign-in does not exist, is not yours or is already revoked')
+      await deps.domain.revokeSignIn(pageActor(person, request), field(request.body, 'sign_in'))
       return seeOther(deps, reply, '/sign-ins?done=revoked')
     } catch (err) {
       const f = toPageFailure(err, request)

@@ -1,7 +1,6 @@
 import type { AccessAction, AccessLogRow, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
 import { ACCESS_ACTIONS, isAccessAction } from '../domain/access-log-actions.js'
-import { shownAccessEntry } from '../domain/access-log.js'
-import { ADMINISTRATOR_CLIENT } from '../domain/actor.js'
+import { ADMINISTRATOR_CLIENT, type PersonActor } from '../domain/actor.js'
 import { isCiPrincipal } from '../domain/ci-identities.js'
 import { field, pagePath, personLabel, when, type PageDeps, type personCache } from './context.js'
 import { html, type SafeHtml } from './html.js'
@@ -33,12 +32,13 @@ function logFilter(query: unknown, vault: VaultAccess): { environment?: string; 
 /** Pushes: the pending ones first (the only ones kept with their values), each with its review link. */
 export async function pushesTab(
   deps: PageDeps,
+  actor: PersonActor,
   vault: VaultAccess,
   pending: readonly ImportRecord[],
   people: ReturnType<typeof personCache>,
 ): Promise<SafeHtml> {
   const base = vaultBase(deps, vault.id)
-  const decided = (await deps.opts.storage.listImports(vault.id, { limit: 30 })).filter((p) => p.status !== 'pending')
+  const decided = (await deps.domain.listPushes(actor, { vaultId: vault.id, limit: 30 })).filter((p) => p.status !== 'pending')
   const row = async (p: ImportRecord) => html`<tr>
 <td data-label="Environment">${p.environment}</td>
 <td data-label="Sent by">${personLabel(await people(p.senderId), p.senderId)}</td>
@@ -61,24 +61,21 @@ ${decided.length === 0 ? html`<p class="muted">None yet.</p>` : html`<table clas
 }
 
 /** Access log: 50 a page, filtered by environment, action and person. */
-export async function accessLogTab(deps: PageDeps, vault: VaultAccess, query: unknown, people: ReturnType<typeof personCache>): Promise<SafeHtml> {
+export async function accessLogTab(
+  deps: PageDeps,
+  actor: PersonActor,
+  vault: VaultAccess,
+  query: unknown,
+  people: ReturnType<typeof personCache>,
+): Promise<SafeHtml> {
   const base = `${vaultBase(deps, vault.id)}/access-log`
   const filter = logFilter(query, vault)
   const personFilter = field(query, 'person')
-  const members = await deps.opts.storage.listMembers(vault.id)
+  const members = await deps.domain.listMembers(actor, vault.id)
   const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
   const who = members.some((m) => m.personId === personFilter) ? personFilter : ''
-  // a person filter reads further back (entries of others are skipped), at most a few pages
-  const wanted: AccessLogRow[] = []
-  let before = filter.before
-  for (let round = 0; round < 10 && wanted.length < LOG_PAGE; round++) {
-    const page = await deps.opts.storage.listAccessLog(vault.id, { ...filter, ...(before ? { before } : {}), limit: LOG_PAGE })
-    wanted.push(...(who ? page.filter((l) => l.personId === who) : page))
-    if (page.length < LOG_PAGE || !who) break
-    before = page[page.length - 1]?.id
-  }
-  // an invitation's email only for owners (the domain's rule)
-  const log = wanted.slice(0, LOG_PAGE).map((e) => shownAccessEntry(e, vault.role))
+  // the domain reads further back for a person filter, and shows an invitation's email to owners only
+  const log: AccessLogRow[] = await deps.domain.listAccessLog(actor, { vaultId: vault.id, ...filter, ...(who ? { personId: who } : {}), limit: LOG_PAGE })
   const logPeople = await Promise.all(log.map((l) => people(l.personId)))
   const logSubjects = await Promise.all(log.map((l) => people(l.subject)))
   const logRows = log.map(

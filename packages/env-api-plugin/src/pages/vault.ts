@@ -2,9 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
-import { canManageVault, canReadEnvironment, canWriteEnvironment } from '../domain/permissions.js'
+import { canManageVault, mayAccess } from '../domain/permissions.js'
+import { PENDING_SHOWN } from '../domain/pushes.js'
 import { secondPersonRequired } from '../domain/vault-admin.js'
-import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, ROLES } from '../domain/rules.js'
+import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, NAME_RE, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
@@ -16,6 +17,9 @@ import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
 
 export { ENVIRONMENT_NAME_RE, ROLES }
+
+/** The variable-name rule as an HTML `pattern` (anchored by the browser): the domain's NAME_RE without its anchors. */
+const NAME_PATTERN = NAME_RE.source.replace(/^\^|\$$/g, '')
 const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   variable_added: 'The variable was added.',
   variable_changed: 'The variable was changed.',
@@ -55,7 +59,7 @@ export { tabPath }
 
 async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView): Promise<FastifyReply> {
   const { vault, person } = view
-  const { storage } = deps.opts
+  const actor = pageActor(person, reply.request)
   const tab = view.tab ?? 'variables'
   const token = reply.generateCsrf()
   const csrf = csrfField(token)
@@ -63,21 +67,20 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
   const owner = canManageVault(vault.role)
   const people = personCache(deps)
 
-  // a push past its expiry is expired on its next read; do not offer it for review
-  const now = deps.opts.now().getTime()
-  const pushes = (await storage.listImports(vault.id, { status: 'pending', limit: 50 })).filter((p) => p.expiresAt.getTime() > now)
-  const readableEnv = vault.environments.find((e) => canReadEnvironment(vault.role, e))
+  // a push past its expiry is left out (listPushes): it is never offered for review
+  const pushes = await deps.domain.listPushes(actor, { vaultId: vault.id, status: 'pending', limit: PENDING_SHOWN })
+  const readableEnv = vault.environments.find((e) => mayAccess(vault, e, 'read'))
   const shownEnv = vault.environments.find((e) => e.name === view.env) ?? readableEnv ?? vault.environments[0]
 
   let section: SafeHtml
-  if (tab === 'variables') section = await variablesTab(deps, vault, view, csrf, shownEnv)
-  else if (tab === 'pushes') section = await pushesTab(deps, vault, pushes, people)
+  if (tab === 'variables') section = await variablesTab(deps, actor, vault, view, csrf, shownEnv)
+  else if (tab === 'pushes') section = await pushesTab(deps, actor, vault, pushes, people)
   else if (tab === 'members') {
-    const members = await storage.listMembers(vault.id)
+    const { domain } = deps
+    const members = await domain.listMembers(actor, vault.id)
     const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
-    const domain = pageDomain(deps)
     // pending invitations: owners only, when the host keeps them (people.listInvitations)
-    const invitations = owner ? await domain.listInvitations(pageActor(person, reply.request), vault.id) : null
+    const invitations = owner ? await domain.listInvitations(actor, vault.id) : null
     const inviters = await Promise.all((invitations ?? []).map((inv) => people(inv.invitedBy)))
     // owners see who signs in with a password alone (when the host knows: people.withoutSecondFactor)
     const hook = deps.opts.people.withoutSecondFactor
@@ -91,7 +94,7 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
     section = html`<section id="members">
 ${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null, noSecondFactor })}
 </section>`
-  } else section = await accessLogTab(deps, vault, view.query, people)
+  } else section = await accessLogTab(deps, actor, vault, view.query, people)
 
   const body = html`${view.problem ? refusalBox(view.problem) : ''}
 ${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}
@@ -102,11 +105,18 @@ ${section}`
 }
 
 /** Variables: one environment at a time (a switcher), a filter box, and, for owners, "Add an environment". */
-async function variablesTab(deps: PageDeps, vault: VaultAccess, view: VaultView, csrf: SafeHtml, env: EnvironmentInfo | undefined): Promise<SafeHtml> {
+async function variablesTab(
+  deps: PageDeps,
+  actor: PersonActor,
+  vault: VaultAccess,
+  view: VaultView,
+  csrf: SafeHtml,
+  env: EnvironmentInfo | undefined,
+): Promise<SafeHtml> {
   const base = vaultUrl(deps, vault.id)
   const owner = canManageVault(vault.role)
   const q = field(view.query, 'q').trim().slice(0, MAX_NAME_LENGTH)
-  const all = env ? await deps.opts.storage.listVariableNames(vault.id, env.name) : []
+  const all = env ? await deps.domain.listVariables(actor, { vaultId: vault.id, environment: env.name }) : []
   const vars = q ? all.filter((v) => v.name.toLowerCase().includes(q.toLowerCase())) : all
   const switcher = html`<nav class="envs" aria-label="Environments">${vault.environments.map(
     (e) =>
@@ -122,7 +132,7 @@ ${q ? html`<a href="${`${base}?env=${encodeURIComponent(env.name)}`}">Show all</
 </form>`
     : ''
   const revealed = view.revealed && env && view.revealed.environment === env.name ? view.revealed.values : null
-  const pasteable = env && canReadEnvironment(vault.role, env)
+  const pasteable = env && mayAccess(vault, env, 'read')
   return html`<section id="environments">
 <h2>Variables</h2>
 ${switcher}
@@ -156,8 +166,8 @@ function environmentSection(
   editing: string | null,
 ): SafeHtml {
   const base = vaultUrl(deps, vault.id)
-  const readable = canReadEnvironment(vault.role, env)
-  const writable = readable && canWriteEnvironment(vault.role, env)
+  const readable = mayAccess(vault, env, 'read')
+  const writable = readable && mayAccess(vault, env, 'write')
   const anchor = `env-${env.name}`
   // "Require a second person": changes are proposed as pushes for someone else to apply (issue 25)
   const propose = writable && secondPersonRequired(vault, env)
@@ -239,7 +249,7 @@ ${
 <form method="post" action="${`${base}/variables/add#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <label for="${`add-name-${env.name}`}">Name</label>
-<input id="${`add-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="[A-Za-z_][A-Za-z0-9_]*" autocomplete="off" spellcheck="false">
+<input id="${`add-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="${NAME_PATTERN}" autocomplete="off" spellcheck="false">
 <label for="${`add-value-${env.name}`}">Value</label>
 <textarea id="${`add-value-${env.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off"></textarea>
 <button type="submit">${propose ? 'Propose' : 'Add variable'}</button>

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
-import { canReadEnvironment } from '../domain/permissions.js'
+import { mayAccess } from '../domain/permissions.js'
 import { MAX_VAULT_NAME } from '../domain/rules.js'
 import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, waitingFor, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
@@ -27,7 +27,7 @@ export function vaultListRoutes(app: FastifyInstance, deps: PageDeps): void {
 <span class="role role-${v.role}">${v.role}</span>${
         n > 0 ? html`<a class="badge waiting-count" href="${pagePath(deps, `/v/${encodeURIComponent(v.id)}/pushes`)}">${pushesWaitingText(n)}</a>` : ''
       }
-<span class="muted">${v.environments.filter((e) => canReadEnvironment(v.role, e)).length} of ${v.environments.length} environments readable</span></li>`
+<span class="muted">${v.environments.filter((e) => mayAccess(v, e, 'read')).length} of ${v.environments.length} environments readable</span></li>`
     })
     const body = html`${problem ? refusalBox(problem) : ''}${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <h1>Your vaults</h1>

@@ -2,9 +2,6 @@ import { Type } from 'typebox'
 import { errorResponses, Timestamp, Uuid } from './common.js'
 import { EnvParams } from './variables.js'
 
-export const MAX_REFUSED = 1000
-export const MAX_REASON = 200
-
 /**
  * A refused line of the client's file. Types only: names and lengths are
  * checked in the handler, so that a refusal can say why without echoing.

@@ -150,10 +150,10 @@ export function sweepWebhookEvents(deps: Pick<WebhookWorkerDeps, 'storage' | 'no
  * than 30 days are pruned). One run at a time; the timer never keeps the
  * process alive and stops when the app closes (after the run under way).
  */
-export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOptions, crypto: VaultCrypto): void {
+export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOptions): void {
   const deps: WebhookWorkerDeps = {
     storage: opts.storage,
-    crypto,
+    crypto: opts.core.crypto, // the core's: one data-key cache per plugin instance
     people: opts.people,
     baseUrl: opts.baseUrl,
     now: opts.now,

@@ -1,7 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createDomain, personActor, type Domain, type Storage } from '../../src/index.js'
-import { createVaultCrypto } from '../../src/vault-service.js'
+import { createEnvkeepCore, personActor, type Domain, type Storage } from '../../src/index.js'
 import { createTestPeople, PEOPLE, TTL, type Built } from '../pages/helpers.js'
 
 export interface Received {
@@ -93,16 +92,14 @@ export function attemptsRecorded(storage: Pick<Storage, 'finishAttempt'>, n: num
 
 /** The domain layer on the app's store and keyring, as the API would call it. */
 export function domainOf(b: Built, o: { allowPrivateWebhooks?: boolean } = {}): Domain {
-  return createDomain({
+  return createEnvkeepCore({
     storage: b.storage,
-    crypto: createVaultCrypto(b.storage, b.keyring),
-    hasKey: true,
-    plans: { 'self-hosted': { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 } },
+    keyring: b.keyring,
     now: () => b.clock.now,
     importTtlMs: TTL,
     people: createTestPeople(),
     allowPrivateWebhooks: o.allowPrivateWebhooks ?? true,
-  })
+  }).domain
 }
 
 export const editorActor = personActor({ personId: PEOPLE.editor!.id, signInId: null, clientId: null })

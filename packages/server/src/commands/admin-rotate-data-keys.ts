@@ -1,6 +1,6 @@
-import { rotateDataKey } from '@envkeep/env-api-plugin'
+import { ADMINISTRATOR } from '@envkeep/env-api-plugin'
 import { loadKeySource } from '../keyring-file.js'
-import { CommandFailure, openData, report, UsageFailure, type CommandContext } from './context.js'
+import { adminDomain, CommandFailure, openData, report, UsageFailure, type CommandContext } from './context.js'
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -28,10 +28,11 @@ export async function adminRotateDataKeys(ctx: CommandContext): Promise<number> 
   let skipped = 0
   try {
     const start = typeof from === 'string' ? from.toLowerCase() : ''
-    for (const vault of await data.storage.findVaults({})) {
+    const domain = adminDomain(ctx, data, source.keyring)
+    for (const vault of await domain.listAllVaults(ADMINISTRATOR)) {
       if (vault.id < start) continue
       try {
-        if (await rotateDataKey(data.storage, source.keyring, vault.id)) rotated++
+        if (await domain.rotateDataKey(ADMINISTRATOR, vault.id)) rotated++
         else skipped++
       } catch (err) {
         throw new CommandFailure(

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, linkSync, renameSync, unlinkSync } from 'node:fs'
-import { createLocalKeyring, type Keyring } from '@envkeep/env-api-plugin'
+import { ADMINISTRATOR, createLocalKeyring, type Keyring } from '@envkeep/env-api-plugin'
 import { loadKeySource, readKeyFile, writeNewKeyFile } from '../keyring-file.js'
-import { CommandFailure, openData, report, type CommandContext } from './context.js'
+import { adminDomain, CommandFailure, openData, report, type CommandContext } from './context.js'
 
 /**
  * `admin rotate-master-key`: a new master key; every vault's data key is
@@ -39,8 +39,9 @@ export async function adminRotateMasterKey(ctx: CommandContext): Promise<number>
     const newRing = createLocalKeyring(newKey)
     newKey.fill(0)
     const toNewKey = rewrapUnder(oldRing, newRing)
+    const domain = adminDomain(ctx, data)
     try {
-      await data.storage.rewrapKeys(toNewKey)
+      await domain.rewrapDataKeys(ADMINISTRATOR, toNewKey)
     } catch (err) {
       unlinkSync(next) // nothing was rewrapped: the transaction rolled back
       throw new CommandFailure('could not rewrap the data keys with the new key; nothing changed', { cause: err })
@@ -50,7 +51,7 @@ export async function adminRotateMasterKey(ctx: CommandContext): Promise<number>
     renameSync(next, path) // atomic replace: the file always holds a whole key
     try {
       // keys wrapped under the old key between the first pass and the swap, and the check
-      count = await data.storage.rewrapKeys(toNewKey)
+      count = await domain.rewrapDataKeys(ADMINISTRATOR, toNewKey)
     } catch (err) {
       throw new CommandFailure(
         `the new key is in place, but not every vault key could be checked under it; the old key is kept at ${backup}: run the rotation again`,

@@ -25,7 +25,7 @@ export async function adminVaultCreate(ctx: CommandContext): Promise<number> {
 export async function adminAudit(ctx: CommandContext): Promise<number> {
   const data = await openData(ctx.config)
   try {
-    const rows = await data.storage.listAudit({ limit: 500 })
+    const rows = await adminDomain(ctx, data).listAudit(ADMINISTRATOR, { limit: 500 })
     const who = async (id: string | null) => (id === null ? 'server administrator' : ((await data.accounts.getAccount(id))?.email ?? id))
     const entries = await Promise.all(
       rows.map(async (r) => ({ at: r.at.toISOString(), by: await who(r.personId), action: r.action, vault: { id: r.vaultId, name: r.vaultName } })),

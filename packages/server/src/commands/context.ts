@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import type { Readable, Writable } from 'node:stream'
 import { openStores, type Stores } from '../stores.js'
-import { ApiError, createDomain, createVaultCrypto, DomainFailure, withFailuresAs, type Domain, type Keyring } from '@envkeep/env-api-plugin'
+import { ApiError, createEnvkeepCore, DomainFailure, withFailuresAs, type Domain, type Keyring } from '@envkeep/env-api-plugin'
 import type { Env, ServerConfig } from '../config.js'
 
 /** Exit codes: 0 ok, 1 failure, 2 usage. */
@@ -89,29 +89,29 @@ export class UsageFailure extends Error {
 }
 
 /**
- * The plugin's domain layer for an admin command: the same rules as the
+ * The plugin's domain layer for an admin command, from one core
+ * (createEnvkeepCore) over the command's data: the same rules as the
  * pages, the server administrator as the actor (see ADMINISTRATOR), and
  * every refusal a CommandFailure (exit 1) with the domain's sentence.
  */
 export function adminDomain(ctx: CommandContext, data: OpenData, keyring: Keyring | null = null): Domain {
-  return withFailuresAs(
-    createDomain({
-      storage: data.storage,
-      crypto: createVaultCrypto(data.storage, keyring),
-      hasKey: keyring !== null,
-      plans: ctx.config.plans,
-      now: ctx.now,
-      importTtlMs: ctx.config.importTtlSeconds * 1000,
-      ciAllowHttpLoopback: ctx.config.ciAllowHttpLoopbackIssuers,
-      people: {
-        async findPersonByEmail(email) {
-          const a = await data.accounts.findAccountByEmail(email)
-          return a ? { id: a.id, email: a.email, name: a.name } : null
-        },
+  const core = createEnvkeepCore({
+    storage: data.storage,
+    keyring,
+    now: ctx.now,
+    importTtlMs: ctx.config.importTtlSeconds * 1000,
+    historyDays: ctx.config.historyDays,
+    plans: ctx.config.plans,
+    ciAllowHttpLoopbackIssuers: ctx.config.ciAllowHttpLoopbackIssuers,
+    allowPrivateWebhooks: ctx.config.webhookAllowPrivate,
+    people: {
+      async findPersonByEmail(email) {
+        const a = await data.accounts.findAccountByEmail(email)
+        return a ? { id: a.id, email: a.email, name: a.name } : null
       },
-    }),
-    (err) => (err instanceof DomainFailure || err instanceof ApiError ? new CommandFailure(err.message, { cause: err }) : err),
-  )
+    },
+  })
+  return withFailuresAs(core.domain, (err) => (err instanceof DomainFailure || err instanceof ApiError ? new CommandFailure(err.message, { cause: err }) : err))
 }
 
 export async function requireAccount(data: OpenData, email: string) {

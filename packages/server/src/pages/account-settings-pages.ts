@@ -1,7 +1,7 @@
 import type {} from '@envkeep/env-api-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import { field, html, refusalBox, type Keyring, type Person, type SafeHtml, type Storage } from '@envkeep/env-api-plugin'
+import { field, html, personActor, refusalBox, type Domain, type Keyring, type Person, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountRecord, AccountStore } from '../accounts/account-store.js'
 import { newRecoveryCodes, newTotpSecret, recoveryCodeHash, signinEvent } from '../factors.js'
 import type { LocalPeople } from '../people-local.js'
@@ -13,7 +13,8 @@ import { addTotp, enrolProblem, recoveryCodesShown, totpEnrolForm } from './seco
 
 export interface AccountSettingsOptions {
   readonly accounts: AccountStore
-  readonly storage: Storage
+  /** the app's core domain: the person's command-line sign-ins are read and revoked through it */
+  readonly domain: Pick<Domain, 'listSignIns' | 'revokeOwnSignIns'>
   readonly people: LocalPeople
   readonly keyring: Keyring | null
   readonly basePath: string
@@ -103,7 +104,7 @@ export async function accountSettingsPages(app: FastifyInstance, o: AccountSetti
     const sessions = await o.accounts.listSessionsOf(account.id, o.now())
     const mine = o.people.sessionHash(request)
     const now = o.now()
-    const cli = (await o.storage.listSignIns(account.id)).filter((c) => c.revokedAt === null && c.expiresAt > now)
+    const cli = (await o.domain.listSignIns(personActor({ personId: account.id }))).filter((c) => c.revokedAt === null && c.expiresAt > now)
     const done = DONE[field(request.query, 'done')]
     const factorRows = factors.map(
       (f) => html`<tr><td data-label="Name">${f.name}</td><td data-label="Kind">${f.kind === 'totp' ? 'authenticator app' : 'passkey'}</td>
@@ -274,7 +275,7 @@ ${
   app.post(`${base}/account/sessions/end-all`, { preHandler: app.csrfProtection }, async function signOutEverywhere(request, reply) {
     const account = await signedIn(request, reply)
     if (!account) return reply
-    const cli = await o.storage.revokeAllSignIns(account.id, o.now())
+    const cli = await o.domain.revokeOwnSignIns(personActor({ personId: account.id }))
     const web = await o.accounts.deleteOtherSessions(account.id, null)
     await signinEvent(o.accounts, request, account.id, 'sessions_ended', `everywhere: ${web} web, ${cli} command line`, o.now())
     await o.people.endSession(request, reply)

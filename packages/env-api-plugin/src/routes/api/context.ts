@@ -34,6 +34,8 @@ export function apiErrorOf(err: unknown): unknown {
       return errors.storageLimit(err.reason)
     case 'conflict':
       return new ApiError({ status: 409, code: 'conflict', where: 'env API', reason: err.reason })
+    default:
+      return err // the keys' failures: failure-class.ts
   }
 }
 

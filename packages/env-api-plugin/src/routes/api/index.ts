@@ -6,8 +6,6 @@ import { errors, type ApiError } from '../../errors.js'
 import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
 import { createRateLimitHook } from '../../hooks/rate-limit.js'
 import type { ResolvedOptions } from '../../options.js'
-import { createVaultCrypto } from '../../vault-service.js'
-import { createDomainFor } from '../../domain-for.js'
 import { apiErrorOf } from './context.js'
 import { outcomeOf, type ApiOperation } from '../../adapters/observer.js'
 import { importsRoutes } from './imports.js'
@@ -34,14 +32,9 @@ export async function apiRoutes(app: FastifyInstance, o: { opts: ResolvedOptions
   await app.register(envApiScope, { prefix: `${o.opts.basePath}/api/env`, opts: o.opts })
 }
 
-/** Bytes of opened values the read route may remember (see createVaultCrypto). */
-const OPENED_CACHE_BYTES = 8 * 1024 * 1024
-
 async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): Promise<void> {
   const opts = o.opts
-  // Remembers opened values (checked against their exact sealed bytes) so a repeated read opens no cipher per value.
-  const vaultCrypto = createVaultCrypto(opts.storage, opts.keyring, { openedCacheBytes: OPENED_CACHE_BYTES })
-  const domain = createDomainFor(opts, vaultCrypto)
+  const { domain } = opts.core
 
   if (!api.hasRequestDecorator('signIn')) api.decorateRequest('signIn', null)
   if (!api.hasRequestDecorator('envkeepAuthFailure')) api.decorateRequest('envkeepAuthFailure', null)

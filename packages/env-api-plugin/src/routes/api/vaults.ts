@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Domain } from '../../domain/index.js'
-import { mayReadEnvironment } from '../../domain/ci-identities.js'
+import { mayAccess } from '../../domain/permissions.js'
 import { signInOf } from '../../hooks/authenticate.js'
 import { listVaultsSchema } from '../../schemas/vaults.js'
 
@@ -19,7 +19,7 @@ export function vaultsRoutes(untyped: FastifyInstance, domain: Domain): void {
           id: v.id,
           name: v.name,
           role: v.role,
-          environments: v.environments.filter((e) => mayReadEnvironment(v, e)).map((e) => e.name),
+          environments: v.environments.filter((e) => mayAccess(v, e, 'read')).map((e) => e.name),
         })),
       }
     },
