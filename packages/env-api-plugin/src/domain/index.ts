@@ -11,7 +11,7 @@ import { canInvite, inviteMember, listInvitations, revokeInvitation } from './in
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
 import { createPush, decidePush, listPushes, loadPush, mayDecide, pushesWaiting, pushStatus, revealPush, vaultOfPush, type PushView } from './pushes.js'
 import { listSignIns, revokeAllSignIns, revokeSignIn } from './sign-ins.js'
-import { deleteVariable, listVariableNames, listVariables, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
+import { deleteVariable, listReferences, listVariableNames, listVariables, readEnvironment, revealValues, writeVariable, type Located, type VariableInput } from './variables.js'
 import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
 import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
@@ -52,11 +52,12 @@ export function createDomain(d: DomainDeps) {
     // variables
     readEnvironment: (actor: Actor, input: { vaultId: string; environment: string }, located?: Located) => readEnvironment(d, actor, input, located),
     revealValues: (actor: Actor, input: { vaultId: string; environment: string; name?: string }) => revealValues(d, actor, input),
-    writeVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string; value: string; mode: 'add' | 'change' | 'set' }) =>
+    writeVariable: (actor: Actor, input: VariableInput) =>
       writeVariable(d, actor, input),
     deleteVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string }) => deleteVariable(d, actor, input),
     listVariableNames: (actor: Actor, input: { vaultId: string; environment: string }) => listVariableNames(d, actor, input),
     listVariables: (actor: Actor, input: { vaultId: string; environment: string }) => listVariables(d, actor, input),
+    listReferences: (actor: Actor, input: { vaultId: string; environment: string }) => listReferences(d, actor, input),
     // pushes
     createPush: (actor: PersonActor, input: Parameters<typeof createPush>[2], located?: Located) => createPush(d, actor, input, located),
     pushStatus: (actor: PersonActor, importId: string) => pushStatus(d, actor, importId),

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { referenceOf, targetText } from '../domain/references.js'
 import type { Person } from '../adapters/people.js'
 import type { ChangeSetSummary } from '../adapters/storage.js'
 import type { ChangeView, RollbackPlan } from '../domain/history.js'
@@ -40,7 +41,10 @@ function nameList(names: readonly string[]): SafeHtml {
 
 function valueCell(v: string | null | undefined, revealed: boolean): SafeHtml {
   if (!revealed) return html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`
-  return v === null || v === undefined ? html`<span class="muted">(none)</span>` : html`<code class="value">${v}</code>`
+  if (v === null || v === undefined) return html`<span class="muted">(none)</span>`
+  // a reference is kept in history as a reference: its target, never the value it led to then
+  const ref = referenceOf(v)
+  return ref ? html`<span class="ref">reference to <code>${targetText(ref)}</code></span>` : html`<code class="value">${v}</code>`
 }
 
 export function historyRoutes(app: FastifyInstance, deps: PageDeps): void {

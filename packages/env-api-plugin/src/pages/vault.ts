@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
+import type { ReferenceInfo } from '../domain/references.js'
 import { canManageVault, mayAccess } from '../domain/permissions.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, NAME_RE, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
@@ -21,6 +22,7 @@ const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   variable_added: 'The variable was added.',
   variable_changed: 'The variable was changed.',
   variable_deleted: 'The variable was deleted.',
+  reference_set: 'The reference was saved.',
   member_added: 'The member was added.',
   member_changed: 'The role was changed.',
   member_removed: 'The member was removed.',
@@ -129,6 +131,7 @@ async function variablesTab(
   const owner = canManageVault(vault.role)
   const q = field(view.query, 'q').trim().slice(0, MAX_NAME_LENGTH)
   const all = env ? await deps.domain.listVariables(actor, { vaultId: vault.id, environment: env.name }) : []
+  const refs = env ? await deps.domain.listReferences(actor, { vaultId: vault.id, environment: env.name }) : new Map<string, ReferenceInfo>()
   const vars = q ? all.filter((v) => v.name.toLowerCase().includes(q.toLowerCase())) : all
   const switcher = html`<nav class="envs" aria-label="Environments">${vault.environments.map(
     (e) =>
@@ -150,7 +153,7 @@ ${q ? html`<a href="${`${base}?env=${encodeURIComponent(env.name)}`}">Show all</
 ${switcher}
 ${filter}
 ${pasteable ? html`<p><a href="${`${base}/paste?environment=${encodeURIComponent(env.name)}`}">Paste a .env</a> <span class="muted">(sent as a push, for review)</span></p>` : ''}
-${env ? environmentSection(deps, vault, env, vars, csrf, revealed, view.editing ?? null) : html`<p class="muted">This vault has no environment yet.</p>`}
+${env ? environmentSection(deps, vault, env, vars, refs, csrf, revealed, view.editing ?? null) : html`<p class="muted">This vault has no environment yet.</p>`}
 ${
   owner
     ? html`<details class="card add-env"><summary>Add an environment</summary>
@@ -173,6 +176,7 @@ function environmentSection(
   vault: VaultAccess,
   env: EnvironmentInfo,
   vars: readonly VariableMeta[],
+  refs: ReadonlyMap<string, ReferenceInfo>,
   csrf: SafeHtml,
   revealed: Readonly<Record<string, string>> | null,
   editing: string | null,
@@ -185,6 +189,7 @@ function environmentSection(
     const value = revealed && Object.hasOwn(revealed, v.name) ? revealed[v.name] : undefined
     return html`<li class="var">
 <div class="var-head"><code class="name">${v.name}</code> <span class="muted small">updated ${when(v.updatedAt)}</span></div>
+${referenceLine(refs.get(v.name))}
 ${
   readable
     ? html`<div class="var-value">${
@@ -254,10 +259,29 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <textarea id="${`add-value-${env.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off"></textarea>
 <button type="submit">Add variable</button>
 </form>
+</details>
+<details class="add"><summary>Refer to another variable</summary>
+<form method="post" action="${`${base}/variables/refer#${anchor}`}">
+${csrf}<input type="hidden" name="environment" value="${env.name}">
+<label for="${`ref-name-${env.name}`}">Name</label>
+<input id="${`ref-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="${NAME_PATTERN}" autocomplete="off" spellcheck="false">
+<label for="${`ref-target-${env.name}`}">Refers to (environment.NAME)</label>
+<input id="${`ref-target-${env.name}`}" name="target" required maxlength="320" placeholder="production.DATABASE_URL" autocomplete="off" spellcheck="false">
+<p class="hint">Read with each reader's rights at every read: someone who may not read that environment is refused the whole read.</p>
+<button type="submit">Add reference</button>
+</form>
 </details>`
     : ''
 }
 </section>`
+}
+
+/** "refers to production.X" under a reference's name; broken when its target is gone. */
+function referenceLine(info: ReferenceInfo | undefined): SafeHtml | string {
+  if (!info) return ''
+  return info.broken
+    ? html`<div class="ref broken" data-ref="${info.target}"><span class="badge">broken reference</span> to <code>${info.target}</code>, which no longer exists: reads of this environment fail until it is changed or deleted</div>`
+    : html`<div class="ref" data-ref="${info.target}">refers to <code>${info.target}</code></div>`
 }
 
 type Params = { vault: string }
@@ -359,6 +383,17 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
       },
     )
   }
+
+  vaultForm('/variables/refer', envPhrase('adding a reference to'), async ({ request, reply, actor, vaultId }) => {
+    const r = await domain.writeVariable(actor, {
+      vaultId,
+      environment: field(request.body, 'environment'),
+      name: field(request.body, 'name'),
+      ref: field(request.body, 'target'),
+      mode: 'set',
+    })
+    return seeOther(deps, reply, back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=reference_set#env-${r.env.name}`))
+  })
 
   vaultForm('/variables/delete', envPhrase('deleting a variable from'), async ({ request, reply, actor, vaultId }) => {
     const r = await domain.deleteVariable(actor, { vaultId, environment: field(request.body, 'environment'), name: field(request.body, 'name') })
