@@ -88,7 +88,7 @@ const COMMANDS: readonly CommandSpec[] = [
   {
     words: ['admin', 'var', 'set'],
     usage: 'admin var set --vault V --env E NAME [--ref ENVIRONMENT.NAME]',
-    summary: 'set a variable; the value is read from stdin (or, with --ref, a reference to another environment\'s variable)',
+    summary: "set a variable; the value is read from stdin (or, with --ref, a reference to another environment's variable)",
     strings: ['vault', 'env', 'ref'],
     positionals: 1,
     run: adminVarSet,

@@ -32,8 +32,7 @@ async function setUp(t: Parameters<typeof buildTestApp>[0]) {
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
   await storage.setMember({ vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added' }))
-  const token = async (personId: string) =>
-    (await mintSignIn(storage, { baseUrl: config.baseUrl, personId, now, signInTtlMs: 86_400_000 })).accessToken
+  const token = async (personId: string) => (await mintSignIn(storage, { baseUrl: config.baseUrl, personId, now, signInTtlMs: 86_400_000 })).accessToken
   const tokens = { ana: await token(ana.id), ed: await token(ed.id) }
   const read = (who: keyof typeof tokens, env: string) =>
     app.inject({ method: 'GET', url: `/api/env/${vaultId}/${env}`, headers: { authorization: `Bearer ${tokens[who]}` } })
@@ -73,13 +72,10 @@ t.test('a reference resolves for an owner, is refused as a whole for an editor, 
   t.equal(ok.statusCode, 200)
   t.equal(ok.body, JSON.stringify({ vault: s.vaultId, environment: 'development', variables: { DB_URL: PROD_URL, PLAIN: 'dev-only' } }))
   const logged = (await s.storage.listAccessLog(s.vaultId, { limit: 100 })).slice(0, -before || undefined)
-  t.same(
-    logged.map((l) => [l.action, l.environment, l.names]).sort(),
-    [
-      ['read', 'development', ['DB_URL', 'PLAIN']],
-      ['read', 'production', ['DATABASE_URL']],
-    ],
-  )
+  t.same(logged.map((l) => [l.action, l.environment, l.names]).sort(), [
+    ['read', 'development', ['DB_URL', 'PLAIN']],
+    ['read', 'production', ['DATABASE_URL']],
+  ])
 
   // an editor may not read production: the whole read is refused, naming the variable and the environment
   const refused = await s.read('ed', 'development')
@@ -149,7 +145,10 @@ t.test('a pushed ${X} is literal text, and history keeps a reference as a refere
   const page = await s.a.get(review)
   t.equal((await s.a.post(`${review}/apply`, { _csrf: csrfOf(page.body) })).statusCode, 303)
   const read = await s.read('ana', 'development')
-  t.equal(read.body, JSON.stringify({ vault: s.vaultId, environment: 'development', variables: { DOTTED: literal.DOTTED, LIT: literal.LIT, MIX: literal.MIX } }))
+  t.equal(
+    read.body,
+    JSON.stringify({ vault: s.vaultId, environment: 'development', variables: { DOTTED: literal.DOTTED, LIT: literal.LIT, MIX: literal.MIX } }),
+  )
   t.notMatch((await s.a.get(`/v/${s.vaultId}?env=development`)).body, /refers to/)
 
   // a value may not hold NUL (a reference's stored form begins with one; no program can receive it)

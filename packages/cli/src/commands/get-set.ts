@@ -84,8 +84,7 @@ ${BASE_URL_HELP}
     if (typeof values.ref === 'string') {
       if (typeof values.value === 'string') throw usageError('give either --value or --ref, not both')
       const ref = values.ref.trim()
-      if (!/^[a-z0-9][a-z0-9-]{0,62}\.[A-Za-z_][A-Za-z0-9_]*$/.test(ref))
-        throw usageError('--ref takes ENVIRONMENT.NAME, for example production.DATABASE_URL')
+      if (!/^[a-z0-9][a-z0-9-]{0,62}\.[A-Za-z_][A-Za-z0-9_]*$/.test(ref)) throw usageError('--ref takes ENVIRONMENT.NAME, for example production.DATABASE_URL')
       const sent = await sendPush(ctx, target, {}, [], name, { [name]: ref })
       if (values.json === true) ctx.out(`${JSON.stringify({ ...sent.created, url: sent.link }, null, 2)}\n`)
       else

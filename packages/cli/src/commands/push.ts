@@ -82,7 +82,15 @@ export async function sendPush(
     }
   }
   if (link) await rememberPush(ctx.store.dir, String(created.import).toLowerCase(), { baseUrl: api.baseUrl, url: link, at: ctx.deps.now().toISOString() })
-  return { api, vault, created, link, badLink, names: created.names ?? Object.keys({ ...variables, ...references }), overwrites: new Set(created.overwrites ?? []) }
+  return {
+    api,
+    vault,
+    created,
+    link,
+    badLink,
+    names: created.names ?? Object.keys({ ...variables, ...references }),
+    overwrites: new Set(created.overwrites ?? []),
+  }
 }
 
 export const push: Command = {

@@ -11,7 +11,17 @@ import { canInvite, inviteMember, listInvitations, revokeInvitation } from './in
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
 import { createPush, decidePush, listPushes, loadPush, mayDecide, pushesWaiting, pushStatus, revealPush, vaultOfPush, type PushView } from './pushes.js'
 import { listSignIns, revokeAllSignIns, revokeSignIn } from './sign-ins.js'
-import { deleteVariable, listReferences, listVariableNames, listVariables, readEnvironment, revealValues, writeVariable, type Located, type VariableInput } from './variables.js'
+import {
+  deleteVariable,
+  listReferences,
+  listVariableNames,
+  listVariables,
+  readEnvironment,
+  revealValues,
+  writeVariable,
+  type Located,
+  type VariableInput,
+} from './variables.js'
 import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
 import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
@@ -52,8 +62,7 @@ export function createDomain(d: DomainDeps) {
     // variables
     readEnvironment: (actor: Actor, input: { vaultId: string; environment: string }, located?: Located) => readEnvironment(d, actor, input, located),
     revealValues: (actor: Actor, input: { vaultId: string; environment: string; name?: string }) => revealValues(d, actor, input),
-    writeVariable: (actor: Actor, input: VariableInput) =>
-      writeVariable(d, actor, input),
+    writeVariable: (actor: Actor, input: VariableInput) => writeVariable(d, actor, input),
     deleteVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string }) => deleteVariable(d, actor, input),
     listVariableNames: (actor: Actor, input: { vaultId: string; environment: string }) => listVariableNames(d, actor, input),
     listVariables: (actor: Actor, input: { vaultId: string; environment: string }) => listVariables(d, actor, input),

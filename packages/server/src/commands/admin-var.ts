@@ -26,7 +26,12 @@ export async function adminVarSet(ctx: CommandContext): Promise<number> {
     const vault = await domain.findVaultForAdministrator(v)
     await domain.writeVariable(ADMINISTRATOR, { vaultId: vault.id, environment: env, name, ...(ref === undefined ? { value } : { ref }), mode: 'set' })
     const what = ref === undefined ? `${name} set` : `${name} set as a reference to ${ref}`
-    return report(ctx, `${what} in ${env} of vault ${vault.name} (${vault.id})`, { vault: vault.id, environment: env, name, ...(ref === undefined ? {} : { ref }) })
+    return report(ctx, `${what} in ${env} of vault ${vault.name} (${vault.id})`, {
+      vault: vault.id,
+      environment: env,
+      name,
+      ...(ref === undefined ? {} : { ref }),
+    })
   } finally {
     await data.close()
   }
