@@ -27,19 +27,30 @@ const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/
 /** Opens the pool (every connection with the statement and lock limits) and migrates the schema. */
 export async function openPostgres(o: PostgresOptions): Promise<OpenPostgres> {
   if (o.schema !== undefined && !SCHEMA_RE.test(o.schema)) throw new TypeError('envkeep: schema must be a lower-case SQL identifier')
-  const settings = [`-c statement_timeout=${o.statementTimeoutMs ?? 10_000}`, `-c lock_timeout=${o.lockTimeoutMs ?? 5_000}`]
-  if (o.schema) settings.push(`-c search_path=${o.schema}`)
+  const searchPath = o.schema ? [`-c search_path=${o.schema}`] : []
+  // Migrations run on a connection of their own, without the statement limit meant for
+  // requests: rebuilding an index on a big table may take longer, and must not fail a start.
+  const migrating = new Kysely<unknown>({
+    dialect: new PostgresDialect({
+      pool: new pg.Pool({
+        connectionString: o.connectionString,
+        max: 1,
+        options: [...searchPath, '-c statement_timeout=0', '-c lock_timeout=60000'].join(' '),
+        application_name: 'envkeep',
+      }),
+    }),
+  })
+  try {
+    if (o.schema) await run(() => sql`create schema if not exists ${sql.id(o.schema!)}`.execute(migrating))
+    await run(() => migrateToLatest(migrating, o.schema))
+  } finally {
+    await migrating.destroy()
+  }
+  const settings = [`-c statement_timeout=${o.statementTimeoutMs ?? 10_000}`, `-c lock_timeout=${o.lockTimeoutMs ?? 5_000}`, ...searchPath]
   const pool = new pg.Pool({ connectionString: o.connectionString, max: o.pool ?? 10, options: settings.join(' '), application_name: 'envkeep' })
   // an idle connection that dies (server restart) must not crash the process
   pool.on('error', () => {})
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) })
-  try {
-    if (o.schema) await run(() => sql`create schema if not exists ${sql.id(o.schema!)}`.execute(db))
-    await run(() => migrateToLatest(db, o.schema))
-  } catch (err) {
-    await db.destroy()
-    throw err
-  }
   let closed = false
   return {
     db,

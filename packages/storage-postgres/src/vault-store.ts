@@ -10,9 +10,7 @@ import type {
   Role,
   SealedVariable,
   SetMemberResult,
-  SetVariableResult,
   VariableMeta,
-  VariableWrite,
   VaultAccess,
   VaultInfo,
   VaultRecord,
@@ -20,10 +18,10 @@ import type {
   VaultStore,
 } from '@envkeep/env-api-plugin'
 import type { ImportStore } from '@envkeep/env-api-plugin'
-import { memberChangeEntry, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
+import { memberChangeEntry, StorageError } from '@envkeep/env-api-plugin'
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import { inTransaction, read } from './database.js'
-import { bumpVersion, bytes, copy, insertLog, lockVault, ms, record, rows, toLogRow, usageOf, type LogRow, type VaultRow } from './rows.js'
+import { bytes, copy, insertLog, lockVault, ms, record, rows, toLogRow, type LogRow, type VaultRow } from './rows.js'
 
 export { insertLog, rows } from './rows.js'
 
@@ -45,14 +43,6 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
   /** Locks the vault row; false when there is no such vault. */
   #lockVault(trx: Q, vaultId: string): Promise<{ wrapped_key: Buffer | null } | null> {
     return lockVault(trx, vaultId)
-  }
-
-  #usage(trx: Q, vaultId: string): Promise<{ n: number; bytes: number }> {
-    return usageOf(trx, vaultId)
-  }
-
-  #bump(trx: Q, vaultId: string, environment: string): Promise<void> {
-    return bumpVersion(trx, vaultId, environment)
   }
 
   async #environments(db: Q, vaultIds: readonly string[]): Promise<Map<string, EnvironmentInfo[]>> {
@@ -319,33 +309,6 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
         )
       ).map((v) => ({ name: v.name, updatedAt: new Date(ms(v.updated_at)), updatedBy: v.updated_by })),
     )
-  }
-
-  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
-    return inTransaction(this.#db, async (trx): Promise<SetVariableResult> => {
-      const vault = await this.#lockVault(trx, write.vaultId)
-      if (write.sealedUnder && !(vault?.wrapped_key && Buffer.from(vault.wrapped_key).equals(bytes(write.sealedUnder))))
-        return { ok: false, reason: 'stale_key' }
-      const [old] = await rows<{ size: number }>(
-        trx,
-        sql`select length(sealed) as size from variables where vault_id = ${write.vaultId} and environment = ${write.environment} and name = ${write.value.name}`,
-      )
-      const expect = write.expect ?? 'any'
-      if (expect === 'new' && old) return { ok: false, reason: 'exists' }
-      if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
-      const before = await this.#usage(trx, write.vaultId)
-      const after = { n: before.n + (old ? 0 : 1), bytes: before.bytes - (old ? Number(old.size) : 0) + write.value.sealed.byteLength }
-      const over = storageLimitRefusal(before, after, write.limit)
-      if (over) return over
-      await sql`insert into variables (vault_id, environment, name, sealed, updated_at, updated_by)
-        values (${write.vaultId}, ${write.environment}, ${write.value.name}, ${bytes(write.value.sealed)}, ${write.now.getTime()}, ${write.by})
-        on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by`.execute(
-        trx,
-      )
-      await this.#bump(trx, write.vaultId, write.environment)
-      await insertLog(trx, log)
-      return { ok: true, created: !old }
-    })
   }
 
   // ---- access log -------------------------------------------------------------

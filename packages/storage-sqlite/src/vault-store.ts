@@ -11,16 +11,14 @@ import type {
   Role,
   SealedVariable,
   SetMemberResult,
-  SetVariableResult,
   VariableMeta,
-  VariableWrite,
   VaultAccess,
   VaultInfo,
   VaultRecord,
   VaultStore,
   ImportStore,
 } from '@envkeep/env-api-plugin'
-import { boundMethods, memberChangeEntry, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
+import { boundMethods, memberChangeEntry, StorageError } from '@envkeep/env-api-plugin'
 import { sql } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import { SqliteImportStore } from './import-store.js'
@@ -375,31 +373,6 @@ class SqliteVaultStore extends SqliteStoreBase implements VaultCore {
           .orderBy('name'),
       ).map((r) => ({ name: r.name, updatedAt: new Date(r.updated_at), updatedBy: r.updated_by })),
     )
-  }
-
-  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
-    const { vaultId, environment, value } = write
-    return this.tx('immediate', 'variables', (): SetVariableResult => {
-      if (this.staleKey(vaultId, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
-      const old = this.stmt(READ_ONE_VARIABLE_SQL).get(vaultId, environment, value.name) as SealedVariable | undefined
-      const expect = write.expect ?? 'any'
-      if (expect === 'new' && old) return { ok: false, reason: 'exists' }
-      if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
-      const before = this.usage(vaultId)
-      const over = storageLimitRefusal(
-        before,
-        {
-          n: before.n + (old ? 0 : 1),
-          bytes: before.bytes - (old?.sealed.byteLength ?? 0) + value.sealed.byteLength,
-        },
-        write.limit,
-      )
-      if (over) return over
-      this.upsertVariable(vaultId, environment, value, write.by, write.now.getTime())
-      this.bumpVersion(vaultId, environment)
-      this.log(log)
-      return { ok: true, created: !old }
-    })
   }
 
   // ---- access log ---------------------------------------------------------

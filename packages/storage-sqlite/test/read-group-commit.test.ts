@@ -5,7 +5,7 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import type { AccessAction, AccessLogEntry } from '@envkeep/env-api-plugin'
 import { createSqliteStorage, type SqliteStorage } from '../src/index.js'
-import { testLogEntry, TEST_NO_LIMIT } from '@envkeep/env-api-plugin/testing'
+import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '@envkeep/env-api-plugin/testing'
 
 // readVariables commits the reads asked for in one turn of the event loop
 // together (group commit). What must still hold for each read: its log
@@ -45,7 +45,8 @@ async function setup(t: Tap): Promise<{ storage: SqliteStorage; file: string; va
       testLogEntry({ vaultId: id, action: 'vault_created' }),
     )
     for (const name of names) {
-      await storage.setVariable(
+      await writeTestValue(
+        storage,
         { vaultId: id, environment: 'development', value: { name, sealed: Buffer.from(`sealed-${name}`) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT },
         entry(id, 'development', 'variable_set'),
       )
@@ -133,7 +134,8 @@ t.test('a group commit stops taking reads past 1,000 variables; the rest are ans
   const v0 = vaults[0] as string
   for (let i = 0; i < 600; i++) {
     const name = `V${String(i).padStart(4, '0')}`
-    await storage.setVariable(
+    await writeTestValue(
+      storage,
       { vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT },
       entry(v0, 'preview', 'variable_set'),
     )
@@ -159,7 +161,8 @@ t.test('an environment that was large when last read is read alone, at once, and
   const v0 = vaults[0] as string
   for (let i = 0; i < 1000; i++) {
     const name = `V${String(i).padStart(4, '0')}`
-    await storage.setVariable(
+    await writeTestValue(
+      storage,
       { vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT },
       entry(v0, 'preview', 'variable_set'),
     )

@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { StorageError, type AccessLogEntry, type VaultStore } from '@envkeep/env-api-plugin'
-import { createSqliteVaultStore, openDatabase, type OpenDatabase } from '../src/index.js'
+import { createSqliteStorage, type OpenDatabase, type SqliteStorage } from '../src/index.js'
 import { sqlstateFor, toStorageError, wrapStorage } from '../src/sqlite-errors.js'
-import { testLogEntry, TEST_NO_LIMIT } from '@envkeep/env-api-plugin/testing'
+import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '@envkeep/env-api-plugin/testing'
 
 const T0 = new Date('2026-11-21T10:00:00.000Z')
 
@@ -32,10 +32,10 @@ async function fresh(
   t: { teardown(fn: () => unknown): void },
   filename = ':memory:',
   busyTimeoutMs?: number,
-): Promise<{ d: OpenDatabase; store: VaultStore; vaultId: string }> {
-  const d = await openDatabase(busyTimeoutMs === undefined ? { filename } : { filename, busyTimeoutMs })
-  t.teardown(() => d.close())
-  const store = createSqliteVaultStore(d)
+): Promise<{ d: OpenDatabase; store: SqliteStorage; vaultId: string }> {
+  const store = await createSqliteStorage(busyTimeoutMs === undefined ? { filename } : { filename, busyTimeoutMs })
+  t.teardown(() => store.close())
+  const d = store.database
   const vaultId = randomUUID()
   await store.createVault(
     {
@@ -116,9 +116,10 @@ t.test('a closed database is 08006 (503), on every path', async (t) => {
     ['listVaults', () => store.listVaults('p1')],
     ['readVariables', () => store.readVariables(vaultId, 'development', entry(vaultId, { action: 'read' }))],
     [
-      'setVariable',
+      'changeVariables',
       () =>
-        store.setVariable(
+        writeTestValue(
+          store,
           { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
           entry(vaultId),
         ),
@@ -152,10 +153,10 @@ t.test('a foreign key violation is 23503; a check violation is 23514 naming the 
   const { store, vaultId } = await fresh(t)
   const sealed = randomBytes(30)
   const fk = await caught(
-    store.setVariable({ vaultId: vaultId, environment: 'nowhere', value: { name: 'A', sealed }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)),
+    writeTestValue(store, { vaultId: vaultId, environment: 'nowhere', value: { name: 'A', sealed }, by: 'p1', now: T0, limit: TEST_NO_LIMIT }, entry(vaultId)),
   )
   t.equal(fk.sqlstate, '23503')
-  t.equal(fk.detail, 'variables')
+  t.equal(fk.detail, 'variables_environment', 'names the rule (changeVariables checks the environment first)')
   t.notMatch(fk.message, sealed.toString('hex'))
   const check = await caught(
     store.setMember(
@@ -167,7 +168,8 @@ t.test('a foreign key violation is 23503; a check violation is 23514 naming the 
   t.equal(check.detail, 'members_role')
   t.notMatch(check.message, 'admin')
   const empty = await caught(
-    store.setVariable(
+    writeTestValue(
+      store,
       { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: new Uint8Array(0) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
       entry(vaultId),
     ),
@@ -188,7 +190,8 @@ t.test('a lock held by another connection is 55P03 once busy_timeout runs out', 
     if (other.inTransaction) other.exec('rollback')
   })
   const e = await caught(
-    store.setVariable(
+    writeTestValue(
+      store,
       { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
       entry(vaultId),
     ),
@@ -196,7 +199,8 @@ t.test('a lock held by another connection is 55P03 once busy_timeout runs out', 
   t.equal(e.sqlstate, '55P03')
   t.equal(e.status, 504)
   other.exec('rollback')
-  await store.setVariable(
+  await writeTestValue(
+    store,
     { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
     entry(vaultId),
   )
@@ -219,7 +223,8 @@ t.test('work waits for an open kysely transaction instead of joining it', async 
     })
     .catch((err: unknown) => err)
   await inside
-  const write = store.setVariable(
+  const write = writeTestValue(
+    store,
     { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
     entry(vaultId),
   )

@@ -112,7 +112,7 @@ export interface HistoryStore {
   /**
    * Writes `set` and deletes `delete`, the change set and `log`, in one
    * transaction, after checking inside it `ifVersion`, `sealedUnder` and
-   * the storage limit (as setVariable does: history never counts). The
+   * the storage limit (StorageLimit: history never counts). The
    * environment's version changes. A refusal writes nothing.
    */
   changeVariables(change: VariablesChange, log: AccessLogEntry): Promise<ChangeVariablesResult>

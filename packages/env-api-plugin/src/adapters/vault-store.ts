@@ -179,39 +179,11 @@ export type SetMemberResult =
 
 export type RemoveMemberResult = { readonly ok: true; readonly previous: Role } | { readonly ok: false; readonly reason: 'last_owner' | 'not_member' }
 
-/**
- * One value written to an environment. (History, issue 12, will add the
- * change set written in the same transaction here.)
- */
-export interface VariableWrite {
-  readonly vaultId: string
-  readonly environment: string
-  readonly value: SealedVariable
-  /** the person writing; `null` for the server administrator */
-  readonly by: string | null
-  readonly now: Date
-  readonly limit: StorageLimit
-  /** `new`: refuse (`exists`) if the name has a value; `existing`: refuse (`absent`) if not; `any` (default) */
-  readonly expect?: 'new' | 'existing' | 'any'
-  /**
-   * The wrapped data key the value was sealed under. When given, a vault
-   * whose key is no longer this one (its data key was rotated meanwhile)
-   * refuses the write (`stale_key`): the caller seals again under the current key.
-   */
-  readonly sealedUnder?: Uint8Array
-}
-
 /** The vault's data key changed since the values were sealed: nothing was written. */
 export interface StaleKey {
   readonly ok: false
   readonly reason: 'stale_key'
 }
-
-export type SetVariableResult =
-  | { readonly ok: true; readonly created: boolean }
-  | { readonly ok: false; readonly reason: 'exists' | 'absent' }
-  | OverLimit
-  | StaleKey
 
 /** Every secret of a vault: its wrapped data key and every sealed value (variables and staged values of pending pushes). */
 export interface VaultSecrets {
@@ -361,14 +333,6 @@ export interface VaultStore extends ImportStore {
 
   /** Names and metadata of the variables of an environment (no values), in name order. */
   listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]>
-
-  /**
-   * Writes (inserts or replaces) one variable and appends `log`, in one
-   * transaction, after checking inside it `write.expect` and the storage
-   * `write.limit` (see StorageLimit). A refusal writes nothing. An
-   * environment that does not exist throws 23503.
-   */
-  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult>
 
   // ---- access log --------------------------------------------------------------
 

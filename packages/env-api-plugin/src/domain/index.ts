@@ -118,7 +118,7 @@ export { ADMINISTRATOR, ADMINISTRATOR_CLIENT, authorOf, entryFor, personActor, t
 export type { DomainDeps } from './deps.js'
 export { CI_ISSUER_PRESETS, isCiPrincipal, type CiVaultAccess, type NewCiIdentityInput } from './ci-identities.js'
 export { DomainFailure, isRefusal, KEY_FAILURES, vaultTag, type FailureKind } from './failure.js'
-export { SIGN_IN_NOT_FOUND } from './sign-ins.js'
+export { SIGN_IN_NOT_FOUND, signInState } from './sign-ins.js'
 export { createVaultCrypto, rotateDataKey, type VaultCrypto, type VaultCryptoOptions } from './vault-crypto.js'
 export { INVITATION_NOT_FOUND, NEEDS_ACCOUNT, type InviteOutcome } from './invitations.js'
 export { CHANGE_NOT_FOUND, HISTORY_PAGE, pruneHistory, type ChangeView, type RollbackPlan } from './history.js'
@@ -137,6 +137,7 @@ export {
   writeRefusal,
 } from './permissions.js'
 export {
+  isWaiting,
   MAX_REJECT_REASON,
   pushProblem,
   PUSH_NOT_FOUND,

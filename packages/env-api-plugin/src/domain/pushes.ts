@@ -130,6 +130,11 @@ export async function pushStatus(d: DomainDeps, actor: PersonActor, importId: st
   return imp
 }
 
+/** Whether a push waits for a decision at `nowMs`: pending and not past its expiry (past it, its next read expires it). */
+export function isWaiting(p: Pick<ImportRecord, 'status' | 'expiresAt'>, nowMs: number): boolean {
+  return p.status === 'pending' && p.expiresAt.getTime() > nowMs
+}
+
 /**
  * A vault's pushes, newest first, for any member: a pending push past its
  * expiry is left out (it becomes `expired` on its next read), so it is never
@@ -139,7 +144,7 @@ export async function listPushes(d: DomainDeps, actor: Actor, input: { vaultId: 
   const vault = await locateVault(d, actor, input.vaultId)
   const list = await d.storage.listImports(vault.id, { ...(input.status ? { status: input.status } : {}), limit: input.limit })
   const now = d.now().getTime()
-  return list.filter((p) => p.status !== 'pending' || p.expiresAt.getTime() > now)
+  return list.filter((p) => p.status !== 'pending' || isWaiting(p, now))
 }
 
 /**
@@ -211,7 +216,7 @@ export async function pushesWaiting(d: DomainDeps, personId: string, vaults?: re
     const list = lists[i] ?? []
     if (list.length >= WAITING_PER_VAULT) more = true
     const n = list.filter((p) => {
-      if (p.status !== 'pending' || p.expiresAt.getTime() <= now) return false
+      if (!isWaiting(p, now)) return false
       const env = vault.environments.find((e) => e.name === p.environment) ?? { name: p.environment, ownersOnly: true }
       return canDecideImport(vault.role, env, p.senderId === personId, secondPersonRequired(vault, env))
     }).length

@@ -7,6 +7,12 @@ import { fail } from './failure.js'
 
 export const SIGN_IN_NOT_FOUND = 'this sign-in does not exist, is not yours or is already revoked'
 
+/** How a sign-in stands at `now`, as the Sign-ins page shows it. */
+export function signInState(s: Pick<SignInRecord, 'revokedAt' | 'expiresAt'>, now: Date): 'revoked' | 'ended' | 'active' {
+  if (s.revokedAt) return 'revoked'
+  return s.expiresAt.getTime() <= now.getTime() ? 'ended' : 'active'
+}
+
 /** The actor's own sign-ins, newest first. */
 export async function listSignIns(d: DomainDeps, actor: PersonActor): Promise<SignInRecord[]> {
   return d.storage.listSignIns(actor.personId)

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { SignInRecord } from '../adapters/oauth-store.js'
 import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { signInState } from '../domain/sign-ins.js'
 import { pageActor } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
@@ -20,7 +21,7 @@ export function signInRoutes(app: FastifyInstance, deps: PageDeps): void {
     const signIns = await deps.domain.listSignIns(pageActor(person, reply.request))
     const token = reply.generateCsrf()
     const rows = signIns.map((s) => {
-      const state = s.revokedAt ? 'revoked' : s.expiresAt.getTime() <= now.getTime() ? 'ended' : 'active'
+      const state = signInState(s, now)
       return html`<tr>
 <td data-label="Client">${clientLabel(deps, s)}</td>
 <td data-label="Created">${when(s.createdAt)}</td>

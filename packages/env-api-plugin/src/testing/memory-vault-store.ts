@@ -11,9 +11,7 @@ import type {
   Role,
   SealedVariable,
   SetMemberResult,
-  SetVariableResult,
   VariableMeta,
-  VariableWrite,
   VaultAccess,
   VaultInfo,
   VaultRecord,
@@ -22,7 +20,7 @@ import type {
 } from '../adapters/vault-store.js'
 import type { ImportStore } from '../adapters/import-store.js'
 import { StorageError } from '../errors.js'
-import { memberChangeEntry, storageLimitRefusal } from '../domain/storage-rules.js'
+import { memberChangeEntry } from '../domain/storage-rules.js'
 import { copyBytes, varKey, type MemoryDb, type State, type VaultRow } from './memory-state.js'
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
@@ -363,29 +361,6 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
         .sort(([a], [b]) => byKey(a, b))
         .map(([name, v]) => ({ name, updatedAt: new Date(v.updatedAt), updatedBy: v.updatedBy })),
     )
-  }
-
-  setVariable(write: VariableWrite, log: AccessLogEntry): Promise<SetVariableResult> {
-    return this.#db.write('variables', async (s): Promise<SetVariableResult> => {
-      if (write.sealedUnder && !sameBytes(s.vaults.get(write.vaultId)?.wrappedKey ?? null, write.sealedUnder)) return { ok: false, reason: 'stale_key' }
-      const old = s.variables.get(varKey(write.vaultId, write.environment))?.get(write.value.name)
-      const expect = write.expect ?? 'any'
-      if (expect === 'new' && old) return { ok: false, reason: 'exists' }
-      if (expect === 'existing' && !old) return { ok: false, reason: 'absent' }
-      await this.#db.step()
-      const before = usage(s, write.vaultId)
-      const after = {
-        n: before.n + (old ? 0 : 1),
-        bytes: before.bytes - (old?.sealed.byteLength ?? 0) + write.value.sealed.byteLength,
-      }
-      const over = storageLimitRefusal(before, after, write.limit)
-      if (over) return over
-      await this.#db.step()
-      this.#db.putVariable(s, write.vaultId, write.environment, write.value, write.by, write.now.getTime())
-      this.#db.bumpVersion(s, write.vaultId, write.environment)
-      this.#db.appendLog(s, log)
-      return { ok: true, created: !old }
-    })
   }
 
   // ---- access log -------------------------------------------------------------

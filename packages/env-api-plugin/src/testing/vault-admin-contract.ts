@@ -4,6 +4,7 @@ import type { HistoryStore } from '../adapters/history-store.js'
 import type { AccessLogEntry, VaultStore } from '../adapters/vault-store.js'
 import type { MakeVaultStore, VaultStoreContractCase } from './vault-store-contract.js'
 import { storedValue } from './contract/fixtures.js'
+import { writeTestValue } from './write-value.js'
 
 /**
  * The vault store's administration (issue 14): rename, delete with its
@@ -82,7 +83,8 @@ export const vaultAdminContract: readonly VaultStoreContractCase[] = [
         const keep = await vault(store, 'keep')
         const id = await vault(store)
         await store.setMember({ vaultId: id, personId: 'person-editor', role: 'editor' }, log(id, 'member_added'))
-        await store.setVariable(
+        await writeTestValue(
+          store,
           { vaultId: id, environment: 'development', value: { name: 'A', sealed: new Uint8Array(randomBytes(40)) }, by: OWNER, now: T0, limit: LIMIT },
           log(id, 'variable_set'),
         )

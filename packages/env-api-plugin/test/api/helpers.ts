@@ -4,7 +4,7 @@ import type { Test } from 'tap'
 import envApi, { createVaultCrypto, type EnvApiOptions, type Keyring, type Role, type Storage } from '../../src/index.js'
 import { createTestKeyring } from '../../src/testing/keyring.js'
 import { mintSignIn } from '../../src/testing/sign-in.js'
-import { testLogEntry, TEST_NO_LIMIT, type MemoryStorage } from '../../src/testing/index.js'
+import { testLogEntry, TEST_NO_LIMIT, writeTestValue, type MemoryStorage } from '../../src/testing/index.js'
 import { isMemory, postgresQuery, storageUnderTest, type StorageUnderTest } from '../storage-under-test.js'
 
 export const BASE_URL = 'https://envkeep.example'
@@ -114,7 +114,8 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
     async setValues(vaultId, environment, values, by = 'seed') {
       if (!seal) throw new Error('no keyring to seal with')
       for (const v of await seal.sealValues(vaultId, environment, values)) {
-        await storage.setVariable(
+        await writeTestValue(
+          storage,
           { vaultId: vaultId, environment: environment, value: v, by: by, now: clock.now, limit: TEST_NO_LIMIT },
           testLogEntry({
             vaultId,

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { chromium, type Page } from 'playwright-core'
 import { axeViolations, CHROMIUM_LAUNCH, describeViolations } from '@envkeep/test-support'
-import { testLogEntry, TEST_NO_LIMIT } from '../../src/testing/index.js'
+import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '../../src/testing/index.js'
 import { build, PEOPLE } from './helpers.js'
 
 // Issue 14, items 3 and 4, as people do it in Chromium: an owner pastes a .env on production
@@ -24,7 +24,8 @@ t.test('in Chromium: paste a .env on production → second-person rule → revea
   const b = await build(t, { listen: true })
   // a current value that the paste overwrites, and a second owner
   for (const v of await b.seal('production', { API_URL: OLD })) {
-    await b.storage.setVariable(
+    await writeTestValue(
+      b.storage,
       { vaultId: b.vaultId, environment: 'production', value: v, by: PEOPLE.owner!.id, now: b.clock.now, limit: TEST_NO_LIMIT },
       testLogEntry({ vaultId: b.vaultId, action: 'variable_set', environment: 'production', names: [v.name] }),
     )

@@ -1,12 +1,13 @@
 import t from 'tap'
 import { build, PEOPLE, session, TTL } from './helpers.js'
-import { testLogEntry, TEST_NO_LIMIT } from '../../src/testing/index.js'
+import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '../../src/testing/index.js'
 
 const CANARY = 'canary-staged-55aa11'
 
 async function withExisting(b: Awaited<ReturnType<typeof build>>, env: string, values: Record<string, string>) {
   for (const v of await b.seal(env, values)) {
-    await b.storage.setVariable(
+    await writeTestValue(
+      b.storage,
       { vaultId: b.vaultId, environment: env, value: v, by: PEOPLE.owner!.id, now: b.clock.now, limit: TEST_NO_LIMIT },
       testLogEntry({
         vaultId: b.vaultId,

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build, PEOPLE, session } from './helpers.js'
-import { testLogEntry, TEST_NO_LIMIT } from '../../src/testing/index.js'
+import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '../../src/testing/index.js'
 
 const CANARY = 'canary-value-7f3e2d1c'
 
@@ -102,7 +102,8 @@ t.test('refused variable forms show on top of the vault page, nothing changes, t
 t.test('a viewer sees names but no values and no value forms; their POSTs are refused', async (t) => {
   const b = await build(t)
   const [sealed] = await b.seal('development', { SECRET: CANARY })
-  await b.storage.setVariable(
+  await writeTestValue(
+    b.storage,
     { vaultId: b.vaultId, environment: 'development', value: sealed!, by: PEOPLE.owner!.id, now: new Date(), limit: TEST_NO_LIMIT },
     testLogEntry({
       vaultId: b.vaultId,
@@ -156,7 +157,8 @@ t.test('a viewer sees names but no values and no value forms; their POSTs are re
 t.test('an editor cannot read or change production (owners only)', async (t) => {
   const b = await build(t)
   const [sealed] = await b.seal('production', { DB_URL: CANARY })
-  await b.storage.setVariable(
+  await writeTestValue(
+    b.storage,
     { vaultId: b.vaultId, environment: 'production', value: sealed!, by: PEOPLE.owner!.id, now: new Date(), limit: TEST_NO_LIMIT },
     testLogEntry({
       vaultId: b.vaultId,

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import t from 'tap'
 import type { GenericBody } from '../../src/index.js'
 import { build, PEOPLE, session } from '../pages/helpers.js'
-import { domainOf, editorActor, receiver } from './helpers.js'
+import { attemptsRecorded, domainOf, editorActor, receiver } from './helpers.js'
 
 // Issue 14, item 5: an owner adds a webhook on its page; a push created and then applied
 // reach a local receiver as signed generic JSON, with names, never a value; the page lists
@@ -40,6 +40,8 @@ t.test('push.created and push.decided are delivered, signed, to a local receiver
   t.not(secret2, secret, 'each webhook has its own secret')
 
   const domain = domainOf(b)
+  // both deliveries recorded (after the receiver answered): the store's signal for the page below
+  const recorded = attemptsRecorded(b.storage, 2)
   const push = await domain.createPush(editorActor, {
     vaultId: b.vaultId,
     environment: 'development',
@@ -83,7 +85,7 @@ t.test('push.created and push.decided are delivered, signed, to a local receiver
   t.notMatch(decided.body, VALUE)
 
   // the page lists the deliveries, without the secret or the URL's path
-  await new Promise((r) => setTimeout(r, 100))
+  await recorded
   const page = await owner.get(`/v/${b.vaultId}/webhooks`)
   t.equal(page.statusCode, 200)
   t.equal((page.body.match(/class="delivery delivery-delivered">delivered</g) ?? []).length, 2, 'each delivery listed as delivered')

@@ -1,17 +1,9 @@
 // Fixtures of the vault store contract (../vault-store-contract.ts): times, people, sealed-looking bytes, helpers.
 import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
-import type {
-  AccessAction,
-  AccessLogEntry,
-  EnvironmentInfo,
-  NewImport,
-  SealedVariable,
-  StorageLimit,
-  VariableWrite,
-  VaultStore,
-} from '../../adapters/vault-store.js'
+import type { AccessAction, AccessLogEntry, EnvironmentInfo, NewImport, SealedVariable, StorageLimit, VaultStore } from '../../adapters/vault-store.js'
 import type { HistoryStore } from '../../adapters/history-store.js'
+import type { VariableWrite } from '../write-value.js'
 import type { MakeVaultStore, VaultStoreFixture } from '../vault-store-contract.js'
 
 // ---- fixtures -----------------------------------------------------------------

@@ -22,6 +22,7 @@ import {
   rejectsWith,
   storedValue,
 } from './fixtures.js'
+import { writeTestValue } from '../write-value.js'
 
 export const importCases: readonly VaultStoreContractCase[] = [
   {
@@ -29,8 +30,8 @@ export const importCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
-        await store.setVariable(put(id, 'development', sv('EXISTS'), OWNER, T0), entry(id, 'variable_set'))
-        await store.setVariable(put(id, 'preview', sv('ELSEWHERE'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('EXISTS'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'preview', sv('ELSEWHERE'), OWNER, T0), entry(id, 'variable_set'))
         const values = [sv('NEW_B'), sv('EXISTS'), sv('ELSEWHERE'), sv('NEW_A')]
         const refused = [
           { line: 3, name: '', reason: 'not a NAME=value line' },
@@ -123,13 +124,13 @@ export const importCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
-        await store.setVariable(put(id, 'development', sv('A', 100), OWNER, T0), entry(id, 'variable_set'))
-        await store.setVariable(put(id, 'preview', sv('B', 100), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('A', 100), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'preview', sv('B', 100), OWNER, T0), entry(id, 'variable_set'))
         const pending = await store.createImport(newImport(id, [sv('C', 100)]), entry(id, 'push_created'))
         assert.ok(pending.ok)
         // 3 stored or staged; another vault's data does not count
         const other = await newVault(store)
-        await store.setVariable(put(other, 'development', sv('Z', 1000), OWNER, T0), entry(other, 'variable_set'))
+        await writeTestValue(store, put(other, 'development', sv('Z', 1000), OWNER, T0), entry(other, 'variable_set'))
 
         const byCount: StorageLimit = { maxVariables: 5, maxBytes: 1_000_000 }
         const atLimit = await store.createImport({ ...newImport(id, [sv('D', 10), sv('E', 10)]), limit: byCount }, entry(id, 'push_created'))
@@ -209,7 +210,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
         const old = sv('A')
-        await store.setVariable(put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
         const values = [sv('A'), sv('B'), sv('C')]
         const input = newImport(id, values)
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
@@ -248,7 +249,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
         const keep = sv('A')
-        await store.setVariable(put(id, 'development', keep, OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', keep, OWNER, T0), entry(id, 'variable_set'))
         const input = newImport(id, [sv('A'), sv('B')])
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
         const r = await store.decideImport({ importId: input.id, decision: 'rejected', by: EDITOR, now: at(MINUTE) }, entry(id, 'push_rejected'))
@@ -288,7 +289,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
         const old = sv('A')
-        await store.setVariable(put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
         const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
         const input = newImport(id, [sv('A'), sv('B'), sv('C')])
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)

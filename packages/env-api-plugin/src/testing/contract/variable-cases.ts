@@ -23,6 +23,7 @@ import {
   deleteValue,
   storedValue,
 } from './fixtures.js'
+import { writeTestValue } from '../write-value.js'
 
 export const variableCases: readonly VaultStoreContractCase[] = [
   {
@@ -32,10 +33,10 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         const id = await newVault(store)
         const key = sealed(60)
         await store.ensureWrappedKey(id, async () => key)
-        assert.ok((await store.setVariable(put(id, 'development', sv('A'), OWNER, T0, { sealedUnder: key }), entry(id, 'variable_set'))).ok)
+        assert.ok((await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0, { sealedUnder: key }), entry(id, 'variable_set'))).ok)
         const logged = (await store.listAccessLog(id, { limit: 100 })).length
         const stale = sealed(60)
-        assert.deepEqual(await store.setVariable(put(id, 'development', sv('B'), OWNER, T0, { sealedUnder: stale }), entry(id, 'variable_set')), {
+        assert.deepEqual(await writeTestValue(store, put(id, 'development', sv('B'), OWNER, T0, { sealedUnder: stale }), entry(id, 'variable_set')), {
           ok: false,
           reason: 'stale_key',
         })
@@ -60,7 +61,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         const view = big.subarray(10, 50)
         const values = [sv('ZED'), { name: 'ALPHA', sealed: view }, sv('_mid'), sv('Beta')]
         for (const [i, v] of values.entries()) {
-          await store.setVariable(put(id, 'development', v, i % 2 ? OWNER : EDITOR, at(i * MINUTE)), entry(id, 'variable_set', { names: [v.name] }))
+          await writeTestValue(store, put(id, 'development', v, i % 2 ? OWNER : EDITOR, at(i * MINUTE)), entry(id, 'variable_set', { names: [v.name] }))
         }
         const names = ['ALPHA', 'Beta', 'ZED', '_mid']
         const meta = await store.listVariableNames(id, 'development')
@@ -87,7 +88,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         for (const v of values) same(variables.find((x) => x.name === v.name)?.sealed, v.sealed, v.name)
         // overwrite
         const next = sealed()
-        await store.setVariable(put(id, 'development', { name: 'ZED', sealed: next }, OWNER, at(DAY)), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', { name: 'ZED', sealed: next }, OWNER, at(DAY)), entry(id, 'variable_set'))
         same((await storedValue(store, id, 'development', 'ZED'))?.sealed, next)
         assert.equal((await store.listVariableNames(id, 'development')).find((m) => m.name === 'ZED')?.updatedAt.getTime(), at(DAY).getTime())
         // delete
@@ -123,14 +124,14 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         const read = async (env = 'development') => (await store.readVariables(id, env, entry(id, 'read', { environment: env }))).version
         const v0 = await read()
         assert.equal(await read(), v0, 'a read changes nothing')
-        await store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
         const v1 = await read()
         assert.notEqual(v1, v0)
-        await store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
         const v2 = await read()
         assert.notEqual(v2, v1, 'an overwrite changes it')
         const pv = await read('preview')
-        await store.setVariable(put(id, 'preview', sv('P'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'preview', sv('P'), OWNER, T0), entry(id, 'variable_set'))
         assert.equal(await read(), v2, "another environment's change does not")
         assert.notEqual(await read('preview'), pv)
         const logged = (await store.listAccessLog(id, { limit: 1000, action: 'variable_deleted' })).length
@@ -159,8 +160,8 @@ export const variableCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        await store.setVariable(put(id, 'development', sv('B'), OWNER, T0), entry(id, 'variable_set', { names: ['B'] }))
-        await store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set', { names: ['A'] }))
+        await writeTestValue(store, put(id, 'development', sv('B'), OWNER, T0), entry(id, 'variable_set', { names: ['B'] }))
+        await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set', { names: ['A'] }))
         await store.readVariables(id, 'development', entry(id, 'read', { names: ['SOMETHING_ELSE'], at: at(MINUTE) }))
         const [last] = await store.listAccessLog(id, { limit: 1 })
         assert.ok(last)
@@ -183,9 +184,9 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
         const a = sv('A')
-        await store.setVariable(put(id, 'development', a, OWNER, T0), entry(id, 'variable_set'))
-        await store.setVariable(put(id, 'development', sv('B'), OWNER, T0), entry(id, 'variable_set'))
-        await store.setVariable(put(id, 'development', sv('C'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', a, OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('B'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('C'), OWNER, T0), entry(id, 'variable_set'))
         const r = await store.readVariables(id, 'development', entry(id, 'read'), ['C', 'A', 'NOPE'])
         assert.deepEqual(namesOf(r.variables), ['A', 'C'])
         same(r.variables[0]?.sealed, a.sealed)
@@ -200,7 +201,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
-        await store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
         const before = await probe.accessLogCount(id)
         const undo = await probe.breakWrites('access_log')
         try {
@@ -215,17 +216,17 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'setVariable and a delete are one transaction with their log entry',
+    name: 'a write and a delete (changeVariables) are one transaction with their log entry',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
         const first = sv('A')
-        await store.setVariable(put(id, 'development', first, OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', first, OWNER, T0), entry(id, 'variable_set'))
         const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
         const undo = await probe.breakWrites('access_log')
         try {
-          await assert.rejects(store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set')))
-          await assert.rejects(store.setVariable(put(id, 'development', sv('NEW'), OWNER, T0), entry(id, 'variable_set')))
+          await assert.rejects(writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set')))
+          await assert.rejects(writeTestValue(store, put(id, 'development', sv('NEW'), OWNER, T0), entry(id, 'variable_set')))
           await assert.rejects(deleteValue(store, { vaultId: id, environment: 'development', name: 'A', by: OWNER, now: T0 }, entry(id, 'variable_deleted')))
         } finally {
           await undo()
@@ -237,44 +238,13 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'setVariable: expect new refuses an existing name, expect existing an absent one; created says which',
-    run: (make) =>
-      withStore(make, async ({ store }) => {
-        const id = await newVault(store)
-        const first = sv('A')
-        const logged = async () => (await store.listAccessLog(id, { limit: 100 })).length
-        const before = await logged()
-        assert.deepEqual(await store.setVariable(put(id, 'development', sv('A'), OWNER, T0, { expect: 'existing' }), entry(id, 'variable_set')), {
-          ok: false,
-          reason: 'absent',
-        })
-        assert.deepEqual(await store.setVariable(put(id, 'development', first, OWNER, T0, { expect: 'new' }), entry(id, 'variable_set')), {
-          ok: true,
-          created: true,
-        })
-        assert.deepEqual(await store.setVariable(put(id, 'development', sv('A'), OWNER, T0, { expect: 'new' }), entry(id, 'variable_set')), {
-          ok: false,
-          reason: 'exists',
-        })
-        same((await storedValue(store, id, 'development', 'A'))?.sealed, first.sealed, 'a refusal writes nothing')
-        assert.equal(await logged(), before + 1, 'and logs nothing')
-        const next = sv('A')
-        assert.deepEqual(await store.setVariable(put(id, 'development', next, null, at(MINUTE), { expect: 'existing' }), entry(id, 'variable_set')), {
-          ok: true,
-          created: false,
-        })
-        same((await storedValue(store, id, 'development', 'A'))?.sealed, next.sealed)
-        assert.equal((await store.listVariableNames(id, 'development'))[0]?.updatedBy, null, 'the administrator writes as nobody')
-      }),
-  },
-  {
-    name: 'setVariable checks the storage limit in its transaction: new names and bigger values count, pending pushes too',
+    name: 'a write checks the storage limit in its transaction: new names and bigger values count, pending pushes too',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
         const limit: StorageLimit = { maxVariables: 3, maxBytes: 300 }
         const set = (name: string, n: number, env = 'development') =>
-          store.setVariable(put(id, env, sv(name, n), OWNER, T0, { limit }), entry(id, 'variable_set', { environment: env, names: [name] }))
+          writeTestValue(store, put(id, env, sv(name, n), OWNER, T0, { limit }), entry(id, 'variable_set', { environment: env, names: [name] }))
         assert.ok((await set('A', 100)).ok)
         assert.ok((await store.createImport(newImport(id, [sv('P', 100)]), entry(id, 'push_created'))).ok)
         assert.ok((await set('B', 100, 'preview')).ok, '300 bytes: exactly at the limit')
@@ -288,28 +258,28 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         assert.deepEqual(tooMany, { ok: false, reason: 'storage_limit', limit: 'variables', usage: 4, max: 3 })
         // a vault over a limit that shrank may still shrink
         const shrunk: StorageLimit = { maxVariables: 1, maxBytes: 50 }
-        assert.ok((await store.setVariable(put(id, 'development', sv('A', 10), OWNER, T0, { limit: shrunk }), entry(id, 'variable_set'))).ok)
-        const grow = await store.setVariable(put(id, 'development', sv('A', 20), OWNER, T0, { limit: shrunk }), entry(id, 'variable_set'))
+        assert.ok((await writeTestValue(store, put(id, 'development', sv('A', 10), OWNER, T0, { limit: shrunk }), entry(id, 'variable_set'))).ok)
+        const grow = await writeTestValue(store, put(id, 'development', sv('A', 20), OWNER, T0, { limit: shrunk }), entry(id, 'variable_set'))
         assert.equal(grow.ok, false, 'but not grow')
       }),
   },
   {
-    name: 'setVariable into an environment that does not exist: 23503, nothing stored',
+    name: 'a write into an environment that does not exist: 23503, nothing stored',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        await rejectsWith(store.setVariable(put(id, 'nowhere', sv('A'), OWNER, T0), entry(id, 'variable_set')), '23503')
+        await rejectsWith(writeTestValue(store, put(id, 'nowhere', sv('A'), OWNER, T0), entry(id, 'variable_set')), '23503')
         assert.deepEqual(await store.listVariableNames(id, 'nowhere'), [])
       }),
   },
   {
-    name: 'concurrent setVariable calls all land',
+    name: 'concurrent writes all land (each retried on `changed`, as the domain does)',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
         const v0 = (await store.readVariables(id, 'development', entry(id, 'read'))).version
         const names = Array.from({ length: 20 }, (_, i) => `V${String(i).padStart(2, '0')}`)
-        await Promise.all(names.map((n) => store.setVariable(put(id, 'development', sv(n), OWNER, T0), entry(id, 'variable_set'))))
+        await Promise.all(names.map((n) => writeTestValue(store, put(id, 'development', sv(n), OWNER, T0), entry(id, 'variable_set'))))
         const r = await store.readVariables(id, 'development', entry(id, 'read'))
         assert.deepEqual(
           r.variables.map((v) => v.name),

@@ -5,6 +5,7 @@ import type { Role, VaultSecrets } from '../../adapters/vault-store.js'
 import { ACCESS_ACTIONS } from '../../domain/access-log-actions.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
 import { T0, OWNER, EDITOR, STRANGER, ENVS, sealed, sv, entry, put, withStore, newVault, newImport, same, rejectsWith, storedValue } from './fixtures.js'
+import { writeTestValue } from '../write-value.js'
 
 export const vaultCases: readonly VaultStoreContractCase[] = [
   {
@@ -406,8 +407,8 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         assert.equal(await store.resealVault(id, async (c) => c), false, 'no key yet: nothing to reseal')
         const key = sealed(60)
         await store.ensureWrappedKey(id, async () => key)
-        await store.setVariable(put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
-        await store.setVariable(put(id, 'production', sv('B'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
+        await writeTestValue(store, put(id, 'production', sv('B'), OWNER, T0), entry(id, 'variable_set'))
         const pending = newImport(id, [sv('P')])
         assert.ok((await store.createImport(pending, entry(id, 'push_created'))).ok)
         const decided = newImport(id, [sv('Q')])
@@ -415,7 +416,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         await store.decideImport({ importId: decided.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
         const other = await newVault(store)
         await store.ensureWrappedKey(other, async () => sealed(60))
-        await store.setVariable(put(other, 'development', sv('Z'), OWNER, T0), entry(other, 'variable_set'))
+        await writeTestValue(store, put(other, 'development', sv('Z'), OWNER, T0), entry(other, 'variable_set'))
         const otherBefore = await storedValue(store, other, 'development', 'Z')
         const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
 
