@@ -3,6 +3,7 @@ import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js
 import { createSqliteCiIdentityStore } from './ci-identity-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteOAuthStore } from './oauth-store.js'
+import { createSqliteOverrideStore } from './override-store.js'
 import { createSqliteVaultStore } from './vault-store.js'
 import { createSqliteWebhookStore } from './webhook-store.js'
 
@@ -21,6 +22,7 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
     ...createSqliteCiIdentityStore(database),
     ...boundMethods(createSqliteHistoryStore(database)),
     ...boundMethods(createSqliteWebhookStore(database)),
+    ...boundMethods(createSqliteOverrideStore(database)),
     database,
     close: () => database.close(),
   } satisfies SqliteStorage

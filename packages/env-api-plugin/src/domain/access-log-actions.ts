@@ -23,6 +23,8 @@ export const ACCESS_ACTIONS = Object.freeze([
   'environment_restored',
   'vault_renamed',
   'environment_changed',
+  'override_set',
+  'override_deleted',
 ] as const)
 
 export type AccessAction = (typeof ACCESS_ACTIONS)[number]

@@ -12,6 +12,8 @@ const TABLES = [
   'members',
   'environments',
   'variables',
+  'override_environments',
+  'overrides',
   'imports',
   'import_values',
   'access_log',

@@ -8,6 +8,7 @@ import { m006History } from './006-history.js'
 import { m007VaultAdmin } from './007-vault-admin.js'
 import { m008Webhooks } from './008-webhooks.js'
 import { m009AccessLogActions } from './009-access-log-actions.js'
+import { m010Overrides } from './010-overrides.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '007_vault_admin': m007VaultAdmin,
   '008_webhooks': m008Webhooks,
   '009_access_log_actions': m009AccessLogActions,
+  '010_overrides': m010Overrides,
 }
