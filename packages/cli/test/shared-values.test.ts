@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { createPerson, runBin, startRealServer } from './helpers/real-server.js'
+import { createPerson, formsOf, runBin, startRealServer } from './helpers/real-server.js'
 
 // Issue 24 through the built binaries against the real server: references made with
 // `admin var set --ref` and `envkeep set --ref`, pulled byte for byte; a pushed ${X} stays text.
@@ -24,7 +24,9 @@ t.test('references and literal ${X}, from the command line', async (t) => {
   const bin = async (args: string[]) => runBin(args, env, project).done
 
   t.equal((await server.admin(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin'], PASSWORD)).code, 0)
-  t.equal((await server.admin(['admin', 'vault', 'create', '--name', 'shop', '--owner', 'ana@example.com', '--json'])).code, 0)
+  const created = await server.admin(['admin', 'vault', 'create', '--name', 'shop', '--owner', 'ana@example.com', '--json'])
+  t.equal(created.code, 0)
+  const vaultId = (JSON.parse(created.stdout.trim().split('\n').pop()!) as { vault: { id: string } }).vault.id
   t.equal((await server.admin(['admin', 'var', 'set', '--vault', 'shop', '--env', 'production', 'DATABASE_URL'], PROD_URL)).code, 0)
   t.equal((await server.admin(['admin', 'var', 'set', '--vault', 'shop', '--env', 'preview', 'API'], PREVIEW_API)).code, 0)
   const ref = await server.admin(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'DB_URL', '--ref', 'production.DATABASE_URL'])
@@ -66,4 +68,27 @@ t.test('references and literal ${X}, from the command line', async (t) => {
   t.same(Object.keys(values), ['API_URL', 'BARE', 'DB_URL', 'LIT'])
   const expected: Record<string, string> = { API_URL: PREVIEW_API, BARE: '$DATABASE_URL', DB_URL: PROD_URL, LIT: '${DATABASE_URL}' }
   for (const [k, v] of Object.entries(expected)) t.ok(Buffer.from(values[k]!, 'utf8').equals(Buffer.from(v, 'utf8')), `${k} byte for byte`)
+
+  // personal overrides: allowed on the Settings page, then set, pulled and unset from the command line
+  const refused = await bin(['set', 'LIT', '--personal', '--value', 'mine'])
+  t.equal(refused.code, 1, 'not allowed yet')
+  const settings = await person.get(`/v/${vaultId}/settings`)
+  const allow = formsOf(settings.body).find((f) => f.action.endsWith('/settings/overrides') && f.fields.environment === 'development')!
+  t.equal((await person.post(allow.action, allow.fields)).res.status, 303)
+  const mine = 'my own ${DATABASE_URL} ✓'
+  const personal = await bin(['set', 'LIT', '--personal', '--value', mine])
+  t.equal(personal.code, 0, personal.stderr)
+  t.match(personal.stdout, /Your own value of LIT in development is set/)
+  const withOverride = await bin(['pull', '--json'])
+  t.equal(withOverride.code, 0, withOverride.stderr)
+  const got = JSON.parse(withOverride.stdout) as Record<string, string>
+  t.ok(Buffer.from(got.LIT!, 'utf8').equals(Buffer.from(mine, 'utf8')), 'the override, byte for byte')
+  t.ok(Buffer.from(got.DB_URL!, 'utf8').equals(Buffer.from(PROD_URL, 'utf8')), 'the rest as before')
+  t.match(withOverride.stderr, /From your personal overrides \(yours only\): LIT\n/)
+  t.notMatch(withOverride.stderr, /my own/)
+  const unset = await bin(['unset', 'LIT', '--personal'])
+  t.equal(unset.code, 0, unset.stderr)
+  const after = await bin(['pull', '--json'])
+  t.equal(JSON.parse(after.stdout).LIT, '${DATABASE_URL}')
+  t.notMatch(after.stderr, /personal overrides/)
 })

@@ -16,6 +16,8 @@ export interface VariableSet {
   vault: string
   environment: string
   variables: Record<string, string>
+  /** names whose value is the signed-in person's own personal override (the server's header; names only) */
+  overridden?: string[]
 }
 
 /** Reads one environment's variables (shared by pull, run, get and diff), with the offline fallback when asked. */
@@ -25,11 +27,15 @@ export async function readEnvironment(ctx: Context, target: Target, o: { fallbac
   const fallback = o.fallback ?? null
   let vault: { id: string; label: string }
   let body: VariableSet
+  let overriddenHeader = ''
   try {
     vault = await resolveVault(api, target.vaultRef)
     body = await api.request<VariableSet>(`/api/env/${encodeURIComponent(vault.id)}/${encodeURIComponent(environment)}`, {
       what: `could not read ${environment} of vault ${vault.label}`,
       keepRaw: ['variables'], // values exactly as stored; names checked below
+      onHeaders: (h) => {
+        overriddenHeader = h.get(OVERRIDDEN_HEADER) ?? ''
+      },
     })
   } catch (err) {
     if (err instanceof CliError && err.server?.status === 404) {
@@ -53,7 +59,12 @@ export async function readEnvironment(ctx: Context, target: Target, o: { fallbac
   }
   const set = { vault: vault.id, environment, variables }
   if (fallback) await writeFallback(ctx, target, set)
-  return set
+  // untrusted: only names this environment has are reported
+  const overridden = overriddenHeader
+    .split(',')
+    .filter((n) => NAME_RE.test(n) && Object.hasOwn(variables, n))
+    .slice(0, 1000)
+  return overridden.length > 0 ? { ...set, overridden } : set
 }
 
 async function vaultIdOf(api: ReturnType<Context['api']>, ref: string): Promise<string | null> {
@@ -99,6 +110,7 @@ ${BASE_URL_HELP}
     const target = await resolveTarget(ctx, values, pairOf(positionals, 'pull'), 'usage: envkeep pull <vault> <environment>')
     const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
     const text = formatVariables(set.variables, format)
+    if (set.overridden) ctx.err(overriddenNotice(set.overridden))
     const output = values.output as string | undefined
     const count = Object.keys(set.variables).length
     if (output === undefined || output === '-') {
@@ -114,4 +126,12 @@ ${BASE_URL_HELP}
     ctx.err(`Wrote ${count} variable${count === 1 ? '' : 's'} of ${set.environment} to ${output} (mode 0600).\n`)
     return 0
   },
+}
+
+/** Response header naming the reader's own personal overrides (the server's OVERRIDDEN_HEADER). */
+export const OVERRIDDEN_HEADER = 'envkeep-personal-overrides'
+
+/** The stderr line of pull/run saying which values are the person's own overrides (names only). */
+export function overriddenNotice(names: readonly string[]): string {
+  return `From your personal overrides (yours only): ${names.join(', ')}\n`
 }

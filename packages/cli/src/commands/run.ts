@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { constants } from 'node:os'
 import { BASE_URL_HELP, type Command } from '../command.js'
 import { CliError, usageError } from '../errors.js'
-import { readEnvironment } from './pull.js'
+import { overriddenNotice, readEnvironment } from './pull.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
 import { pipeMasked } from '../mask.js'
 import { didYouMean } from '../suggest.js'
@@ -46,6 +46,7 @@ ${BASE_URL_HELP}
     if (rest.length === 0) throw usageError('no command to run', 'put it after --: envkeep run app development -- npm start')
     const target = await resolveTarget(ctx, values, pairOf(positionals, 'run'), 'usage: envkeep run <vault> <environment> -- <command>')
     const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
+    if (set.overridden) ctx.err(overriddenNotice(set.overridden))
     let variables = set.variables
     if (typeof values.only === 'string') {
       const only = values.only

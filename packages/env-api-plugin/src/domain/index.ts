@@ -23,6 +23,7 @@ import {
   type VariableInput,
 } from './variables.js'
 import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
+import { allowOverrides, describeOverrides, setOverride } from './overrides.js'
 import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
 
@@ -67,6 +68,10 @@ export function createDomain(d: DomainDeps) {
     listVariableNames: (actor: Actor, input: { vaultId: string; environment: string }) => listVariableNames(d, actor, input),
     listVariables: (actor: Actor, input: { vaultId: string; environment: string }) => listVariables(d, actor, input),
     listReferences: (actor: Actor, input: { vaultId: string; environment: string }) => listReferences(d, actor, input),
+    // personal overrides
+    allowOverrides: (actor: Actor, input: { vaultId: string; environment: string; allow: boolean }) => allowOverrides(d, actor, input),
+    setOverride: (actor: PersonActor, input: { vaultId: string; environment: string; name: string; value: string | null }) => setOverride(d, actor, input),
+    describeOverrides: (actor: Actor, input: { vaultId: string; environment: string }) => describeOverrides(d, actor, input),
     // pushes
     createPush: (actor: PersonActor, input: Parameters<typeof createPush>[2], located?: Located) => createPush(d, actor, input, located),
     pushStatus: (actor: PersonActor, importId: string) => pushStatus(d, actor, importId),

@@ -6,6 +6,7 @@ import { fail } from './failure.js'
 import { ciLimitRefusal, mayAccess, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
 import { nameProblem, valueProblem } from './rules.js'
 import { checkNewReference, describeReferences, parseTarget, type ReferenceInfo, referenceForm, resolveReferences } from './references.js'
+import { applyOverrides } from './overrides.js'
 import { locateEnvironment } from './vaults.js'
 
 export const VARIABLE_NOT_FOUND = 'that variable does not exist in this environment'
@@ -18,6 +19,8 @@ export interface ReadResult {
   readonly env: EnvironmentInfo
   /** name → value, in name order */
   readonly values: Record<string, string>
+  /** names whose value is the reader's own personal override, in name order */
+  readonly overridden: readonly string[]
 }
 
 /**
@@ -59,12 +62,14 @@ async function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: Enviro
   const stored = await d.crypto.openValues(vault.id, env.name, sorted)
   // references are followed with the reader's rights now; a refusal or a broken one fails the whole read
   const { values, used } = await resolveReferences(d, actor, vault, env, stored)
+  // the reader's own overrides, for their reads only
+  const overridden = await applyOverrides(d, actor, vault, env, values)
   // logged before any value leaves: the environment read, and each one a reference led into
   const at = d.now()
   await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at, environment: env.name, names: Object.keys(values) }))
   for (const [other, usedNames] of used)
     await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at, environment: other, names: usedNames }))
-  return { vault, env, values }
+  return { vault, env, values, overridden }
 }
 
 /** One variable to write: its value, or (`ref`, `ENVIRONMENT.NAME`) a reference to another environment's variable. */

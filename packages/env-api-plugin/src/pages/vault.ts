@@ -3,6 +3,7 @@ import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
 import type { ReferenceInfo } from '../domain/references.js'
+import { overrideForms, overrideMarks, overridesShown, type OverridesShown } from './overrides.js'
 import { canManageVault, mayAccess } from '../domain/permissions.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, NAME_RE, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
@@ -23,6 +24,8 @@ const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   variable_changed: 'The variable was changed.',
   variable_deleted: 'The variable was deleted.',
   reference_set: 'The reference was saved.',
+  override_set: 'Your override was saved: your own reads use it, nobody else’s.',
+  override_removed: 'Your override was removed.',
   member_added: 'The member was added.',
   member_changed: 'The role was changed.',
   member_removed: 'The member was removed.',
@@ -132,6 +135,7 @@ async function variablesTab(
   const q = field(view.query, 'q').trim().slice(0, MAX_NAME_LENGTH)
   const all = env ? await deps.domain.listVariables(actor, { vaultId: vault.id, environment: env.name }) : []
   const refs = env ? await deps.domain.listReferences(actor, { vaultId: vault.id, environment: env.name }) : new Map<string, ReferenceInfo>()
+  const overrides = env ? await overridesShown(deps, actor, vault, env) : null
   const vars = q ? all.filter((v) => v.name.toLowerCase().includes(q.toLowerCase())) : all
   const switcher = html`<nav class="envs" aria-label="Environments">${vault.environments.map(
     (e) =>
@@ -153,7 +157,7 @@ ${q ? html`<a href="${`${base}?env=${encodeURIComponent(env.name)}`}">Show all</
 ${switcher}
 ${filter}
 ${pasteable ? html`<p><a href="${`${base}/paste?environment=${encodeURIComponent(env.name)}`}">Paste a .env</a> <span class="muted">(sent as a push, for review)</span></p>` : ''}
-${env ? environmentSection(deps, vault, env, vars, refs, csrf, revealed, view.editing ?? null) : html`<p class="muted">This vault has no environment yet.</p>`}
+${env ? environmentSection(deps, vault, env, vars, refs, overrides, csrf, revealed, view.editing ?? null) : html`<p class="muted">This vault has no environment yet.</p>`}
 ${
   owner
     ? html`<details class="card add-env"><summary>Add an environment</summary>
@@ -177,6 +181,7 @@ function environmentSection(
   env: EnvironmentInfo,
   vars: readonly VariableMeta[],
   refs: ReadonlyMap<string, ReferenceInfo>,
+  overrides: OverridesShown | null,
   csrf: SafeHtml,
   revealed: Readonly<Record<string, string>> | null,
   editing: string | null,
@@ -190,6 +195,7 @@ function environmentSection(
     return html`<li class="var">
 <div class="var-head"><code class="name">${v.name}</code> <span class="muted small">updated ${when(v.updatedAt)}</span></div>
 ${referenceLine(refs.get(v.name))}
+${overrides ? overrideMarks(overrides, v.name) : ''}
 ${
   readable
     ? html`<div class="var-value">${
@@ -203,6 +209,7 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="
       }</div>`
     : ''
 }
+${readable && overrides ? overrideForms(overrides, base, csrf, env, v.name) : ''}
 ${
   writable
     ? html`<div class="var-actions">
@@ -358,7 +365,8 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     const name = field(request.body, 'name')
     const r = await domain.revealValues(actor, { vaultId, environment: field(request.body, 'environment'), name })
     // "Edit" reveals (logged, as every reveal) and opens the change form with the value in it
-    const editing = field(request.body, 'edit') === '1' && name ? name : null
+    // never with the person's own override in it: saving would give everyone their value
+    const editing = field(request.body, 'edit') === '1' && name && !r.overridden.includes(name) ? name : null
     return renderVault(deps, reply, { vault: r.vault, person, revealed: { environment: r.env.name, values: r.values }, env: r.env.name, editing })
   })
 
@@ -394,6 +402,26 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     })
     return seeOther(deps, reply, back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=reference_set#env-${r.env.name}`))
   })
+
+  for (const remove of [false, true]) {
+    vaultForm(
+      remove ? '/variables/override/remove' : '/variables/override',
+      envPhrase('overriding a variable for yourself in'),
+      async ({ request, reply, actor, vaultId }) => {
+        const r = await domain.setOverride(actor, {
+          vaultId,
+          environment: field(request.body, 'environment'),
+          name: field(request.body, 'name'),
+          value: remove ? null : field(request.body, 'value').replace(/\r\n?/g, '\n'),
+        })
+        return seeOther(
+          deps,
+          reply,
+          back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=${remove ? 'override_removed' : 'override_set'}#env-${r.env.name}`),
+        )
+      },
+    )
+  }
 
   vaultForm('/variables/delete', envPhrase('deleting a variable from'), async ({ request, reply, actor, vaultId }) => {
     const r = await domain.deleteVariable(actor, { vaultId, environment: field(request.body, 'environment'), name: field(request.body, 'name') })
