@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process'
 import { constants } from 'node:os'
 import { BASE_URL_HELP, type Command } from '../command.js'
 import { CliError, usageError } from '../errors.js'
-import { overriddenNotice, readEnvironment } from './pull.js'
+import { NOT_MODIFIED, overriddenNotice, readEnvironment, type VariableSet } from './pull.js'
+import { runWatching, watchSettings } from './run-watch.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
 import { pipeMasked } from '../mask.js'
 import { didYouMean } from '../suggest.js'
@@ -30,6 +31,13 @@ Options:
   --no-mask        pass the output through untouched
   --only N1,N2     give the command only these variables
   --no-override    keep variables already set in the environment
+  --watch          restart the command when the environment's values change: checks
+                   every --interval seconds (default and least 10) with the version
+                   it has (the server answers "not modified" without opening a value,
+                   logged as a read); a line names what changed, never a value
+  --interval S     seconds between checks with --watch (at least 10)
+  --signal SIG     the signal that ends the command for a restart (default SIGTERM);
+                   SIGKILL follows after --grace seconds (default 10)
 ${FALLBACK_HELP}
 ${BASE_URL_HELP}
   -h, --help       show this help`,
@@ -38,6 +46,10 @@ ${BASE_URL_HELP}
     'no-mask': { type: 'boolean' },
     only: { type: 'string' },
     'no-override': { type: 'boolean' },
+    watch: { type: 'boolean' },
+    interval: { type: 'string' },
+    signal: { type: 'string' },
+    grace: { type: 'string' },
     ...FALLBACK_OPTIONS,
   },
   positionals: [0, 2],
@@ -45,27 +57,40 @@ ${BASE_URL_HELP}
   async run(ctx, { values, positionals, rest }) {
     if (rest.length === 0) throw usageError('no command to run', 'put it after --: envkeep run app development -- npm start')
     const target = await resolveTarget(ctx, values, pairOf(positionals, 'run'), 'usage: envkeep run <vault> <environment> -- <command>')
-    const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
+    const watching = values.watch === true ? watchSettings(values) : null
+    const read = watching
+      ? await readEnvironment(ctx, target, { ifTag: 'none' })
+      : await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
+    if (read === NOT_MODIFIED) throw new CliError(`could not read ${target.environment}: the server answered "not modified" to a first read`)
+    const set = read
     if (set.overridden) ctx.err(overriddenNotice(set.overridden))
-    let variables = set.variables
-    if (typeof values.only === 'string') {
-      const only = values.only
-        .split(',')
-        .map((n) => n.trim())
-        .filter((n) => n !== '')
-      const missing = only.filter((n) => !(n in variables))
+    const only =
+      typeof values.only === 'string'
+        ? values.only
+            .split(',')
+            .map((n) => n.trim())
+            .filter((n) => n !== '')
+        : null
+    if (only) {
+      const missing = only.filter((n) => !(n in set.variables))
       if (missing.length > 0) {
-        throw usageError(`--only names ${missing.map((n) => `"${n}"`).join(', ')}, not in ${set.environment}${didYouMean(missing[0]!, Object.keys(variables))}`)
+        throw usageError(
+          `--only names ${missing.map((n) => `"${n}"`).join(', ')}, not in ${set.environment}${didYouMean(missing[0]!, Object.keys(set.variables))}`,
+        )
       }
-      variables = Object.fromEntries(only.map((n) => [n, variables[n]!]))
     }
-    const env: Record<string, string> = {}
-    for (const [k, v] of Object.entries(ctx.deps.env)) if (v !== undefined) env[k] = v
-    for (const [k, v] of Object.entries(variables)) if (!(values['no-override'] === true && env[k] !== undefined)) env[k] = v
     const mask = values['no-mask'] === true ? false : values.mask === true || ctx.deps.env.ENVKEEP_MASK === '1' || ctx.deps.env.CI === 'true'
-    const secrets = Object.values(variables).filter((v) => v.length >= 6)
-
+    /** The command's environment and the values to mask, from one read. */
+    const prepare = (from: VariableSet) => {
+      const variables = only ? Object.fromEntries(only.filter((n) => Object.hasOwn(from.variables, n)).map((n) => [n, from.variables[n]!])) : from.variables
+      const env: Record<string, string> = {}
+      for (const [k, v] of Object.entries(ctx.deps.env)) if (v !== undefined) env[k] = v
+      for (const [k, v] of Object.entries(variables)) if (!(values['no-override'] === true && env[k] !== undefined)) env[k] = v
+      return { env, secrets: Object.values(variables).filter((v) => v.length >= 6) }
+    }
+    const { env, secrets } = prepare(set)
     const [command, ...args] = rest as [string, ...string[]]
+    if (watching) return runWatching(ctx, target, set, { ...watching, prepare, mask, command, args })
     const child = spawn(command, args, { stdio: mask ? ['inherit', 'pipe', 'pipe'] : 'inherit', env, cwd: ctx.deps.cwd })
     const piped = mask ? [pipeMasked(child.stdout!, ctx.deps.stdout, secrets), pipeMasked(child.stderr!, ctx.deps.stderr, secrets)] : []
     const handlers = new Map<NodeJS.Signals, () => void>()

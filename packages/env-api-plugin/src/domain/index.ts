@@ -24,6 +24,7 @@ import {
 } from './variables.js'
 import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
 import { allowOverrides, describeOverrides, setOverride } from './overrides.js'
+import { readEnvironmentIfChanged } from './watch.js'
 import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
 
@@ -62,6 +63,8 @@ export function createDomain(d: DomainDeps) {
     revokeInvitation: (actor: PersonActor, input: { vaultId: string; invitationId: string }) => revokeInvitation(d, actor, input),
     // variables
     readEnvironment: (actor: Actor, input: { vaultId: string; environment: string }, located?: Located) => readEnvironment(d, actor, input, located),
+    readEnvironmentIfChanged: (actor: Actor, input: { vaultId: string; environment: string; ifTag: string | null }, located?: Located) =>
+      readEnvironmentIfChanged(d, actor, input, located),
     revealValues: (actor: Actor, input: { vaultId: string; environment: string; name?: string }) => revealValues(d, actor, input),
     writeVariable: (actor: Actor, input: VariableInput) => writeVariable(d, actor, input),
     deleteVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string }) => deleteVariable(d, actor, input),

@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Domain } from '../../domain/index.js'
 import { vaultTag } from '../../errors.js'
 import { requirePushScope } from '../../hooks/authenticate.js'
@@ -21,9 +21,17 @@ export function variablesRoutes(untyped: FastifyInstance, domain: Domain): void 
       envkeepResource: (params) => `an environment of ${vaultPhrase(params.vault ?? '')}`,
     },
     handler: async function readEnvironment(request, reply) {
-      const r = await domain.readEnvironment(actorOf(request), { vaultId: request.params.vault, environment: request.params.environment }, (vault, env) => {
-        request.envkeepOperation = `reading ${env.name} of vault ${vaultTag(vault.id)}`
-      })
+      // If-None-Match (envkeep run --watch): the answer carries an ETag; when it still holds, 304 without opening a value
+      const ifTag = entityTagOf(request.headers['if-none-match'])
+      const r = await domain.readEnvironmentIfChanged(
+        actorOf(request),
+        { vaultId: request.params.vault, environment: request.params.environment, ifTag },
+        (vault, env) => {
+          request.envkeepOperation = `reading ${env.name} of vault ${vaultTag(vault.id)}`
+        },
+      )
+      if (r.tag !== null) reply.header('etag', `"${r.tag}"`)
+      if (r.notModified) return (reply as FastifyReply).code(304).send()
       // the body stays the spec's; which names are the reader's own overrides rides in a header
       if (r.overridden.length > 0) reply.header(OVERRIDDEN_HEADER, r.overridden.join(','))
       return { vault: r.vault.id, environment: r.env.name, variables: r.values }
@@ -51,6 +59,18 @@ export function variablesRoutes(untyped: FastifyInstance, domain: Domain): void 
       return { vault: r.vault.id, environment: r.env.name, name, overridden: false }
     },
   })
+}
+
+/**
+ * The one entity tag of an If-None-Match header (`"tag"` or `W/"tag"`); any
+ * other shape (a list, `*`) counts as a tag that matches nothing, so the
+ * answer is a full read with the current tag. Null without the header.
+ */
+function entityTagOf(header: string | string[] | undefined): string | null {
+  if (header === undefined) return null
+  const one = Array.isArray(header) ? (header[0] ?? '') : header
+  const m = /^\s*(?:W\/)?"([A-Za-z0-9_-]{1,64})"\s*$/.exec(one)
+  return m ? (m[1] as string) : ''
 }
 
 /** Response header of a read: the names (comma-separated) whose value is the reader's own personal override. */
