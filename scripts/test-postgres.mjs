@@ -24,6 +24,8 @@ const files = [
   'packages/env-api-plugin/test/pages/settings.test.ts',
   'packages/env-api-plugin/test/pages/paste.test.ts',
   'packages/server/test/history-pages.test.ts',
+  'packages/server/test/references.test.ts',
+  'packages/server/test/overrides.test.ts',
   'packages/server/test/invitations.test.ts',
   // the server's pages and API over buildTestApp (accounts, sessions, CSRF, not-found, proxies)
   'packages/server/test/account-pages.test.ts',
