@@ -1,13 +1,15 @@
 // Native addons inside a single executable (issue 9). A SEA cannot `require` a `.node` file
 // from inside itself: the bytes are embedded as SEA assets, written once to a private cache
 // folder named by their SHA-256, and loaded with process.dlopen. The folder chain is ours and
-// mode 0700; the file's hash is checked again right before loading, so nobody else can swap
-// it between the write and the load. Imported first by both entries (ESM evaluation order).
+// mode 0700, its base folder ours and writable by nobody else (private-dir.ts); the file's
+// hash is checked again right before loading, so nobody else can swap it between the write
+// and the load. Imported first by both entries (ESM evaluation order).
 import { createHash, randomBytes } from 'node:crypto'
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, lstatSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getAsset } from 'node:sea'
+import { cacheRoot, privateDir } from './private-dir.js'
 
 declare const __ENVKEEP_VERSION__: string
 declare const __ENVKEEP_COMMIT__: string
@@ -28,42 +30,7 @@ function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex')
 }
 
-/** A folder that is ours and private: created 0700, refused if someone else owns it or it is a link. */
-function privateDir(path: string): void {
-  try {
-    mkdirSync(path, { mode: 0o700 })
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
-  }
-  const st = lstatSync(path)
-  const uid = process.getuid?.()
-  if (!st.isDirectory()) throw new Error(`${path} is not a directory`)
-  if (uid !== undefined && st.uid !== uid) throw new Error(`${path} belongs to another user`)
-  if ((st.mode & 0o077) !== 0) throw new Error(`${path} is open to other users (mode ${(st.mode & 0o777).toString(8)}); chmod 700 it`)
-}
-
-/** ~/.cache/envkeep/addons (or $XDG_CACHE_HOME/envkeep/addons); the temp folder when home is not writable. */
-function cacheRoot(): string {
-  const candidates: string[] = []
-  const xdg = process.env.XDG_CACHE_HOME
-  if (xdg?.startsWith('/')) candidates.push(xdg)
-  candidates.push(join(homedir(), '.cache'))
-  candidates.push(join(tmpdir(), `envkeep-${process.getuid?.() ?? 'user'}`))
-  let last: unknown
-  for (const base of candidates) {
-    try {
-      mkdirSync(base, { recursive: true, mode: 0o700 })
-      const envkeep = join(base, 'envkeep')
-      privateDir(envkeep)
-      const addons = join(envkeep, 'addons')
-      privateDir(addons)
-      return addons
-    } catch (e) {
-      last = e
-    }
-  }
-  throw new Error(`no private folder for the native addons: ${(last as Error)?.message ?? 'unknown'}`)
-}
+const uid = process.getuid?.()
 
 const loaded = new Map<string, unknown>()
 
@@ -72,8 +39,8 @@ function load(name: string): unknown {
   if (done) return done
   const bytes = new Uint8Array(getAsset(`${name}.node`))
   const hash = sha256(bytes)
-  const dir = join(cacheRoot(), hash)
-  privateDir(dir)
+  const dir = join(cacheRoot({ xdgCacheHome: process.env.XDG_CACHE_HOME, home: homedir(), tmp: tmpdir(), uid }), hash)
+  privateDir(dir, uid)
   const file = join(dir, `${name}.node`)
   let present = false
   try {

@@ -4,6 +4,7 @@ import { EXIT } from './exit-codes.js'
 import { refreshTokens, type OAuthDeps } from './oauth.js'
 import { terminalSafe, tooLargeIn } from './untrusted.js'
 import { clearFallback } from './fallback.js'
+import { CI_TOKEN_HINT } from './ci-sign-in.js'
 
 /** Renew an access token this long before it expires. */
 const EXPIRY_SKEW_MS = 60_000
@@ -20,6 +21,13 @@ export interface ApiDeps extends OAuthDeps {
    * (once per process) for an access token kept in memory only.
    */
   readonly ciAccessToken?: (() => Promise<string>) | null
+  /**
+   * The server was named only by a folder's `.envkeep.json` (not by --base-url, ENVKEEP_BASE_URL
+   * or the person's own sign-ins): hints never tell the person to sign in there.
+   */
+  readonly fromLink?: boolean
+  /** This is a CI run (CI=true): a missing sign-in is a missing identity token. */
+  readonly inCi?: boolean
 }
 
 export interface RequestOptions {
@@ -42,8 +50,15 @@ export interface ApiClient {
   request<T>(path: string, options: RequestOptions): Promise<T>
 }
 
-function notSignedIn(baseUrl: string): CliError {
-  return signInError(`not signed in to ${baseUrl}`, `sign in first: envkeep login --base-url ${baseUrl}`)
+function notSignedIn(baseUrl: string, fromLink: boolean, ci: boolean): CliError {
+  return signInError(
+    `not signed in to ${baseUrl}${ci ? ', and this CI run has no identity token' : ''}`,
+    ci
+      ? CI_TOKEN_HINT
+      : fromLink
+        ? "this folder's .envkeep.json names that server: check it is yours, then sign in to your server (envkeep login --base-url <your server>)"
+        : `sign in first: envkeep login --base-url ${baseUrl}`,
+  )
 }
 
 async function serverReason(res: Response): Promise<ServerReason> {
@@ -83,7 +98,7 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
     return store.withLock(async (tx) => {
       const file = await tx.read()
       const s = file.signIns[baseUrl]
-      if (!s) throw notSignedIn(baseUrl)
+      if (!s) throw notSignedIn(baseUrl, deps.fromLink === true, deps.inCi === true)
       // Another command may have renewed it while we waited for the lock.
       if (s.accessToken !== stale && fresh(s)) return s.accessToken
       let tokens: Awaited<ReturnType<typeof refreshTokens>>
@@ -106,6 +121,7 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
         refreshToken: tokens.refreshToken,
         accessExpiresAt: deps.now().getTime() + tokens.expiresIn * 1000,
         scope: tokens.scope,
+        ...(tokens.person ? { person: tokens.person } : {}),
       }
       file.signIns[baseUrl] = next
       await tx.write(file)
@@ -122,7 +138,7 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
       viaCi = true
       return deps.ciAccessToken()
     }
-    if (!s) throw notSignedIn(baseUrl)
+    if (!s) throw notSignedIn(baseUrl, deps.fromLink === true, deps.inCi === true)
     return fresh(s) ? s.accessToken : renew(null)
   }
 

@@ -79,13 +79,17 @@ Environment:
 Exit codes: 0 success, 1 failure, 2 bad usage, 4 needs sign-in (run prints its command's code).
 `
 
-/** Opens a URL without a shell: the URL never becomes part of a command line. */
-async function defaultOpenBrowser(url: string): Promise<void> {
+/**
+ * Opens a URL without a shell: the URL never becomes part of a command line. Rejects when no
+ * browser can start: no display (Linux and the BSDs), or no opener program.
+ */
+export async function defaultOpenBrowser(url: string, env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
   const [cmd, args] =
     process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['rundll32', ['url.dll,FileProtocolHandler', url]] : ['xdg-open', [url]]
-  await new Promise<void>((resolve) => {
+  if (process.platform !== 'darwin' && process.platform !== 'win32' && !env.DISPLAY && !env.WAYLAND_DISPLAY) throw new Error('no display')
+  await new Promise<void>((resolve, reject) => {
     const child = spawn(cmd as string, args as string[], { stdio: 'ignore', detached: true })
-    child.once('error', () => resolve())
+    child.once('error', reject)
     child.once('spawn', () => {
       child.unref()
       resolve()
@@ -112,7 +116,7 @@ export function defaultDeps(): CliDeps {
     fetch: globalThis.fetch,
     now: () => new Date(),
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-    openBrowser: defaultOpenBrowser,
+    openBrowser: (url) => defaultOpenBrowser(url),
     isTTY: Boolean(process.stdin.isTTY && process.stderr.isTTY),
     cwd: process.cwd(),
     homedir: homedir(),

@@ -18,6 +18,8 @@ export interface SignIn {
   /** Epoch milliseconds when the access token stops working. */
   readonly accessExpiresAt: number
   readonly signedInAt: string
+  /** Who the server said signed in, at login and at each renewal: for display only, never trusted. */
+  readonly person?: { readonly email: string; readonly name: string }
 }
 
 export interface StoreFile {

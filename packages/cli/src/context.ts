@@ -4,7 +4,7 @@ import type { Readable, Writable } from 'node:stream'
 import { createApiClient, type ApiClient } from './api-client.js'
 import { createConfigStore, resolveConfigDir, type ConfigStore } from './config-store.js'
 import { createPaint, signInError, type Paint } from './errors.js'
-import { ciTokenSource, exchangeCiIdentity } from './ci-sign-in.js'
+import { ciRefusal, ciTokenSource, inCi, exchangeCiIdentity, type CiAccess } from './ci-sign-in.js'
 import { normalizeBaseUrl } from './oauth.js'
 
 /** Everything the CLI touches in the outside world, injected so tests can replace it. */
@@ -41,7 +41,13 @@ export interface Context {
   readonly store: ConfigStore
   /** The server to talk to: --base-url, else ENVKEEP_BASE_URL, else the last login's. */
   resolveBaseUrl(flag: string | undefined): Promise<string>
-  api(baseUrl: string): ApiClient
+  /**
+   * The API client for a server. `ciVault`: the vault (id or name) a CI run is about to read;
+   * a CI sign-in names it in its exchange, so no other vault's CI identity can get in the way.
+   */
+  api(baseUrl: string, o?: { readonly ciVault?: string }): ApiClient
+  /** The CI identity this run signed in to `baseUrl` as (after a request made with it), or null. */
+  ciIdentity(baseUrl: string): Promise<CiAccess['identity']>
 }
 
 export function createContext(given: CliDeps): Context {
@@ -52,27 +58,45 @@ export function createContext(given: CliDeps): Context {
   const store = createConfigStore(resolveConfigDir(deps.env, deps.homedir || homedir()))
   const allowHttp = deps.env.ENVKEEP_ALLOW_HTTP === '1'
 
+  /**
+   * Servers the person named: --base-url, ENVKEEP_BASE_URL, the sign-ins file's last login. A
+   * server only a folder's `.envkeep.json` names (a file of the repository, anyone's to edit)
+   * never receives this CI run's identity token.
+   */
+  const named = new Set<string>()
+
   async function resolveBaseUrl(flag: string | undefined): Promise<string> {
     const given = flag ?? (deps.env.ENVKEEP_BASE_URL || undefined)
-    if (given !== undefined) return normalizeBaseUrl(given, allowHttp)
+    if (given !== undefined) {
+      const url = normalizeBaseUrl(given, allowHttp)
+      named.add(url)
+      return url
+    }
     const current = (await store.read()).current
-    if (current) return current
+    if (current) {
+      named.add(current)
+      return current
+    }
     throw signInError('no envkeep server is set', 'sign in first: envkeep login --base-url https://your-envkeep-server (or set ENVKEEP_BASE_URL)')
   }
 
-  /** This CI run's access token per server, exchanged once and kept in memory only. */
-  const ciTokens = new Map<string, Promise<string>>()
-  function ciAccessToken(baseUrl: string): (() => Promise<string>) | null {
+  /** This CI run's access token per server (and vault named), exchanged once and kept in memory only. */
+  const ciTokens = new Map<string, Promise<CiAccess>>()
+  const ciKey = (baseUrl: string, vault: string | undefined) => `${baseUrl}\n${vault ?? ''}`
+  function ciAccessToken(baseUrl: string, vault: string | undefined): (() => Promise<string>) | null {
     const source = ciTokenSource(deps.env, baseUrl)
     if (!source) return null
+    const refusal = ciRefusal(baseUrl, named.has(baseUrl))
+    if (refusal) return () => Promise.reject(refusal)
+    const key = ciKey(baseUrl, vault)
     return () => {
-      let p = ciTokens.get(baseUrl)
+      let p = ciTokens.get(key)
       if (!p) {
-        p = exchangeCiIdentity(baseUrl, source, deps.env, deps).then((a) => a.accessToken)
-        ciTokens.set(baseUrl, p)
-        p.catch(() => ciTokens.delete(baseUrl))
+        p = exchangeCiIdentity(baseUrl, source, deps.env, deps, vault)
+        ciTokens.set(key, p)
+        p.catch(() => ciTokens.delete(key))
       }
-      return p
+      return p.then((a) => a.accessToken)
     }
   }
 
@@ -83,14 +107,21 @@ export function createContext(given: CliDeps): Context {
     err: (t) => void deps.stderr.write(t),
     store,
     resolveBaseUrl,
-    api: (baseUrl) =>
+    // the exchange that named no vault (login --ci), else the first one that named one
+    ciIdentity: async (baseUrl) => {
+      const p = ciTokens.get(ciKey(baseUrl, undefined)) ?? [...ciTokens].find(([k]) => k.startsWith(`${baseUrl}\n`))?.[1]
+      return (await p?.catch(() => null))?.identity ?? null
+    },
+    api: (baseUrl, o) =>
       createApiClient(baseUrl, store, {
         fetch: deps.fetch,
         timeoutMs: deps.timeoutMs,
         now: deps.now,
         sleep: deps.sleep,
         notice: (line) => void deps.stderr.write(`${paint.yellow('note:')} ${line}\n`),
-        ciAccessToken: ciAccessToken(baseUrl),
+        ciAccessToken: ciAccessToken(baseUrl, o?.ciVault),
+        fromLink: !named.has(baseUrl),
+        inCi: inCi(deps.env),
       }),
   }
 }

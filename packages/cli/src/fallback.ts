@@ -108,8 +108,13 @@ function copyName(baseUrl: string, vault: string, environment: string): string {
   return `${createHash('sha256').update(`${baseUrl}\n${vault}\n${environment}`).digest('hex').slice(0, 32)}.json`
 }
 
+/**
+ * Version 2 binds `savedAt` too, so an edited date fails to open rather than outliving the
+ * maximum age. A version 1 copy (its date unauthenticated) is treated as expired; the next
+ * successful read replaces it.
+ */
 interface CopyFile {
-  v: 1
+  v: 1 | 2
   baseUrl: string
   vault: string
   environment: string
@@ -130,15 +135,16 @@ export async function writeFallback(
     await mkdir(dir, { recursive: true, mode: 0o700 })
     const k = (await key(ctx.store.dir, true))!
     const iv = randomBytes(12)
+    const savedAt = ctx.deps.now().toISOString()
     const cipher = createCipheriv('aes-256-gcm', k, iv)
-    cipher.setAAD(Buffer.from(`${target.baseUrl}\n${set.vault}\n${set.environment}`))
+    cipher.setAAD(additionalData(target.baseUrl, set.vault, set.environment, savedAt))
     const data = Buffer.concat([cipher.update(JSON.stringify(set.variables), 'utf8'), cipher.final()])
     const file: CopyFile = {
-      v: 1,
+      v: 2,
       baseUrl: target.baseUrl,
       vault: set.vault,
       environment: set.environment,
-      savedAt: ctx.deps.now().toISOString(),
+      savedAt,
       iv: iv.toString('base64'),
       tag: cipher.getAuthTag().toString('base64'),
       data: data.toString('base64'),
@@ -149,6 +155,11 @@ export async function writeFallback(
   } catch {
     ctx.err('warning: could not save the offline copy\n')
   }
+}
+
+/** What the copy's seal binds: which server, vault and environment, and when it was saved. */
+function additionalData(baseUrl: string, vault: string, environment: string, savedAt: string): Buffer {
+  return Buffer.from(`envkeep-fallback-v2\n${baseUrl}\n${vault}\n${environment}\n${savedAt}`)
 }
 
 function age(ms: number): string {
@@ -171,6 +182,11 @@ export async function readFallback(
   }
   const k = await key(ctx.store.dir, false)
   if (!k) throw failure
+  if (file.v !== 2 || typeof file.savedAt !== 'string') {
+    throw new CliError('the server cannot be reached, and the offline copy was saved by an older envkeep: its age cannot be trusted, so it counts as expired', {
+      hint: 'the next read that reaches the server saves a new copy',
+    })
+  }
   const savedAt = new Date(file.savedAt)
   const old = ctx.deps.now().getTime() - savedAt.getTime()
   if (!(old >= 0) || old > o.maxAgeMs) {
@@ -181,7 +197,7 @@ export async function readFallback(
   let variables: Record<string, string>
   try {
     const decipher = createDecipheriv('aes-256-gcm', k, Buffer.from(file.iv, 'base64'))
-    decipher.setAAD(Buffer.from(`${target.baseUrl}\n${file.vault}\n${target.environment}`))
+    decipher.setAAD(additionalData(target.baseUrl, file.vault, target.environment, file.savedAt))
     decipher.setAuthTag(Buffer.from(file.tag, 'base64'))
     variables = JSON.parse(Buffer.concat([decipher.update(Buffer.from(file.data, 'base64')), decipher.final()]).toString('utf8')) as Record<string, string>
   } catch {

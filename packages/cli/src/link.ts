@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { NAME_RE } from '@envkeep/dotenv'
 import { CliError } from './errors.js'
 
 export const LINK_FILE = '.envkeep.json'
@@ -12,6 +13,11 @@ export interface LinkFile {
   readonly environment: string
   /** keep an encrypted offline copy of the last pull (see `run --fallback`) */
   readonly fallback?: boolean
+  /**
+   * Names that make programs run code (see `isCodeVariable` of @envkeep/dotenv) that `run` may
+   * still give the command: the person who keeps this folder allows them by name.
+   */
+  readonly allow?: readonly string[]
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -45,13 +51,15 @@ function readLink(path: string): LinkFile {
     typeof vault.id === 'string' &&
     UUID_RE.test(vault.id) &&
     typeof vault.name === 'string' &&
-    (o.fallback === undefined || typeof o.fallback === 'boolean')
+    (o.fallback === undefined || typeof o.fallback === 'boolean') &&
+    (o.allow === undefined || (Array.isArray(o.allow) && o.allow.every((n) => typeof n === 'string' && NAME_RE.test(n))))
   if (!ok) throw new CliError(`${path} does not look like an envkeep link`, { hint: 'write it again: envkeep link <vault> <environment>' })
   return {
     baseUrl: o.baseUrl as string,
     vault: { id: vault.id as string, name: vault.name as string },
     environment: o.environment as string,
     ...(o.fallback === true ? { fallback: true } : {}),
+    ...(Array.isArray(o.allow) && o.allow.length > 0 ? { allow: o.allow as string[] } : {}),
   }
 }
 

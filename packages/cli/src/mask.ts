@@ -85,3 +85,24 @@ export function pipeMasked(from: Readable, to: Writable, secrets: readonly strin
     from.once('error', () => resolve())
   })
 }
+
+/** Below this many characters a value (or a line of one) is not masked: it would mask ordinary words. */
+export const MIN_MASKED = 6
+
+/**
+ * What `run --mask` hides: every value of 6 or more characters, and each line of 6 or more
+ * characters of a multi-line value (a program that prefixes its output lines, a logger or
+ * `sed 's/^/> /'`, prints a PEM key line by line, never the whole).
+ */
+export function maskedSecrets(values: readonly string[]): string[] {
+  const out = new Set<string>()
+  for (const v of values) {
+    if (v.length >= MIN_MASKED) out.add(v)
+    if (!/[\r\n]/.test(v)) continue
+    for (const line of v.split(/\r?\n|\r/)) {
+      const l = line.trim()
+      if (l.length >= MIN_MASKED) out.add(l)
+    }
+  }
+  return [...out]
+}

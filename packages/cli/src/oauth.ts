@@ -25,9 +25,25 @@ export interface TokenSet {
   /** Seconds, as the server gave it. */
   readonly expiresIn: number
   readonly scope: string
+  /** Who signed in, as the server says (an extra member of its answer): for display only. */
+  readonly person?: { readonly email: string; readonly name: string }
+}
+
+/** The server's `envkeep_person`, when it is two bounded strings; anything else is ignored. */
+export function personOf(r: Record<string, unknown>): { email: string; name: string } | undefined {
+  const p = r.envkeep_person as Record<string, unknown> | undefined
+  if (!p || typeof p !== 'object' || typeof p.email !== 'string' || typeof p.name !== 'string') return undefined
+  if (p.email.length > 320 || p.name.length > 200) return undefined
+  return { email: p.email, name: p.name }
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
+
+/** A host name of this machine (`localhost`, 127.x.y.z, `[::1]`): where plain http crosses no network. */
+export function isLoopbackHost(hostname: string): boolean {
+  // an address, not a name that starts like one (127.0.0.1.nip.io is on the network)
+  return LOOPBACK_HOSTS.has(hostname) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+}
 
 /**
  * Checks and normalizes a base URL: http(s), no query, fragment or
@@ -43,7 +59,7 @@ export function normalizeBaseUrl(input: string, allowHttp: boolean): string {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw usageError('the base URL must start with https://')
   if (url.search || url.hash || url.username || url.password) throw usageError('the base URL must have no query, fragment or credentials')
-  if (url.protocol === 'http:' && !allowHttp && !LOOPBACK_HOSTS.has(url.hostname) && !url.hostname.startsWith('127.')) {
+  if (url.protocol === 'http:' && !allowHttp && !isLoopbackHost(url.hostname)) {
     throw usageError(
       `refusing plain http to ${url.host}: tokens and values would cross the network unencrypted`,
       'use https, or set ENVKEEP_ALLOW_HTTP=1 if you really mean it',
@@ -141,6 +157,7 @@ function tokenSet(r: oauth.TokenEndpointResponse, fallbackScope: string): TokenS
     refreshToken: r.refresh_token,
     expiresIn: typeof r.expires_in === 'number' && r.expires_in > 0 ? r.expires_in : 3600,
     scope: typeof r.scope === 'string' ? r.scope : fallbackScope,
+    ...(personOf(r) ? { person: personOf(r)! } : {}),
   }
 }
 

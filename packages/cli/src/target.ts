@@ -1,6 +1,6 @@
 import type { Context } from './context.js'
 import { usageError } from './errors.js'
-import { findLink, LINK_FILE } from './link.js'
+import { findLink, LINK_FILE, type LinkFile } from './link.js'
 import { normalizeBaseUrl } from './oauth.js'
 
 /** Which server, vault and environment a command works on. */
@@ -13,6 +13,8 @@ export interface Target {
   readonly linkPath: string | null
   /** the linked folder asks for the offline fallback */
   readonly fallback: boolean
+  /** names the linked folder allows `run` to give a command although they run code */
+  readonly allow: readonly string[]
 }
 
 type Values = Record<string, string | boolean | undefined>
@@ -26,8 +28,8 @@ export async function resolveTarget(ctx: Context, values: Values, given: readonl
   const flag = values['base-url'] as string | undefined
   if (given) {
     const found = safeFind(ctx)
-    const baseUrl = flag !== undefined || ctx.deps.env.ENVKEEP_BASE_URL || !found ? await ctx.resolveBaseUrl(flag) : found.link.baseUrl
-    return { baseUrl, vaultRef: given[0], environment: given[1], linkPath: null, fallback: false }
+    const baseUrl = await serverOf(ctx, flag, found?.link ?? null)
+    return { baseUrl, vaultRef: given[0], environment: given[1], linkPath: null, fallback: false, allow: [] }
   }
   const found = findLink(ctx.deps.cwd)
   if (!found) {
@@ -37,11 +39,24 @@ export async function resolveTarget(ctx: Context, values: Values, given: readonl
     )
   }
   if (values.verbose === true) ctx.err(`using ${found.path} (vault ${found.link.vault.name}, ${found.link.environment})\n`)
-  const baseUrl =
-    flag !== undefined || ctx.deps.env.ENVKEEP_BASE_URL
-      ? await ctx.resolveBaseUrl(flag)
-      : normalizeBaseUrl(found.link.baseUrl, ctx.deps.env.ENVKEEP_ALLOW_HTTP === '1')
-  return { baseUrl, vaultRef: found.link.vault.id, environment: found.link.environment, linkPath: found.path, fallback: found.link.fallback === true }
+  const baseUrl = await serverOf(ctx, flag, found.link)
+  return {
+    baseUrl,
+    vaultRef: found.link.vault.id,
+    environment: found.link.environment,
+    linkPath: found.path,
+    fallback: found.link.fallback === true,
+    allow: found.link.allow ?? [],
+  }
+}
+
+/**
+ * The server: --base-url, else ENVKEEP_BASE_URL, else the link's (checked by the same https
+ * rule as any other), else the last login's.
+ */
+export async function serverOf(ctx: Context, flag: string | undefined, link: LinkFile | null): Promise<string> {
+  if (flag !== undefined || ctx.deps.env.ENVKEEP_BASE_URL || !link) return ctx.resolveBaseUrl(flag)
+  return normalizeBaseUrl(link.baseUrl, ctx.deps.env.ENVKEEP_ALLOW_HTTP === '1')
 }
 
 function safeFind(ctx: Context) {

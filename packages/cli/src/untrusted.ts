@@ -15,6 +15,30 @@ export function terminalText(s: string): string {
   return s.replace(UNSAFE, '\ufffd')
 }
 
+// as UNSAFE, less the line feed and the tab that a multi-line value is meant to show
+// eslint-disable-next-line no-control-regex
+const UNSAFE_ON_SCREEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+
+/**
+ * A value as a terminal may show it: every control or bidi character but the line feed and the
+ * tab is written out visibly (`\x1b`, `\u202e`), so a value cannot set the clipboard (OSC 52),
+ * the window title or clear the screen. `escaped` says whether anything was.
+ */
+export function visibleText(s: string): { text: string; escaped: boolean } {
+  let escaped = false
+  const text = s.replace(UNSAFE_ON_SCREEN, (c) => {
+    escaped = true
+    const code = c.charCodeAt(0)
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
+  })
+  return { text, escaped }
+}
+
+/** Whether a stream is a terminal. */
+export function isTerminal(stream: unknown): boolean {
+  return Boolean((stream as { isTTY?: boolean } | null)?.isTTY)
+}
+
 /**
  * A parsed JSON answer with every string, keys included, made terminal-safe, so that no
  * command can print a server's escape sequence by forgetting to clean one field. `keep`

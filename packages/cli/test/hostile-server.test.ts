@@ -222,3 +222,30 @@ t.test('a Content-Length past the bound is refused before reading', async (t) =>
   await t.rejects(f(`${s.base}/big`), { name: 'AnswerTooLargeError' })
   t.ok(s.sent() < 10, 'nothing but the first byte was sent')
 })
+
+t.test('whoami: who the server says signed in is shown terminal-safe (issue 25)', async (t) => {
+  const s = await hostile(t, {
+    'POST /oauth/token': json({
+      access_token: 'ekat_canary-renewed',
+      token_type: 'Bearer',
+      expires_in: 3600,
+      refresh_token: 'ekrt_canary-renewed',
+      scope: 'env:read',
+      envkeep_person: { email: `ana@example.com${ESC}`, name: `Ana${ESC}\u202e` },
+    }),
+    'GET /api/env/vaults': json({ vaults: [] }),
+  })
+  const dir = await signedIn(t, s.base)
+  // the access token has expired: whoami renews it, and the renewal says who
+  await createConfigStore(dir).withLock(async (tx) => {
+    const file = await tx.read()
+    file.signIns[s.base] = { ...file.signIns[s.base]!, accessExpiresAt: 0 }
+    await tx.write(file)
+  })
+  const r = await cli(['whoami'], dir)
+  t.equal(r.code, 0, r.stderr)
+  t.match(r.stdout, /^person: +Ana ]0;pwned \[2J <ana@example\.com ]0;pwned \[2J>$/m, 'shown, with its escapes removed')
+  t.notOk(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/.test(r.stdout + r.stderr))
+  const j = await cli(['whoami', '--json'], dir)
+  t.notOk(/[\u007f-\u009f\u202e]|\\u001b|\\u0007/.test(j.stdout), 'the JSON too')
+})

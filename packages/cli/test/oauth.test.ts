@@ -10,10 +10,20 @@ t.test('base URLs: normalised; plain http only to this machine unless allowed', 
     ['http://127.0.0.1:8080', false, 'http://127.0.0.1:8080'],
     ['http://localhost:8080/', false, 'http://localhost:8080'],
     ['http://[::1]:8080', false, 'http://[::1]:8080'],
+    ['http://127.1.2.3:8080', false, 'http://127.1.2.3:8080'],
     ['http://10.0.0.5:8080', true, 'http://10.0.0.5:8080'],
   ]
   for (const [input, allowHttp, want] of ok) t.equal(normalizeBaseUrl(input, allowHttp), want, input)
-  const bad = ['envkeep.example.com', 'ftp://x', 'https://x/?a=1', 'https://x/#f', 'https://u:p@x', 'http://10.0.0.5:8080']
+  const bad = [
+    'envkeep.example.com',
+    'ftp://x',
+    'https://x/?a=1',
+    'https://x/#f',
+    'https://u:p@x',
+    'http://10.0.0.5:8080',
+    'http://127.0.0.1.nip.io:8080',
+    'http://127.evil.example',
+  ]
   for (const input of bad) {
     try {
       normalizeBaseUrl(input, false)

@@ -13,3 +13,4 @@ export {
   type ReadEntry,
   type RefusedLine,
 } from './parse.js'
+export { CODE_VARIABLES, codeVariableReason, isCodeVariable, type CodeVariableRule } from './code-variables.js'

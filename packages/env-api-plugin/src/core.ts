@@ -3,7 +3,7 @@ import type { PeopleAdapter } from './adapters/people.js'
 import type { Storage, StorageLimit } from './adapters/storage.js'
 import type { DomainDeps } from './domain/deps.js'
 import { createDomain, type Domain } from './domain/index.js'
-import { createVaultCrypto, type VaultCrypto } from './domain/vault-crypto.js'
+import { createVaultCrypto, type VaultCrypto } from './vault-service.js'
 import type { ResolveHost } from './domain/webhook-url.js'
 
 /**
@@ -11,8 +11,10 @@ import type { ResolveHost } from './domain/webhook-url.js'
  * with its data-key cache, and (issue 20) the caches, built once here and
  * handed to the API, the pages, the webhook worker and housekeeping, and
  * to the server's own pages and admin commands. Every surface reads and
- * writes through `core.domain`; nothing else builds a domain or a
- * VaultCrypto.
+ * writes through `core.domain`; no surface builds a domain or a VaultCrypto
+ * of its own. Issue 20's caches (sign-ins by token hash, vault access,
+ * environment metadata) belong here too, beside the data-key cache of
+ * `crypto`, so that one invalidation reaches every surface.
  */
 export interface EnvkeepCore {
   /** the rules: every read and write of every surface */

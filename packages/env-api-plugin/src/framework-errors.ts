@@ -13,5 +13,7 @@ export function envkeepFrameworkErrors(error: FastifyError, request: FastifyRequ
   const reason = error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid (bad percent-encoding)' : 'the request is malformed'
   const e = errors.invalidRequest(reason)
   if (status !== 400) Object.defineProperty(e, 'status', { value: status })
+  // sent before any hook of the host runs: the header every answer carries is set here
+  reply.header('x-content-type-options', 'nosniff')
   void renderApiError(e, request, reply)
 }

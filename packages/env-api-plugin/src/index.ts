@@ -62,6 +62,10 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
     )
   }
   app.decorateRequest('envkeepOperation', null)
+  // every answer (API, OAuth, metadata, pages, assets, errors, redirects) forbids MIME sniffing
+  app.addHook('onSend', async function noSniff(_request, reply) {
+    reply.header('x-content-type-options', 'nosniff')
+  })
   // Pages share one cookie parser and CSRF protection (Origin check and a token bound to
   // the people adapter's session). A host that registered them already keeps its own.
   if (!app.hasDecorator('parseCookie')) await app.register(fastifyCookie)
@@ -92,7 +96,15 @@ export { envkeepNotFound } from './not-found.js'
 export { safeRedirectPath } from './pages/redirect.js'
 export { csrfPlugin, csrfCookieName, type CsrfOptions } from './pages/csrf.js'
 export { ciPrincipal } from './adapters/ci-identity-store.js'
-export { memberChangeEntry, overwritesOf, pushExpiredEntry, storageLimitRefusal, type Usage } from './domain/storage-rules.js'
+export {
+  expiredPush,
+  memberChangeEntry,
+  overwritesOf,
+  pushExpiredEntry,
+  pushHasExpired,
+  storageLimitRefusal,
+  type Usage,
+} from './domain/storage-rules.js'
 export { boundMethods, type BoundMethods } from './adapters/bound-methods.js'
 export { ACCESS_ACTIONS, isAccessAction } from './domain/access-log-actions.js'
 export { deliverDueWebhooks, sweepWebhookEvents, MAX_ATTEMPTS, RETRY_DELAYS_MS, type WebhookWorkerDeps } from './webhooks/worker.js'

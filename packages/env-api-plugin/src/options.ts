@@ -10,6 +10,13 @@ export interface EnvApiOptions {
   /** Wraps per-vault data keys; `null` when the server has no key (value routes answer 503). */
   keyring: Keyring | null
   people: PeopleAdapter
+  /**
+   * The core (createEnvkeepCore) over the same storage and keyring, when the host shares it
+   * with its own pages or commands; default: the plugin builds its own. Its settings (`now`,
+   * `importTtlMs`, `historyDays`, `plans`, `ciAllowHttpLoopbackIssuers`, `allowPrivateWebhooks`)
+   * are the ones used: any of them given here too must be the same, or the plugin refuses to boot.
+   */
+  core?: EnvkeepCore
   /** `realm` of WWW-Authenticate and the name on pages. Default `envkeep`. */
   serviceName?: string
   /** Clock, injectable for tests. */
@@ -43,23 +50,15 @@ export interface EnvApiOptions {
   allowPrivateWebhooks?: boolean
   /** How often the webhook worker looks for due deliveries. Default 2 seconds. */
   webhookIntervalMs?: number
-  /**
-   * The core (createEnvkeepCore) over the same storage, keyring and people, when the host
-   * shares it with its own pages or commands: its settings (`now`, `importTtlMs`,
-   * `historyDays`, `plans`, `ciAllowHttpLoopbackIssuers`, `allowPrivateWebhooks`) are then
-   * the core's, and giving any of them here too is refused. Default: the plugin builds its own.
-   */
-  core?: EnvkeepCore
 }
-
-/** The options that are the core's settings when a core is given. */
-const CORE_SETTINGS = ['now', 'importTtlMs', 'historyDays', 'plans', 'ciAllowHttpLoopbackIssuers', 'allowPrivateWebhooks'] as const
 
 export interface ResolvedOptions {
   readonly baseUrl: string
   readonly storage: Storage
   readonly keyring: Keyring | null
   readonly people: PeopleAdapter
+  /** the one core of this plugin instance: every surface reads and writes through `core.domain` */
+  readonly core: EnvkeepCore
   readonly serviceName: string
   readonly now: () => Date
   readonly importTtlMs: number
@@ -83,8 +82,6 @@ export interface ResolvedOptions {
   readonly secureCookies: boolean
   /** the path part of baseUrl ('' at the root), for routes served by the plugin */
   readonly basePath: string
-  /** the one core of this plugin instance: every surface reads and writes through `core.domain` */
-  readonly core: EnvkeepCore
 }
 
 const DAY = 24 * 60 * 60 * 1000
@@ -93,11 +90,27 @@ export const PUSH_BODY_LIMIT = 1_048_576
 /** The given core, checked against the options, or a new one built from them. */
 function coreOf(o: EnvApiOptions): EnvkeepCore {
   if (!o.core) return createEnvkeepCore(o)
-  if (o.core.storage !== o.storage || o.core.keyring !== o.keyring)
+  const core = o.core
+  if (core.storage !== o.storage || core.keyring !== o.keyring)
     throw new TypeError('envkeep: option core must be built over the same storage and keyring as the plugin')
-  const doubled = CORE_SETTINGS.filter((k) => o[k] !== undefined)
-  if (doubled.length > 0) throw new TypeError(`envkeep: with option core, set ${doubled.join(', ')} on the core (createEnvkeepCore), not here`)
-  return o.core
+  // a setting given both here and on the core must be the same: the domain uses the core's
+  const s = core.settings
+  const differ = [
+    o.now !== undefined && o.now !== core.now ? 'now' : '',
+    o.importTtlMs !== undefined && o.importTtlMs !== s.importTtlMs ? 'importTtlMs' : '',
+    o.historyDays !== undefined && o.historyDays !== s.historyDays ? 'historyDays' : '',
+    o.plans !== undefined && !samePlans(o.plans, s.plans) ? 'plans' : '',
+    o.ciAllowHttpLoopbackIssuers !== undefined && o.ciAllowHttpLoopbackIssuers !== s.ciAllowHttpLoopbackIssuers ? 'ciAllowHttpLoopbackIssuers' : '',
+    o.allowPrivateWebhooks !== undefined && o.allowPrivateWebhooks !== s.allowPrivateWebhooks ? 'allowPrivateWebhooks' : '',
+  ].filter(Boolean)
+  if (differ.length > 0) throw new TypeError(`envkeep: option ${differ.join(', ')} differs from the core's (createEnvkeepCore); give it once, on the core`)
+  return core
+}
+
+function samePlans(a: Readonly<Record<string, StorageLimit>>, b: Readonly<Record<string, StorageLimit>>): boolean {
+  const names = Object.keys(a)
+  if (names.length !== Object.keys(b).length) return false
+  return names.every((n) => Object.hasOwn(b, n) && a[n]?.maxVariables === b[n]?.maxVariables && a[n]?.maxBytes === b[n]?.maxBytes)
 }
 
 /** Validates, defaults and freezes the options; a bad config never boots. */
@@ -124,6 +137,7 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     storage: o.storage,
     keyring: o.keyring,
     people: o.people,
+    core,
     serviceName: o.serviceName ?? 'envkeep',
     now: core.now,
     importTtlMs: settings.importTtlMs,
@@ -145,6 +159,5 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,
     secureCookies: url.protocol === 'https:',
     basePath,
-    core,
   })
 }

@@ -1,3 +1,297 @@
-/** Envelope encryption lives in the domain layer (domain/vault-crypto.ts); re-exported for existing imports. */
-export { createVaultCrypto, rotateDataKey, type HistoryValues, type SealedHistory, type VaultCrypto, type VaultCryptoOptions } from './domain/vault-crypto.js'
+import { randomBytes } from 'node:crypto'
+import type { Keyring } from './adapters/keyring.js'
+import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
+import { fail } from './domain/failure.js'
+import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
+
+/** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
+
+export interface VaultCrypto {
+  /** Seals plaintext values for a vault's environment (creating the vault's data key on first use). */
+  sealValues(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<SealedVariable[]>
+  /**
+   * The same, with the wrapped data key they were sealed under: pass it to
+   * storage (`sealedUnder`), which refuses the write if the vault's data key
+   * was rotated meanwhile; then `forget` the vault and seal again.
+   */
+  seal(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<{ values: SealedVariable[]; sealedUnder: Uint8Array }>
+  /** Drops the vault's cached data key: the next use reads the stored one again. */
+  forget(vaultId: string): void
+  /** Opens sealed values, keyed by name in the order given; throws DomainFailure decrypt_failed if any one fails (nothing is returned). */
+  openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
+  /** Seals one change set's values for history (historyPlaceOf): each name's value before and after (null: none). */
+  sealHistory(vaultId: string, environment: string, changeSetId: string, entries: readonly HistoryValues[]): Promise<SealedHistory[]>
+  /**
+   * Opens one side of history entries of one change set; throws DomainFailure
+   * decrypt_failed if any fails (nothing is returned). A null side opens to null.
+   */
+  openHistory(
+    vaultId: string,
+    environment: string,
+    changeSetId: string,
+    side: 'before' | 'after',
+    entries: readonly SealedHistory[],
+  ): Promise<Record<string, string | null>>
+  /** Seals a person's override of one variable (overridePlaceOf), creating the vault's data key on first use. */
+  sealOverride(vaultId: string, environment: string, name: string, personId: string, value: string): Promise<Uint8Array>
+  /** Opens a person's overrides of one environment, keyed by name; throws DomainFailure decrypt_failed if any fails. */
+  openOverrides(vaultId: string, environment: string, personId: string, rows: readonly { name: string; sealed: Uint8Array }[]): Promise<Record<string, string>>
+  /** Seals a webhook's signing secret (webhookPlaceOf), creating the vault's data key on first use. */
+  sealWebhookSecret(vaultId: string, webhookId: string, secret: string): Promise<Uint8Array>
+  /** Opens a webhook's signing secret; throws DomainFailure decrypt_failed when it does not open. */
+  openWebhookSecret(vaultId: string, webhookId: string, sealed: Uint8Array): Promise<string>
+  /** A new data key for the vault, every sealed value of it sealed again (rotateDataKey); false when it has no key yet. */
+  rotateDataKey(vaultId: string): Promise<boolean>
+}
+
+export interface HistoryValues {
+  readonly name: string
+  readonly before: string | null
+  readonly after: string | null
+}
+
+export interface SealedHistory {
+  readonly name: string
+  readonly before: Uint8Array | null
+  readonly after: Uint8Array | null
+}
+
+export interface VaultCryptoOptions {
+  /**
+   * Bytes of opened values to remember (0, the default: none). A value is
+   * only reused when the sealed bytes read now are exactly the bytes that
+   * opened before under the same vault, environment and name; anything else
+   * (a changed value, a tampered row) is opened again, so `decrypt_failed`
+   * and 503 answer as without it. Saves one cipher object per value on
+   * repeated reads (the read route's main cost).
+   */
+  readonly openedCacheBytes?: number
+}
+
+/** Opened values of one environment: name → the sealed bytes and what they opened to. */
+type OpenedEnvironment = Map<string, { readonly sealed: Buffer; readonly value: string }>
+
+/**
+ * Envelope encryption for values: one random data key per vault, stored
+ * only wrapped by the keyring, unwrapped once and cached in memory.
+ * With no keyring every call fails with not_configured (503 on the API).
+ */
+export function createVaultCrypto(storage: Storage, keyring: Keyring | null, options: VaultCryptoOptions = {}): VaultCrypto {
+  const keys = new Map<string, Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }>>()
+  const cacheMax = options.openedCacheBytes ?? 0
+  // least recently read environment first; sizes in bytes (UTF-16 values + sealed)
+  const opened = new Map<string, { entries: OpenedEnvironment; bytes: number }>()
+  let openedBytes = 0
+
+  function openedEnvironment(vaultId: string, environment: string): { entries: OpenedEnvironment; bytes: number } {
+    const k = `${vaultId}/${environment}`
+    let e = opened.get(k)
+    if (e) opened.delete(k)
+    else e = { entries: new Map(), bytes: 0 }
+    opened.set(k, e) // now the most recent
+    return e
+  }
+
+  function evict(): void {
+    for (const [k, e] of opened) {
+      if (openedBytes <= cacheMax) return
+      opened.delete(k)
+      openedBytes -= e.bytes
+    }
+  }
+
+  async function dataKey(vaultId: string, create: boolean): Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }> {
+    if (!keyring) throw fail.notConfigured()
+    const cached = keys.get(vaultId)
+    if (cached) return cached
+    const p = (async () => {
+      let wrapped = await storage.getWrappedKey(vaultId)
+      if (!wrapped) {
+        if (!create) throw fail.decryptFailed(new Error('vault has values but no data key'))
+        // wrapped inside storage's transaction: a master-key rotation cannot commit in between
+        wrapped = await storage.ensureWrappedKey(vaultId, () => keyring.wrap(randomBytes(32), vaultId))
+      }
+      try {
+        return { wrapped, key: await keyring.unwrap(wrapped, vaultId) }
+      } catch (cause) {
+        throw fail.decryptFailed(cause)
+      }
+    })()
+    keys.set(vaultId, p)
+    p.catch(() => keys.delete(vaultId))
+    return p
+  }
+
+  async function sealWith(vaultId: string, environment: string, values: Readonly<Record<string, string>>) {
+    const { wrapped, key } = await dataKey(vaultId, true)
+    return {
+      sealedUnder: wrapped,
+      values: Object.keys(values).map((name) => ({
+        name,
+        sealed: seal(key, Buffer.from(values[name] as string, 'utf8'), placeOf(vaultId, environment, name)),
+      })),
+    }
+  }
+
+  /** Opens every value with one key; throws on the first that does not open. */
+  function openAll(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
+    const out: Record<string, string> = {}
+    const memo = cacheMax > 0 ? openedEnvironment(vaultId, environment) : null
+    const bytesBefore = memo?.bytes ?? 0
+    try {
+      for (const v of sealed) {
+        const hit = memo?.entries.get(v.name)
+        if (hit && hit.sealed.equals(v.sealed)) {
+          out[v.name] = hit.value
+          continue
+        }
+        const value = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
+        out[v.name] = value
+        if (memo) {
+          const size = v.sealed.byteLength + 2 * value.length + 2 * v.name.length
+          if (hit) memo.bytes -= hit.sealed.byteLength + 2 * hit.value.length + 2 * v.name.length
+          memo.entries.set(v.name, { sealed: Buffer.from(v.sealed), value })
+          memo.bytes += size
+        }
+      }
+    } finally {
+      if (memo) {
+        openedBytes += memo.bytes - bytesBefore
+        evict()
+      }
+    }
+    return out
+  }
+
+  /** Opens with the cached key, then once more with the stored key (another process may have rotated it away). */
+  async function withKey<T>(vaultId: string, use: (key: Uint8Array) => T): Promise<T> {
+    const first = await dataKey(vaultId, false)
+    try {
+      return use(first.key)
+    } catch (cause) {
+      keys.delete(vaultId)
+      const fresh = await dataKey(vaultId, false)
+      if (Buffer.from(fresh.wrapped).equals(Buffer.from(first.wrapped))) throw fail.decryptFailed(cause)
+      try {
+        return use(fresh.key)
+      } catch (again) {
+        throw fail.decryptFailed(again)
+      }
+    }
+  }
+
+  return {
+    async sealHistory(vaultId, environment, changeSetId, entries) {
+      const { key } = await dataKey(vaultId, true)
+      const one = (name: string, side: 'before' | 'after', v: string | null) =>
+        v === null ? null : seal(key, Buffer.from(v, 'utf8'), historyPlaceOf(vaultId, environment, name, changeSetId, side))
+      return entries.map((e) => ({ name: e.name, before: one(e.name, 'before', e.before), after: one(e.name, 'after', e.after) }))
+    },
+    async openHistory(vaultId, environment, changeSetId, side, entries) {
+      if (!keyring) throw fail.notConfigured()
+      if (entries.every((e) => e[side] === null)) return Object.fromEntries(entries.map((e) => [e.name, null]))
+      return withKey(vaultId, (key) => {
+        const out: Record<string, string | null> = {}
+        for (const e of entries) {
+          const sealed = e[side]
+          out[e.name] = sealed === null ? null : open(key, sealed, historyPlaceOf(vaultId, environment, e.name, changeSetId, side)).toString('utf8')
+        }
+        return out
+      })
+    },
+    async sealOverride(vaultId, environment, name, personId, value) {
+      const { key } = await dataKey(vaultId, true)
+      return seal(key, Buffer.from(value, 'utf8'), overridePlaceOf(vaultId, environment, name, personId))
+    },
+    async openOverrides(vaultId, environment, personId, rows) {
+      if (!keyring) throw fail.notConfigured()
+      if (rows.length === 0) return {}
+      return withKey(vaultId, (key) => {
+        const out: Record<string, string> = {}
+        for (const r of rows) out[r.name] = open(key, r.sealed, overridePlaceOf(vaultId, environment, r.name, personId)).toString('utf8')
+        return out
+      })
+    },
+    async sealWebhookSecret(vaultId, webhookId, secret) {
+      const { key } = await dataKey(vaultId, true)
+      return seal(key, Buffer.from(secret, 'utf8'), webhookPlaceOf(vaultId, webhookId))
+    },
+    async openWebhookSecret(vaultId, webhookId, sealed) {
+      if (!keyring) throw fail.notConfigured()
+      return withKey(vaultId, (key) => open(key, sealed, webhookPlaceOf(vaultId, webhookId)).toString('utf8'))
+    },
+    async sealValues(vaultId, environment, values) {
+      return (await sealWith(vaultId, environment, values)).values
+    },
+    seal: sealWith,
+    forget(vaultId) {
+      keys.delete(vaultId)
+    },
+    async rotateDataKey(vaultId) {
+      if (!keyring) throw fail.notConfigured()
+      try {
+        return await rotateDataKey(storage, keyring, vaultId)
+      } finally {
+        keys.delete(vaultId)
+      }
+    },
+    async openValues(vaultId, environment, sealed) {
+      if (sealed.length === 0) {
+        if (!keyring) throw fail.notConfigured()
+        return {}
+      }
+      return withKey(vaultId, (key) => openAll(vaultId, environment, key, sealed))
+    },
+  }
+}
+
+/**
+ * Data-key rotation of one vault: a new random data key, wrapped by the
+ * keyring, and every sealed value of the vault (variables, staged values
+ * of pending pushes, the versions kept in history and the webhooks' signing secrets) opened with the old key and sealed with the new one,
+ * in one storage transaction (`resealVault`). A value that does not open
+ * stops it with nothing changed. False when the vault has no key yet.
+ */
+export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId: string): Promise<boolean> {
+  return storage.resealVault(vaultId, async (current) => {
+    const oldKey = await keyring.unwrap(current.wrappedKey, vaultId)
+    const newKey = randomBytes(32)
+    const again = (environment: string, name: string, sealed: Uint8Array): Uint8Array => {
+      const place = placeOf(vaultId, environment, name)
+      return seal(newKey, open(oldKey, sealed, place), place)
+    }
+    const againInHistory = (h: VaultSecrets['history'][number]): Uint8Array => {
+      const place = historyPlaceOf(vaultId, h.environment, h.name, h.changeSetId, h.side)
+      return seal(newKey, open(oldKey, h.sealed, place), place)
+    }
+    try {
+      return {
+        wrappedKey: await keyring.wrap(newKey, vaultId),
+        variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+        staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+        history: current.history.map((h) => ({ ...h, sealed: againInHistory(h) })),
+        ...(current.overrides
+          ? {
+              overrides: current.overrides.map((o) => {
+                const place = overridePlaceOf(vaultId, o.environment, o.name, o.personId)
+                return { ...o, sealed: seal(newKey, open(oldKey, o.sealed, place), place) }
+              }),
+            }
+          : {}),
+        ...(current.webhooks
+          ? {
+              webhooks: current.webhooks.map((w) => {
+                const place = webhookPlaceOf(vaultId, w.webhookId)
+                return { webhookId: w.webhookId, sealed: seal(newKey, open(oldKey, w.sealed, place), place) }
+              }),
+            }
+          : {}),
+      }
+    } finally {
+      newKey.fill(0)
+    }
+  })
+}
+
+export type { AccessLogEntry }

@@ -58,7 +58,7 @@ t.test("the plugin given a core reads what the host wrote through it with the co
   t.equal(reads.keys, before, "the API opened with the core's cached data key")
 })
 
-t.test('a core over another store, or core settings given twice, never boot', async (t) => {
+t.test('a core over another store, or a core setting given again with another value, never boots', async (t) => {
   const storage = await storageUnderTest(t)
   t.teardown(() => storage.close())
   const other = await storageUnderTest(t)
@@ -76,7 +76,12 @@ t.test('a core over another store, or core settings given twice, never boot', as
   }
   await t.rejects(register({ storage: other }), { name: 'TypeError', message: /same storage and keyring/ })
   await t.rejects(register({ keyring: createTestKeyring() }), { name: 'TypeError', message: /same storage and keyring/ })
-  await t.rejects(register({ now: () => T0, importTtlMs: 1000 }), { name: 'TypeError', message: /now, importTtlMs on the core/ })
+  await t.rejects(register({ now: () => T0, importTtlMs: 1000 }), { name: 'TypeError', message: /option now, importTtlMs differs from the core's/ })
+  await t.rejects(register({ plans: { 'self-hosted': { maxVariables: 1, maxBytes: 1 } } }), { name: 'TypeError', message: /option plans differs/ })
+  await t.resolves(
+    register({ now: core.now, importTtlMs: 7 * 86_400_000, plans: { 'self-hosted': { maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 } } }),
+    'the same settings again boot',
+  )
   t.throws(() => createEnvkeepCore({ storage, keyring, people, historyDays: 0 }), TypeError)
   t.throws(() => createEnvkeepCore({ storage, keyring: undefined as never, people }), TypeError)
 })

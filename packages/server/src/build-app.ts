@@ -1,19 +1,12 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
-import envApi, {
-  createEnvkeepCore,
-  csrfPlugin,
-  envkeepFrameworkErrors,
-  envkeepNotFound,
-  type EnvkeepCore,
-  type Keyring,
-  type Storage,
-} from '@envkeep/env-api-plugin'
+import envApi, { createEnvkeepCore, csrfPlugin, envkeepFrameworkErrors, envkeepNotFound, type Keyring, type Storage } from '@envkeep/env-api-plugin'
 import type { AccountStore } from './accounts/account-store.js'
 import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
 import { createLocalPeople, type LocalPeople } from './people-local.js'
+import { attemptCounters } from './pages/attempt-limiter.js'
 import { accountPages } from './pages/account-pages.js'
 import { invitePages } from './pages/invite-pages.js'
 
@@ -36,8 +29,6 @@ export interface AppDeps {
 export interface BuiltApp {
   readonly app: FastifyInstance
   readonly people: LocalPeople
-  /** the one core of the app (the plugin's and the server's own pages') */
-  readonly core: EnvkeepCore
 }
 
 /**
@@ -67,6 +58,10 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // a URL Fastify cannot decode gets the spec's error record, not a 400 quoting the URL
     frameworkErrors: envkeepFrameworkErrors,
   })
+  // every answer of the service (the plugin's, the account pages', not-found and framework errors) forbids MIME sniffing
+  app.addHook('onSend', async function noSniff(_request, reply) {
+    reply.header('x-content-type-options', 'nosniff')
+  })
   const isShuttingDown = deps.isShuttingDown
   if (isShuttingDown) {
     app.addHook('onSend', async function closeWhenShuttingDown(_request, reply, payload) {
@@ -85,8 +80,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   }
   // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
   await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
+  // sign-in limits in the storage's shared counters when it has them: every process counts alike
+  const counters = attemptCounters(deps.storage)
   await app.register(accountPages, {
     accounts: deps.accounts,
+    attemptCounters: counters,
     people,
     basePath: config.basePath,
     now,
@@ -107,6 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   })
   await app.register(invitePages, {
     accounts: deps.accounts,
+    attemptCounters: counters,
     people,
     domain: core.domain,
     basePath: config.basePath,
@@ -119,7 +118,13 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     keyring: deps.keyring,
     people,
     core,
+    now,
+    importTtlMs: config.importTtlSeconds * 1000,
+    historyDays: config.historyDays,
     rateLimit: { perMinute: config.ratePerMinute, perDay: config.ratePerDay },
+    plans: { ...config.plans },
+    ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
+    allowPrivateWebhooks: config.webhookAllowPrivate,
   })
-  return { app, people, core }
+  return { app, people }
 }

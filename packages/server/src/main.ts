@@ -212,6 +212,32 @@ export function helpText(): string {
   return `${lines.join('\n')}\n`
 }
 
+/**
+ * `admin ci --help` and the like: the leading words of `argv` when they name a group of
+ * commands (`admin`, `admin user`, `admin vault`, …) rather than one command, else null.
+ */
+function findGroup(argv: readonly string[]): { words: string[]; commands: CommandSpec[] } | null {
+  const words: string[] = []
+  for (const a of argv) {
+    if (a.startsWith('-') || a === 'help') break
+    words.push(a)
+  }
+  if (words.length === 0) return null
+  const commands = COMMANDS.filter((c) => c.words.length > words.length && words.every((w, i) => c.words[i] === w))
+  return commands.length > 0 ? { words, commands } : null
+}
+
+function groupHelpText(words: readonly string[], commands: readonly CommandSpec[]): string {
+  const lines = [
+    `envkeep-server ${words.join(' ')}: ${commands.length} command${commands.length === 1 ? '' : 's'}`,
+    '',
+    ...commands.map((c) => `  ${c.usage}\n      ${c.summary}`),
+    '',
+    'Each takes --data-dir, --database-url and --json; envkeep-server --help shows the settings.',
+  ]
+  return `${lines.join('\n')}\n`
+}
+
 function findCommand(argv: readonly string[]): { spec: CommandSpec; rest: string[] } | null {
   for (const spec of COMMANDS) {
     if (spec.words.every((w, i) => argv[i] === w)) return { spec, rest: argv.slice(spec.words.length) }
@@ -231,11 +257,25 @@ export function buildCli(deps: CliDeps): { run(argv: readonly string[]): Promise
         deps.stdout.write(`${versionText()}\n`)
         return EXIT_OK
       }
+      if (argv[0] === 'help' && argv.length > 1) {
+        const group = findGroup(argv.slice(1))
+        if (group) {
+          deps.stdout.write(groupHelpText(group.words, group.commands))
+          return EXIT_OK
+        }
+      }
       if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
         ;(argv.length === 0 ? deps.stderr : deps.stdout).write(helpText())
         return argv.length === 0 ? EXIT_USAGE : EXIT_OK
       }
       const found = findCommand(argv)
+      const group = found ? null : findGroup(argv)
+      if (group) {
+        // a group of commands: its help, on stdout when asked for, else with the usage exit code
+        const asked = argv.includes('--help') || argv.includes('-h') || argv.includes('help')
+        ;(asked ? deps.stdout : deps.stderr).write(groupHelpText(group.words, group.commands))
+        return asked ? EXIT_OK : EXIT_USAGE
+      }
       if (!found) {
         say(`envkeep-server: unknown command "${argv.slice(0, 3).join(' ')}"; see envkeep-server --help`)
         return EXIT_USAGE

@@ -98,6 +98,9 @@ t.test('two envkeep-server processes on one PostgreSQL are one service', async (
   const pusher = await mintSignIn(storage, { baseUrl: base, personId: owner })
   const acknowledged: string[] = []
   let stop = false
+  // the kill comes once the process has acknowledged a few pushes (its answers are the signal), in the middle of more
+  let inFlight!: () => void
+  const pushesUnderWay = new Promise<void>((resolve) => (inFlight = resolve))
   const pushing = (async () => {
     for (let i = 0; !stop && i < 500; i++) {
       try {
@@ -107,12 +110,13 @@ t.test('two envkeep-server processes on one PostgreSQL are one service', async (
           body: JSON.stringify({ variables: { [`K${i}`]: `v${i}` } }),
         })
         if (r.status === 201) acknowledged.push(((await r.json()) as { import: string }).import)
+        if (acknowledged.length === 5) inFlight()
       } catch {
         return // the process is gone
       }
     }
   })()
-  await new Promise((r) => setTimeout(r, 300))
+  await Promise.race([pushesUnderWay, pushing])
   one.child.kill('SIGKILL')
   await pushing
   stop = true

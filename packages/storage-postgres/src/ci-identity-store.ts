@@ -60,22 +60,10 @@ export class PostgresCiIdentityStore implements CiIdentityStore {
     })
   }
 
-  listCiIdentities(vaultId: string): Promise<CiIdentityRecord[]> {
+  findCiIdentities(filter: { readonly vaultId: string } | { readonly issuer: string } | { readonly id: string }): Promise<CiIdentityRecord[]> {
+    const where = 'vaultId' in filter ? sql`vault_id = ${filter.vaultId}` : 'issuer' in filter ? sql`issuer = ${filter.issuer}` : sql`id = ${filter.id}`
     return read(async () =>
-      (await rows<Row>(this.#db, sql`select * from ci_identities where vault_id = ${vaultId} order by name collate "C", id collate "C"`)).map(toIdentity),
-    )
-  }
-
-  getCiIdentity(id: string): Promise<CiIdentityRecord | null> {
-    return read(async () => {
-      const [r] = await rows<Row>(this.#db, sql`select * from ci_identities where id = ${id}`)
-      return r ? toIdentity(r) : null
-    })
-  }
-
-  listCiIdentitiesByIssuer(issuer: string): Promise<CiIdentityRecord[]> {
-    return read(async () =>
-      (await rows<Row>(this.#db, sql`select * from ci_identities where issuer = ${issuer} order by name collate "C", id collate "C"`)).map(toIdentity),
+      (await rows<Row>(this.#db, sql`select * from ci_identities where ${where} order by name collate "C", id collate "C"`)).map(toIdentity),
     )
   }
 

@@ -8,7 +8,7 @@ import type {
   NewImport,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
-import { overwritesOf, pushExpiredEntry, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
+import { expiredPush, overwritesOf, pushExpiredEntry, pushHasExpired, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
 import { sql, type Kysely } from 'kysely'
 import { inTransaction, read } from './database.js'
 import { insertChangeSet } from './history-store.js'
@@ -32,7 +32,7 @@ export class PostgresImportStore implements ImportStore {
     await sql`update imports set status = 'expired', decided_at = expires_at, decided_by = null where id = ${imp.id}`.execute(trx)
     await sql`delete from import_values where import_id = ${imp.id}`.execute(trx)
     await insertLog(trx, pushExpiredEntry(imp))
-    return { ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null }
+    return expiredPush(imp)
   }
 
   createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult> {
@@ -89,7 +89,7 @@ export class PostgresImportStore implements ImportStore {
     const [r] = await read(() => rows<ImportRow>(this.#db, sql`select * from imports where id = ${importId}`))
     if (!r) return null
     const imp = toImport(r)
-    if (imp.status !== 'pending' || now.getTime() < imp.expiresAt.getTime()) return imp
+    if (!pushHasExpired(imp, now)) return imp
     return inTransaction(this.#db, async (trx) => {
       await lockVault(trx, imp.vaultId)
       const [fresh] = await rows<ImportRow>(trx, sql`select * from imports where id = ${importId}`)
@@ -121,7 +121,7 @@ export class PostgresImportStore implements ImportStore {
       const [r] = await rows<ImportRow>(trx, sql`select * from imports where id = ${d.importId}`)
       const imp = toImport(r!)
       if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
-      if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: await this.#expire(trx, imp) }
+      if (pushHasExpired(imp, d.now)) return { ok: false, reason: 'not_pending', import: await this.#expire(trx, imp) }
       if (d.decision === 'applied' && d.ifVersion !== undefined) {
         const [v] = await rows<{ version: number }>(trx, sql`select version from environments where vault_id = ${imp.vaultId} and name = ${imp.environment}`)
         if (Number(v?.version ?? 0) !== d.ifVersion) return { ok: false, reason: 'changed', import: imp }

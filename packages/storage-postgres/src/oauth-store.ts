@@ -193,18 +193,10 @@ export class PostgresOAuthStore implements OAuthStore {
     )
   }
 
-  revokeSignIn(signInId: string, personId: string, now: Date): Promise<boolean> {
+  revokeSignIns(input: { readonly personId: string; readonly signInId?: string }, now: Date): Promise<number> {
+    const one = input.signInId === undefined ? sql`` : sql`and id = ${input.signInId}`
     return inTransaction(this.#db, async (trx) => {
-      const r = await sql`update sign_ins set revoked_at = ${now.getTime()} where id = ${signInId} and person_id = ${personId} and revoked_at is null`.execute(
-        trx,
-      )
-      return Number(r.numAffectedRows ?? 0) > 0
-    })
-  }
-
-  revokeAllSignIns(personId: string, now: Date): Promise<number> {
-    return inTransaction(this.#db, async (trx) => {
-      const r = await sql`update sign_ins set revoked_at = ${now.getTime()} where person_id = ${personId} and revoked_at is null`.execute(trx)
+      const r = await sql`update sign_ins set revoked_at = ${now.getTime()} where person_id = ${input.personId} ${one} and revoked_at is null`.execute(trx)
       return Number(r.numAffectedRows ?? 0)
     })
   }

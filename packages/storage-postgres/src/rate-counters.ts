@@ -34,4 +34,18 @@ export class PostgresRateCounters {
       })
     })
   }
+
+  async peekRequests(key: string, windowMs: number): Promise<{ count: number; windowStart: Date } | null> {
+    return read(async () => {
+      const [r] = await rows<{ window_start: string; count: string }>(
+        this.#db,
+        sql`select window_start, count from rate_counters where key = ${key} and window_ms = ${windowMs}::bigint`,
+      )
+      return r ? { count: Number(r.count), windowStart: new Date(Number(r.window_start)) } : null
+    })
+  }
+
+  async forgetRequests(key: string): Promise<void> {
+    await read(() => sql`delete from rate_counters where key = ${key}`.execute(this.#db))
+  }
 }

@@ -12,6 +12,8 @@ import { PostgresWebhookStore } from './webhook-store.js'
 
 export interface PostgresStorage extends Storage, CiIdentityStore {
   countRequest: NonNullable<Storage['countRequest']>
+  peekRequests: NonNullable<Storage['peekRequests']>
+  forgetRequests: NonNullable<Storage['forgetRequests']>
   /** the open pool and kysely instance, for the server's own stores (accounts) and tests */
   readonly database: OpenPostgres
   close(): Promise<void>

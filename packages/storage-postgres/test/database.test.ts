@@ -76,6 +76,18 @@ t.test('request counters are shared and atomic: 200 concurrent counts from two p
   const next = await a.countRequest('sign-in:x', [60_000, 86_400_000], new Date(now.getTime() + 60_000))
   t.equal(next[0]!.count, 1, 'a new minute starts at 1')
   t.equal(next[1]!.count, 201, 'the day goes on')
+
+  // read without counting, and forget: what per-account back-offs across processes need
+  t.same(await b.peekRequests('sign-in:x', 86_400_000), { count: 201, windowStart: now }, 'peeked from the other pool, not counted')
+  t.equal((await a.peekRequests('sign-in:x', 86_400_000))!.count, 201)
+  t.equal(await a.peekRequests('sign-in:x', 1234), null, 'a window never counted: null')
+  t.equal(await a.peekRequests('sign-in:none', 60_000), null)
+  await a.countRequest('sign-in:y', [60_000], now)
+  await b.forgetRequests('sign-in:x')
+  t.equal(await a.peekRequests('sign-in:x', 60_000), null, 'every window of the key is forgotten')
+  t.equal(await a.peekRequests('sign-in:x', 86_400_000), null)
+  t.equal((await a.peekRequests('sign-in:y', 60_000))!.count, 1, 'other keys are kept')
+  t.equal((await a.countRequest('sign-in:x', [60_000], now))[0]!.count, 1, 'counting starts afresh')
 })
 
 t.test('the expiry sweep on several processes at once: each push expires exactly once (one push_expired entry)', async (t) => {

@@ -15,6 +15,7 @@ export function createPostgresProbe(storage: PostgresStorage): VaultStoreProbe {
     variableCount: (vaultId, environment) => count(sql`select count(*) as n from variables where vault_id = ${vaultId} and environment = ${environment}`),
     importCount: (vaultId) => count(sql`select count(*) as n from imports where vault_id = ${vaultId}`),
     accessLogCount: (vaultId) => count(sql`select count(*) as n from access_log where vault_id = ${vaultId}`),
+    lockWaiters: () => count(sql`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`),
     async breakWrites(what, name) {
       const fn = `test_break_${what}_${++seq}`
       const when = name === undefined ? sql`` : sql`when (new.name = ${sql.lit(name)})`

@@ -62,22 +62,23 @@ export function createSqliteCiIdentityStore(d: OpenDatabase): CiIdentityStore {
         'ci_identities',
       ),
 
-    listCiIdentities: (vaultId) =>
-      runSync(d, 'none', () => all(identities.where('vault_id', '=', vaultId).orderBy('name').orderBy('id')).map(toIdentity), 'ci_identities'),
-
-    getCiIdentity: (id) =>
+    findCiIdentities: (filter) =>
       runSync(
         d,
         'none',
-        () => {
-          const [r] = all(identities.where('id', '=', id))
-          return r ? toIdentity(r) : null
-        },
+        () =>
+          all(
+            ('vaultId' in filter
+              ? identities.where('vault_id', '=', filter.vaultId)
+              : 'issuer' in filter
+                ? identities.where('issuer', '=', filter.issuer)
+                : identities.where('id', '=', filter.id)
+            )
+              .orderBy('name')
+              .orderBy('id'),
+          ).map(toIdentity),
         'ci_identities',
       ),
-
-    listCiIdentitiesByIssuer: (issuer) =>
-      runSync(d, 'none', () => all(identities.where('issuer', '=', issuer).orderBy('name').orderBy('id')).map(toIdentity), 'ci_identities'),
 
     removeCiIdentity: (input, entry) =>
       runSync(

@@ -10,7 +10,7 @@ import type {
   RefusedLine,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
-import { overwritesOf, pushExpiredEntry, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
+import { overwritesOf, pushExpiredEntry, pushHasExpired, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
 import { insertChangeSet } from './history-store.js'
 import type { ImportsTable } from './schema.js'
 import { bytes, SqliteStoreBase } from './sqlite-store-base.js'
@@ -106,7 +106,8 @@ export class SqliteImportStore extends SqliteStoreBase implements ImportStore {
   async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
     const r = await this.tx('none', 'imports', () => this.#importRow(importId))
     if (!r) return null
-    if (r.status !== 'pending' || now.getTime() < r.expires_at) return toImport(r)
+    const imp = toImport(r)
+    if (!pushHasExpired(imp, now)) return imp
     return this.tx('immediate', 'imports', () => {
       const fresh = this.#importRow(importId)
       if (!fresh) return null
@@ -130,7 +131,7 @@ export class SqliteImportStore extends SqliteStoreBase implements ImportStore {
       const r = this.#importRow(importId)
       if (!r) throw new StorageError('23503', 'imports')
       if (r.status !== 'pending') return { ok: false, reason: 'not_pending', import: toImport(r) }
-      if (at >= r.expires_at) return { ok: false, reason: 'not_pending', import: toImport(this.#expire(r)) }
+      if (pushHasExpired(toImport(r), d.now)) return { ok: false, reason: 'not_pending', import: toImport(this.#expire(r)) }
       if (decision === 'applied' && d.ifVersion !== undefined) {
         const v = this.stmt(ENV_VERSION_SQL).get(r.vault_id, r.environment) as { version: number } | undefined
         if ((v?.version ?? 0) !== d.ifVersion) return { ok: false, reason: 'changed', import: toImport(r) }

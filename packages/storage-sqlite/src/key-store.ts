@@ -2,7 +2,7 @@ import type { VaultSecrets, VaultStore } from '@envkeep/env-api-plugin'
 import { StorageError } from '@envkeep/env-api-plugin'
 import { sql } from 'kysely'
 import { bytes, SqliteStoreBase } from './sqlite-store-base.js'
-import { wrapStorage } from './sqlite-errors.js'
+import { holdConnection, wrapStorage } from './sqlite-errors.js'
 
 /**
  * A vault's data key on SQLite: made once, rewrapped by a master-key rotation, replaced
@@ -25,7 +25,7 @@ export class SqliteKeyStore extends SqliteStoreBase implements Pick<VaultStore, 
   ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array> {
     return wrapStorage(
       () =>
-        this.db.connection().execute(async (conn) => {
+        holdConnection(this.d, async (conn) => {
           await sql`begin immediate`.execute(conn)
           try {
             const r = await conn.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId).executeTakeFirst()
@@ -58,7 +58,7 @@ export class SqliteKeyStore extends SqliteStoreBase implements Pick<VaultStore, 
   rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number> {
     return wrapStorage(
       () =>
-        this.db.connection().execute(async (conn) => {
+        holdConnection(this.d, async (conn) => {
           await sql`begin immediate`.execute(conn)
           try {
             const rows = await conn.selectFrom('vaults').select(['id', 'wrapped_key']).where('wrapped_key', 'is not', null).orderBy('id').execute()
@@ -85,7 +85,7 @@ export class SqliteKeyStore extends SqliteStoreBase implements Pick<VaultStore, 
   resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean> {
     return wrapStorage(
       () =>
-        this.db.connection().execute(async (conn) => {
+        holdConnection(this.d, async (conn) => {
           await sql`begin immediate`.execute(conn)
           try {
             const v = await conn.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId).executeTakeFirst()

@@ -241,17 +241,6 @@ class SqliteOAuthStore implements OAuthStore {
     return rows.map(toSignIn)
   }
 
-  async revokeSignIn(signInId: string, personId: string, now: Date): Promise<boolean> {
-    const res = await this.#db
-      .updateTable('sign_ins')
-      .set({ revoked_at: ms(now) })
-      .where('id', '=', signInId)
-      .where('person_id', '=', personId)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst()
-    return res.numUpdatedRows > 0n
-  }
-
   async purgeExpired(now: Date, codesBefore: Date, signInsBefore: Date): Promise<number> {
     return this.#db.transaction().execute(async (trx) => {
       const codes = await trx.deleteFrom('oauth_codes').where('expires_at', '<', ms(codesBefore)).executeTakeFirst()
@@ -272,14 +261,14 @@ class SqliteOAuthStore implements OAuthStore {
     })
   }
 
-  async revokeAllSignIns(personId: string, now: Date): Promise<number> {
-    const res = await this.#db
+  async revokeSignIns(input: { readonly personId: string; readonly signInId?: string }, now: Date): Promise<number> {
+    let q = this.#db
       .updateTable('sign_ins')
       .set({ revoked_at: ms(now) })
-      .where('person_id', '=', personId)
+      .where('person_id', '=', input.personId)
       .where('revoked_at', 'is', null)
-      .executeTakeFirst()
-    return Number(res.numUpdatedRows)
+    if (input.signInId !== undefined) q = q.where('id', '=', input.signInId)
+    return Number((await q.executeTakeFirst()).numUpdatedRows)
   }
 }
 
@@ -309,8 +298,7 @@ export function createSqliteOAuthStore(d: OpenDatabase): OAuthStore {
     revokeByToken: (h, clientId, now) => wrapStorage(() => s.revokeByToken(h, clientId, now), 'sign_ins'),
     findAccessToken: (h, now, idleCutoff) => wrapStorage(() => s.findAccessToken(h, now, idleCutoff), 'access_tokens'),
     listSignIns: (personId) => wrapStorage(() => s.listSignIns(personId), 'sign_ins'),
-    revokeSignIn: (id, personId, now) => wrapStorage(() => s.revokeSignIn(id, personId, now), 'sign_ins'),
-    revokeAllSignIns: (personId, now) => wrapStorage(() => s.revokeAllSignIns(personId, now), 'sign_ins'),
+    revokeSignIns: (input, now) => wrapStorage(() => s.revokeSignIns(input, now), 'sign_ins'),
     purgeExpired: (now, codesBefore, signInsBefore) => wrapStorage(() => s.purgeExpired(now, codesBefore, signInsBefore), 'sign_ins'),
   }
 }

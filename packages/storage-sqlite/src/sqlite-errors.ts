@@ -1,7 +1,9 @@
 import { StorageError } from '@envkeep/env-api-plugin'
 import type Database from 'better-sqlite3'
 import type { Statement } from 'better-sqlite3'
+import type { Kysely } from 'kysely'
 import type { OpenDatabase } from './database.js'
+import type { DB } from './schema.js'
 
 /**
  * SQLite result codes (better-sqlite3 reports extended codes, e.g.
@@ -154,8 +156,48 @@ export async function runSync<T>(d: OpenDatabase, mode: TransactionMode, fn: () 
   try {
     if (!d.sqlite.open) throw new TypeError(CLOSED_MESSAGE)
     if (!d.sqlite.inTransaction) return exec()
-    return await d.db.connection().execute(async () => exec())
+    return await holdConnection(d, async () => exec())
   } catch (err) {
     throw toStorageError(err, table)
   }
+}
+
+interface Holder {
+  tail: Promise<void>
+  waiting: number
+}
+
+const holders = new WeakMap<OpenDatabase, Holder>()
+
+/**
+ * Runs `fn` holding the connection across awaits (kysely's connection, so
+ * no other kysely query interleaves), one holder at a time, in call order.
+ * The holders queue here first so that who waits can be counted
+ * (`connectionWaiters`): the contract probe's signal that a race is on.
+ */
+export async function holdConnection<T>(d: OpenDatabase, fn: (conn: Kysely<DB>) => Promise<T>): Promise<T> {
+  let h = holders.get(d)
+  if (!h) {
+    h = { tail: Promise.resolve(), waiting: 0 }
+    holders.set(d, h)
+  }
+  const previous = h.tail
+  let release!: () => void
+  h.tail = new Promise<void>((resolve) => (release = resolve))
+  h.waiting++
+  try {
+    await previous
+  } finally {
+    h.waiting--
+  }
+  try {
+    return await d.db.connection().execute(fn)
+  } finally {
+    release()
+  }
+}
+
+/** How many callers of holdConnection wait for another one to let go. */
+export function connectionWaiters(d: OpenDatabase): number {
+  return holders.get(d)?.waiting ?? 0
 }

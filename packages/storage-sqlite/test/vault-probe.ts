@@ -1,12 +1,14 @@
-import type Database from 'better-sqlite3'
 import type { VaultStoreProbe } from '@envkeep/env-api-plugin/testing'
+import type { OpenDatabase } from '../src/index.js'
+import { connectionWaiters } from '../src/sqlite-errors.js'
 
 /**
  * The contract suite's probe on the raw better-sqlite3 handle: counts rows
  * directly, and breaks chosen writes with TEMP triggers (they live only on
  * this connection and never touch the file's schema).
  */
-export function createSqliteProbe(sqlite: Database.Database): VaultStoreProbe {
+export function createSqliteProbe(database: OpenDatabase): VaultStoreProbe {
+  const { sqlite } = database
   let seq = 0
   const count = (text: string, ...params: unknown[]): number => (sqlite.prepare(text).get(...params) as { n: number }).n
   return {
@@ -14,6 +16,7 @@ export function createSqliteProbe(sqlite: Database.Database): VaultStoreProbe {
     variableCount: async (vaultId, environment) => count('select count(*) as n from variables where vault_id = ? and environment = ?', vaultId, environment),
     importCount: async (vaultId) => count('select count(*) as n from imports where vault_id = ?', vaultId),
     accessLogCount: async (vaultId) => count('select count(*) as n from access_log where vault_id = ?', vaultId),
+    lockWaiters: async () => connectionWaiters(database),
     async breakWrites(what, name) {
       const when = name === undefined ? '' : `when new.name = '${name.replace(/'/g, "''")}'`
       const made: string[] = []

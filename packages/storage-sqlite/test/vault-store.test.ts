@@ -10,7 +10,7 @@ import { createSqliteProbe } from './vault-probe.js'
 t.test('contract on :memory:', async (t) => {
   runVaultStoreContract(t, async () => {
     const storage = await createSqliteStorage({ filename: ':memory:' })
-    return { store: storage, probe: createSqliteProbe(storage.database.sqlite), close: () => storage.close() }
+    return { store: storage, probe: createSqliteProbe(storage.database), close: () => storage.close() }
   })
 })
 
@@ -21,7 +21,7 @@ t.test('contract on a file, through createSqliteStorage', async (t) => {
   let n = 0
   runVaultStoreContract(t, async () => {
     const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
-    return { store: storage, probe: createSqliteProbe(storage.database.sqlite), close: () => storage.close() }
+    return { store: storage, probe: createSqliteProbe(storage.database), close: () => storage.close() }
   })
 })
 
@@ -32,7 +32,7 @@ t.test('history store contract on a file', async (t) => {
   let n = 0
   runHistoryStoreContract(t, async () => {
     const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
-    return { store: storage, probe: createSqliteProbe(storage.database.sqlite), close: () => storage.close() }
+    return { store: storage, probe: createSqliteProbe(storage.database), close: () => storage.close() }
   })
 })
 

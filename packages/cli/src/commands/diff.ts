@@ -1,7 +1,7 @@
 import { BASE_URL_HELP, type Command } from '../command.js'
 import { fallbackOptions, FALLBACK_OPTIONS } from '../fallback.js'
 import { resolveTarget } from '../target.js'
-import { readEnvironment } from './pull.js'
+import { readEnvironment, writeValues } from './pull.js'
 import { readDotenvFile } from './push.js'
 
 export const diff: Command = {
@@ -50,7 +50,7 @@ ${BASE_URL_HELP}
       const vals = show
         ? Object.fromEntries([...added, ...changed, ...removed].map((n) => [n, { file: l[n] ?? null, environment: remote[n] ?? null }]))
         : undefined
-      ctx.out(`${JSON.stringify({ equal, added, changed, removed, ...(vals ? { values: vals } : {}) }, null, 2)}\n`)
+      writeValues(ctx, `${JSON.stringify({ equal, added, changed, removed, ...(vals ? { values: vals } : {}) }, null, 2)}\n`)
       return equal ? 0 : 1
     }
     if (equal) {
@@ -63,7 +63,7 @@ ${BASE_URL_HELP}
       ...changed.map((n) => ctx.paint.yellow(`~ ${n}${show ? `: ${q(remote[n])} -> ${q(l[n])}` : ''}`)),
       ...removed.map((n) => ctx.paint.red(`- ${n}${show ? ` = ${q(remote[n])}` : ''}`)),
     ]
-    ctx.out(`${lines.join('\n')}\n`)
+    writeValues(ctx, `${lines.join('\n')}\n`)
     ctx.err(
       `${added.length} to add, ${changed.length} changed, ${removed.length} only in ${target.environment}${show ? '' : ' (values hidden; --show-values shows them)'}\n`,
     )

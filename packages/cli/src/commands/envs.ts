@@ -1,6 +1,7 @@
 import { BASE_URL_HELP, type Command } from '../command.js'
 import { CliError } from '../errors.js'
 import { findLink } from '../link.js'
+import { serverOf } from '../target.js'
 import { listVaults, resolveVault } from '../resolve-vault.js'
 
 export const envs: Command = {
@@ -20,11 +21,8 @@ ${BASE_URL_HELP}
   async run(ctx, { values, positionals }) {
     const link = positionals[0] === undefined ? findLink(ctx.deps.cwd) : null
     if (positionals[0] === undefined && !link) throw new CliError('envs of which vault? give it, or link this folder (envkeep link)')
-    const baseUrl =
-      values['base-url'] === undefined && !ctx.deps.env.ENVKEEP_BASE_URL && link
-        ? link.link.baseUrl
-        : await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
-    const api = ctx.api(baseUrl)
+    const baseUrl = await serverOf(ctx, values['base-url'] as string | undefined, link?.link ?? null)
+    const api = ctx.api(baseUrl, { ciVault: link ? link.link.vault.id : positionals[0]! })
     const id = link ? link.link.vault.id : (await resolveVault(api, positionals[0]!)).id
     const vault = (await listVaults(api)).find((v) => v.id === id)
     if (!vault) throw new CliError(`no vault with id ${id} is shared with you on ${baseUrl}`, { hint: 'list them with: envkeep vaults' })

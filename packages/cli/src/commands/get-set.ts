@@ -4,8 +4,9 @@ import { NAME_RE } from '@envkeep/dotenv'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
 import { didYouMean } from '../suggest.js'
 import { resolveTarget } from '../target.js'
-import { readEnvironment } from './pull.js'
+import { readEnvironment, writeValues } from './pull.js'
 import { changeOverride } from './personal.js'
+import { isTerminal } from '../untrusted.js'
 import { sendPush } from './push.js'
 
 function nameAndPair(positionals: readonly string[], command: string): { name: string; given: [string, string] | null } {
@@ -19,8 +20,9 @@ export const get: Command = {
   summary: "print one variable's value, raw (for $(envkeep get DB_URL))",
   help: `Usage: envkeep get [<vault> <environment>] NAME [--json]
 
-Prints the value of NAME exactly as stored, with nothing added (a newline only
-when the output is a terminal), for DB_URL=$(envkeep get DB_URL). The read is
+Prints the value of NAME exactly as stored, with nothing added, for
+DB_URL=$(envkeep get DB_URL). At a terminal a newline is added and control
+characters are shown escaped (\\x1b), so a value cannot drive the terminal. The read is
 logged on the server like every read.
 
 Options:
@@ -41,8 +43,8 @@ ${BASE_URL_HELP}
         hint: names.length ? `it has: ${names.slice(0, 30).join(', ')}${names.length > 30 ? ', …' : ''}` : 'it has no variables',
       })
     }
-    if (values.json === true) ctx.out(`${JSON.stringify({ name, value })}\n`)
-    else ctx.out((ctx.deps.stdout as { isTTY?: boolean }).isTTY ? `${value}\n` : value)
+    if (values.json === true) writeValues(ctx, `${JSON.stringify({ name, value })}\n`)
+    else writeValues(ctx, isTerminal(ctx.deps.stdout) ? `${value}\n` : value)
     return 0
   },
 }

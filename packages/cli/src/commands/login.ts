@@ -1,14 +1,14 @@
 import { BASE_URL_HELP, type Command } from '../command.js'
 import type { SignIn } from '../config-store.js'
-import { ciTokenSource } from '../ci-sign-in.js'
-import { clean, CliError, signInError } from '../errors.js'
+import { CI_TOKEN_HINT, ciTokenSource } from '../ci-sign-in.js'
+import { clean, CliError, signInError, usageError } from '../errors.js'
 import { EXIT } from '../exit-codes.js'
 import { buildAuthorizationRequest, discover, exchangeCode, listenForCallback, newState, revokeToken, SCOPE_PUSH, SCOPE_READ, type TokenSet } from '../oauth.js'
 
 export const login: Command = {
   name: 'login',
   summary: 'sign in to an envkeep server in your browser',
-  help: `Usage: envkeep login [--base-url URL] [--push] [--no-browser]
+  help: `Usage: envkeep login [--base-url URL] [--push] [--no-browser] [--ci [--vault VAULT]]
 
 Signs in to an envkeep server: opens the server's consent page in your browser
 (the link is always printed too), receives the answer on
@@ -24,6 +24,8 @@ ${BASE_URL_HELP}
   --ci             in CI: exchange this run's identity token (ENVKEEP_OIDC_TOKEN, or
                    GitHub Actions' id-token) and print who it signs in as; nothing is
                    stored (pull, run and vaults do the same by themselves in CI)
+  --vault VAULT    with --ci: the vault (id or name) whose CI identity to use, when
+                   identities of several vaults match this run
   -h, --help       show this help
 
 Without a terminal (CI, scripts) login fails at once with exit code 4, unless
@@ -32,11 +34,13 @@ Without a terminal (CI, scripts) login fails at once with exit code 4, unless
     push: { type: 'boolean' },
     'no-browser': { type: 'boolean' },
     ci: { type: 'boolean' },
+    vault: { type: 'string' },
   },
   positionals: [0, 0],
   async run(ctx, { values }) {
     const baseUrl = await ctx.resolveBaseUrl(values['base-url'] as string | undefined)
-    if (values.ci === true) return loginCi(ctx, baseUrl)
+    if (values.ci === true) return loginCi(ctx, baseUrl, values.vault as string | undefined)
+    if (values.vault !== undefined) throw usageError('--vault goes with --ci')
     const noBrowser = values['no-browser'] === true
     if (!ctx.deps.isTTY && !noBrowser) {
       throw signInError(
@@ -75,7 +79,7 @@ Without a terminal (CI, scripts) login fails at once with exit code 4, unless
     if (replaced) await revokeToken(replaced, replaced.refreshToken, oauthDeps).catch(() => {})
     const canPush = record.scope.split(' ').includes(SCOPE_PUSH)
     ctx.err(
-      `${ctx.paint.green('Signed in')} to ${baseUrl}${canPush ? ' (may send .env files)' : ''}.\n` +
+      `${ctx.paint.green('Signed in')} to ${baseUrl}${record.person ? ` as ${personLabel(record.person)}` : ''}${canPush ? ' (may send .env files)' : ''}.\n` +
         (values.push === true && !canPush ? `The consent page did not allow sending .env files; envkeep push will be refused.\n` : ''),
     )
     return 0
@@ -83,10 +87,11 @@ Without a terminal (CI, scripts) login fails at once with exit code 4, unless
 }
 
 /** `login --ci`: the exchange, then the vault list it reaches, printed; the token stays in memory. */
-async function loginCi(ctx: Parameters<Command['run']>[0], baseUrl: string): Promise<number> {
+async function loginCi(ctx: Parameters<Command['run']>[0], baseUrl: string, vault: string | undefined): Promise<number> {
   if (!ciTokenSource(ctx.deps.env, baseUrl)) {
-    throw new CliError('no CI identity token here: set ENVKEEP_OIDC_TOKEN, or run in GitHub Actions with `permissions: id-token: write`', {
+    throw new CliError('no CI identity token here: neither ENVKEEP_OIDC_TOKEN nor ACTIONS_ID_TOKEN_REQUEST_URL/ACTIONS_ID_TOKEN_REQUEST_TOKEN is set', {
       exitCode: EXIT.needsSignIn,
+      hint: CI_TOKEN_HINT,
     })
   }
   if ((await ctx.store.read()).signIns[baseUrl]) {
@@ -94,12 +99,28 @@ async function loginCi(ctx: Parameters<Command['run']>[0], baseUrl: string): Pro
       hint: `run envkeep logout --base-url ${baseUrl} first, or set ENVKEEP_CONFIG_DIR to an empty folder`,
     })
   }
-  const { vaults } = await ctx.api(baseUrl).request<{ vaults: { name: string; role: string; environments: string[] }[] }>('/api/env/vaults', {
-    what: `could not sign in to ${baseUrl} as this CI run`,
-  })
+  const { vaults } = await ctx
+    .api(baseUrl, vault === undefined ? {} : { ciVault: vault })
+    .request<{ vaults: { id: string; name: string; role: string; environments: string[] }[] }>('/api/env/vaults', {
+      what: `could not sign in to ${baseUrl} as this CI run`,
+    })
+  const who = await ctx.ciIdentity(baseUrl)
   const reach = vaults.map((v) => `${clean(v.name, 100)} (${clean(v.role, 20)}: ${v.environments.map((e) => clean(e, 64)).join(', ') || 'no environment'})`)
-  ctx.err(`${ctx.paint.green('Signed in')} to ${baseUrl} as a CI identity of ${reach.join('; ') || 'no vault'}. Nothing was stored.\n`)
+  const identity = who ? `CI identity "${clean(who.name, 100)}"${vaultName(vaults, who.vaultId)}, reaching ` : 'a CI identity of '
+  ctx.err(`${ctx.paint.green('Signed in')} to ${baseUrl} as ${identity}${reach.join('; ') || 'no vault'}. Nothing was stored.\n`)
   return 0
+}
+
+function vaultName(vaults: readonly { id?: string; name: string }[], id: string): string {
+  const v = vaults.find((x) => x.id === id)
+  return v ? ` of vault ${clean(v.name, 100)}` : ''
+}
+
+/** A person as the server named them, made safe for a terminal: \`Ana <ana@example.com>\`. */
+export function personLabel(p: { readonly email: string; readonly name: string }): string {
+  const name = clean(p.name, 100)
+  const email = clean(p.email, 200)
+  return name && name !== email ? `${name} <${email}>` : email
 }
 
 export function signInRecord(
@@ -120,5 +141,6 @@ export function signInRecord(
     refreshToken: tokens.refreshToken,
     accessExpiresAt: now.getTime() + tokens.expiresIn * 1000,
     signedInAt: now.toISOString(),
+    ...(tokens.person ? { person: tokens.person } : {}),
   }
 }

@@ -8,6 +8,8 @@ import { formatVariables, FORMATS, isFormat } from '../formats.js'
 import { checkEnvironment, environmentHint, resolveVault } from '../resolve-vault.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS, isUnreachable, readFallback, writeFallback, type FallbackOptions } from '../fallback.js'
 import { didYouMean } from '../suggest.js'
+import { isTerminal, visibleText } from '../untrusted.js'
+import { allowedNames, heldBackNote, withoutCodeVariables } from '../child-env.js'
 import { pairOf, resolveTarget, type Target } from '../target.js'
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -38,7 +40,7 @@ export async function readEnvironment(
   o: { fallback?: FallbackOptions | null; ifTag?: string } = {},
 ): Promise<VariableSet | typeof NOT_MODIFIED> {
   const environment = checkEnvironment(target.environment)
-  const api = ctx.api(target.baseUrl)
+  const api = ctx.api(target.baseUrl, { ciVault: target.vaultRef })
   const fallback = o.fallback ?? null
   let vault: { id: string; label: string }
   let body: VariableSet | null
@@ -96,6 +98,20 @@ async function vaultIdOf(api: ReturnType<Context['api']>, ref: string): Promise<
   }
 }
 
+/**
+ * Values to standard output: exactly as stored to a pipe or a file; at a terminal with every
+ * control character written out visibly (a value must not drive the terminal), saying so.
+ */
+export function writeValues(ctx: Context, text: string): void {
+  if (!isTerminal(ctx.deps.stdout)) {
+    ctx.out(text)
+    return
+  }
+  const shown = visibleText(text)
+  ctx.out(shown.text)
+  if (shown.escaped) ctx.err(`${ctx.paint.yellow('note:')} control characters are shown escaped (\\x1b…) on a terminal; pipe or use -o for the exact value\n`)
+}
+
 export const pull: Command = {
   name: 'pull',
   summary: "print or save an environment's variables",
@@ -104,6 +120,9 @@ export const pull: Command = {
 Reads every variable of an environment and prints it, or writes it to FILE
 (mode 0600, replaced atomically). <vault> is a vault id or a unique name.
 Without <vault> <environment>, the folder's link (.envkeep.json, see envkeep link).
+
+At a terminal, control characters in values are shown escaped (\\x1b); piped or
+written with -o, the output is exact.
 
 Formats (each reads back exactly what was stored: newlines, quotes, $, \\, unicode):
   dotenv  NAME='value' lines, as the dotenv package reads them (default)
@@ -114,6 +133,9 @@ Options:
   -f, --format F   dotenv, json or shell
   --json           the same as --format json: {"NAME": "value", …}
   -o, --output F   write to file F instead of standard output
+  --allow NAME     with --format shell: write NAME although it makes programs run
+                   code (NODE_OPTIONS, BASH_ENV, PATH, …: held back otherwise, as
+                   by envkeep run; also the link's "allow" list)
 ${FALLBACK_HELP}
 ${BASE_URL_HELP}
   -h, --help       show this help`,
@@ -121,6 +143,7 @@ ${BASE_URL_HELP}
     format: { type: 'string', short: 'f' },
     json: { type: 'boolean' },
     output: { type: 'string', short: 'o' },
+    allow: { type: 'string', multiple: true },
     ...FALLBACK_OPTIONS,
   },
   positionals: [0, 2],
@@ -129,12 +152,19 @@ ${BASE_URL_HELP}
     if (!isFormat(format)) throw usageError(`unknown format "${format}"${didYouMean(format, FORMATS)}`, `use one of: ${FORMATS.join(', ')}`)
     const target = await resolveTarget(ctx, values, pairOf(positionals, 'pull'), 'usage: envkeep pull <vault> <environment>')
     const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
-    const text = formatVariables(set.variables, format)
+    let variables = set.variables
+    if (format === 'shell') {
+      // written for a shell to evaluate: the same names as run holds back
+      const { given, heldBack } = withoutCodeVariables(variables, [...allowedNames(values.allow), ...target.allow])
+      if (heldBack.length > 0) ctx.err(`${ctx.paint.yellow('note:')} ${heldBackNote(heldBack)}\n`)
+      variables = given
+    }
+    const text = formatVariables(variables, format)
     if (set.overridden) ctx.err(overriddenNotice(set.overridden))
     const output = values.output as string | undefined
-    const count = Object.keys(set.variables).length
+    const count = Object.keys(variables).length
     if (output === undefined || output === '-') {
-      ctx.out(text)
+      writeValues(ctx, text)
       return 0
     }
     const path = isAbsolute(output) ? output : resolve(ctx.deps.cwd, output)

@@ -5,7 +5,8 @@ import { CliError, usageError } from '../errors.js'
 import { NOT_MODIFIED, overriddenNotice, readEnvironment, type VariableSet } from './pull.js'
 import { runWatching, watchSettings } from './run-watch.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
-import { pipeMasked } from '../mask.js'
+import { maskedSecrets, pipeMasked } from '../mask.js'
+import { allowedNames, childEnvironment, heldBackNote } from '../child-env.js'
 import { didYouMean } from '../suggest.js'
 import { pairOf, resolveTarget } from '../target.js'
 
@@ -38,6 +39,15 @@ Options:
   --interval S     seconds between checks with --watch (at least 10)
   --signal SIG     the signal that ends the command for a restart (default SIGTERM);
                    SIGKILL follows after --grace seconds (default 10)
+  --allow NAME     give the command NAME although it makes programs run code
+                   (repeat it, or N1,N2); also the names listed under "allow" in
+                   the folder's .envkeep.json
+
+Variables that make programs, interpreters or the loader run code (NODE_OPTIONS,
+BASH_ENV, LD_PRELOAD, PYTHONSTARTUP, PERL5OPT, RUBYOPT, JAVA_TOOL_OPTIONS,
+DYLD_*, GIT_*, PATH, ENVKEEP_*, …) are held back unless allowed by name: anyone
+who may change the vault could otherwise run code on this machine. envkeep names
+those it held back on stderr. ENVKEEP_OIDC_TOKEN is not passed to the command.
 ${FALLBACK_HELP}
 ${BASE_URL_HELP}
   -h, --help       show this help`,
@@ -46,6 +56,7 @@ ${BASE_URL_HELP}
     'no-mask': { type: 'boolean' },
     only: { type: 'string' },
     'no-override': { type: 'boolean' },
+    allow: { type: 'string', multiple: true },
     watch: { type: 'boolean' },
     interval: { type: 'string' },
     signal: { type: 'string' },
@@ -79,16 +90,19 @@ ${BASE_URL_HELP}
         )
       }
     }
-    const mask = values['no-mask'] === true ? false : values.mask === true || ctx.deps.env.ENVKEEP_MASK === '1' || ctx.deps.env.CI === 'true'
-    /** The command's environment and the values to mask, from one read. */
+    const allow = [...allowedNames(values.allow), ...target.allow]
+    /** The command's environment, the names held back and the values to mask, from one read (again at each restart of --watch). */
     const prepare = (from: VariableSet) => {
       const variables = only ? Object.fromEntries(only.filter((n) => Object.hasOwn(from.variables, n)).map((n) => [n, from.variables[n]!])) : from.variables
-      const env: Record<string, string> = {}
-      for (const [k, v] of Object.entries(ctx.deps.env)) if (v !== undefined) env[k] = v
-      for (const [k, v] of Object.entries(variables)) if (!(values['no-override'] === true && env[k] !== undefined)) env[k] = v
-      return { env, secrets: Object.values(variables).filter((v) => v.length >= 6) }
+      const { env, heldBack } = childEnvironment(ctx.deps.env, variables, { override: values['no-override'] !== true, allow })
+      return { env, heldBack, secrets: maskedSecrets(Object.values(variables)) }
     }
-    const { env, secrets } = prepare(set)
+    const { env, heldBack, secrets } = prepare(set)
+    if (heldBack.length > 0) {
+      ctx.err(`${ctx.paint.yellow('note:')} ${heldBackNote(heldBack)}\n`)
+    }
+    const mask = values['no-mask'] === true ? false : values.mask === true || ctx.deps.env.ENVKEEP_MASK === '1' || ctx.deps.env.CI === 'true'
+
     const [command, ...args] = rest as [string, ...string[]]
     if (watching) return runWatching(ctx, target, set, { ...watching, prepare, mask, command, args })
     const child = spawn(command, args, { stdio: mask ? ['inherit', 'pipe', 'pipe'] : 'inherit', env, cwd: ctx.deps.cwd })

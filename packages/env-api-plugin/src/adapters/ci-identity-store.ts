@@ -64,7 +64,7 @@ export interface NewCiSignIn {
     readonly label: string
   }
   readonly accessTokenHash: string
-  /** SHA-256 (hex) of the identity token's issuer and `jti` (or of the whole token) */
+  /** SHA-256 (hex) of the identity token's verified iss, sub, iat, exp and decoded payload (never of its text) */
   readonly subjectTokenKey: string
   /** when the key may be forgotten (the identity token's `exp` plus the skew) */
   readonly subjectTokenExpiresAt: Date
@@ -78,14 +78,12 @@ export interface CiIdentityStore {
    */
   createCiIdentity(input: NewCiIdentity, log: AccessLogEntry): Promise<CreateCiIdentityResult>
 
-  /** The CI identities of a vault, in name order; `[]` for an unknown vault. */
-  listCiIdentities(vaultId: string): Promise<CiIdentityRecord[]>
-
-  /** One CI identity by id, or null. */
-  getCiIdentity(id: string): Promise<CiIdentityRecord | null>
-
-  /** Every CI identity (of any vault) that trusts exactly this issuer. */
-  listCiIdentitiesByIssuer(issuer: string): Promise<CiIdentityRecord[]>
+  /**
+   * The CI identities of one vault (`vaultId`), trusting exactly one issuer
+   * (`issuer`), or the one with an id (`id`), in name order (then id); `[]`
+   * when none.
+   */
+  findCiIdentities(filter: { readonly vaultId: string } | { readonly issuer: string } | { readonly id: string }): Promise<CiIdentityRecord[]>
 
   /**
    * Removes a CI identity of a vault, revokes every sign-in it holds

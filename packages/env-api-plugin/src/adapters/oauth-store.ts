@@ -119,11 +119,11 @@ export interface OAuthStore {
   /** Sign-ins of one person, newest first (for the "Sign-ins" page), revoked ones included. */
   listSignIns(personId: string): Promise<SignInRecord[]>
 
-  /** Revokes one sign-in of a person; false if absent, already revoked or not theirs. */
-  revokeSignIn(signInId: string, personId: string, now: Date): Promise<boolean>
-
-  /** Revokes every sign-in of a person (admin). Returns how many. */
-  revokeAllSignIns(personId: string, now: Date): Promise<number>
+  /**
+   * Revokes the live sign-ins of a person: one (`signInId`; 0 if absent,
+   * already revoked or not theirs) or all of them (admin). Returns how many.
+   */
+  revokeSignIns(input: { readonly personId: string; readonly signInId?: string }, now: Date): Promise<number>
 
   /**
    * Optional housekeeping: deletes what can no longer be used or needed,

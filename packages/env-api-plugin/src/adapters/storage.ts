@@ -26,4 +26,13 @@ export interface Storage extends VaultStore, OAuthStore, CiIdentityStore, Histor
    * per-sign-in rate limits hold across processes; without it, each process counts in memory.
    */
   countRequest?(key: string, windowsMs: readonly number[], now: Date): Promise<WindowCount[]>
+  /**
+   * Optional, with `countRequest`: the counter of `key` in the window `windowMs` as stored
+   * (its count and when its window started, expired or not), without counting; null when none.
+   * With `forgetRequests`, lets per-account back-offs (a run of failures, the last one's
+   * time) hold across processes.
+   */
+  peekRequests?(key: string, windowMs: number): Promise<{ readonly count: number; readonly windowStart: Date } | null>
+  /** Optional, with `countRequest`: forgets every window of `key` (a success starts afresh). */
+  forgetRequests?(key: string): Promise<void>
 }

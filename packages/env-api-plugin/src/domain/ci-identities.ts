@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
-import type { VaultAccess } from '../adapters/vault-store.js'
+import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
+import type { VaultAccess, VaultStore } from '../adapters/vault-store.js'
 import { issuerProblem } from '../oauth/workload/issuer-url.js'
 import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
 import { entryFor, type Actor } from './actor.js'
@@ -8,8 +8,10 @@ import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { canReadEnvironment, requireOwner } from './permissions.js'
 import { locateVault } from './vaults.js'
+import { ciVault, isCiPrincipal, type CiVaultAccess } from './ci-vault.js'
 
-export { ciVault, isCiPrincipal, type CiVaultAccess } from './ci-vault.js'
+// how a CI identity reaches its vault lives in ci-vault.ts (vaults.ts locates through it)
+export { ciVault, isCiPrincipal, type CiVaultAccess }
 
 /**
  * CI identities ("CI access"): which CI runs may read a vault with no stored
@@ -93,14 +95,14 @@ export async function addCiIdentity(d: DomainDeps, actor: Actor, input: NewCiIde
 export async function listCiIdentities(d: DomainDeps, actor: Actor, vaultId: string): Promise<CiIdentityRecord[]> {
   const vault = await locateVault(d, actor, vaultId)
   requireOwner(vault, 'see CI identities')
-  return d.storage.listCiIdentities(vault.id)
+  return d.storage.findCiIdentities({ vaultId: vault.id })
 }
 
 /** Removes a CI identity by id or exact name; its live tokens stop at once. */
 export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vaultId: string; identity: string }): Promise<CiIdentityRecord> {
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'remove CI identities')
-  const all = await d.storage.listCiIdentities(vault.id)
+  const all = await d.storage.findCiIdentities({ vaultId: vault.id })
   const found = all.find((i) => i.id === input.identity) ?? all.find((i) => i.name.toLowerCase() === input.identity.trim().toLowerCase())
   if (!found) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
   const now = d.now()
@@ -110,4 +112,59 @@ export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vau
   )
   if (!removed) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
   return found
+}
+
+/**
+ * Ends the CI identities `personId` added to a vault, once they are no longer one of its
+ * owners (demoted or removed). Ending rather than flagging: an identity says which CI runs
+ * may read, and the person who chose that (a repository they may control, a branch they
+ * may push to) should not keep a way in after they lose the right to decide it. Who added
+ * an identity is its `member_added` entry in the access log; each ending is logged
+ * (`member_removed`, saying why) and its live tokens stop at once. Identities the
+ * administrator added belong to no person and stay.
+ */
+export async function endCiIdentitiesAddedBy(d: DomainDeps, actor: Actor, vaultId: string, personId: string): Promise<string[]> {
+  const identities = await d.storage.findCiIdentities({ vaultId })
+  if (identities.length === 0) return []
+  const adders = await ciIdentityAdders(d.storage, vaultId)
+  const ended: string[] = []
+  for (const identity of identities) {
+    if (adders.get(identity.id) !== personId) continue
+    const now = d.now()
+    const removed = await d.storage.removeCiIdentity(
+      { vaultId, id: identity.id, now },
+      entryFor(actor, {
+        vaultId,
+        action: 'member_removed',
+        at: now,
+        subject: ciPrincipal(identity.id),
+        detail: `CI: ${identity.name} (ended: the owner who added it is no longer an owner)`,
+      }),
+    )
+    if (removed) ended.push(identity.name)
+  }
+  return ended
+}
+
+/** Who added each CI identity of a vault (its `member_added` entry): identity id → person id, or null for the administrator. */
+export async function ciIdentityAdders(storage: Pick<VaultStore, 'listAccessLog'>, vaultId: string): Promise<Map<string, string | null>> {
+  const adders = new Map<string, string | null>()
+  let before: number | undefined
+  for (;;) {
+    const page = await storage.listAccessLog(vaultId, { action: 'member_added', limit: 500, ...(before === undefined ? {} : { before }) })
+    for (const e of page) if (e.subject && isCiPrincipal(e.subject)) adders.set(ciIdentityIdOf(e.subject) as string, e.personId)
+    if (page.length < 500) return adders
+    before = page[page.length - 1]?.id
+  }
+}
+
+/**
+ * Whether a CI identity may still sign in: the person who added it is still an owner of its
+ * vault (or the administrator added it). Checked at every exchange, beside the ending on a
+ * demotion, so an identity whose owner lost the role by any path never signs in again.
+ */
+export async function ciIdentityOwnerStays(storage: Pick<VaultStore, 'listAccessLog' | 'listMembers'>, identity: CiIdentityRecord): Promise<boolean> {
+  const adder = (await ciIdentityAdders(storage, identity.vaultId)).get(identity.id) ?? null
+  if (adder === null) return true
+  return (await storage.listMembers(identity.vaultId)).some((m) => m.personId === adder && m.role === 'owner')
 }

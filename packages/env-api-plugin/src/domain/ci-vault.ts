@@ -18,7 +18,7 @@ export function isCiPrincipal(principal: string): boolean {
 export async function ciVault(d: DomainDeps, principal: string, vaultId?: string): Promise<CiVaultAccess | null> {
   const id = ciIdentityIdOf(principal)
   if (id === null) return null
-  const identity = await d.storage.getCiIdentity(id)
+  const [identity] = await d.storage.findCiIdentities({ id })
   if (!identity || (vaultId !== undefined && identity.vaultId !== vaultId)) return null
   const [vault] = await d.storage.findVaults({ id: identity.vaultId })
   return vault ? { ...vault, role: identity.role, ciEnvironments: identity.environments } : null

@@ -1,6 +1,6 @@
 import type { PeopleAdapter } from '../adapters/people.js'
 import type { Storage, StorageLimit } from '../adapters/storage.js'
-import type { VaultCrypto } from './vault-crypto.js'
+import type { VaultCrypto } from '../vault-service.js'
 import type { ResolveHost } from './webhook-url.js'
 
 /** What the domain works with; built once per plugin instance by createEnvkeepCore (core.ts). */

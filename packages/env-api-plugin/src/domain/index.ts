@@ -22,10 +22,10 @@ import {
   type Located,
   type VariableInput,
 } from './variables.js'
-import { deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
+import { createVault, deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
 import { allowOverrides, describeOverrides, setOverride } from './overrides.js'
 import { readEnvironmentIfChanged } from './watch.js'
-import { createVault, findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
+import { findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
 
 /**
@@ -127,7 +127,6 @@ export type { DomainDeps } from './deps.js'
 export { CI_ISSUER_PRESETS, isCiPrincipal, type CiVaultAccess, type NewCiIdentityInput } from './ci-identities.js'
 export { DomainFailure, isRefusal, KEY_FAILURES, vaultTag, type FailureKind } from './failure.js'
 export { SIGN_IN_NOT_FOUND, signInState } from './sign-ins.js'
-export { createVaultCrypto, rotateDataKey, type VaultCrypto, type VaultCryptoOptions } from './vault-crypto.js'
 export { INVITATION_NOT_FOUND, NEEDS_ACCOUNT, type InviteOutcome } from './invitations.js'
 export { CHANGE_NOT_FOUND, HISTORY_PAGE, pruneHistory, type ChangeView, type RollbackPlan } from './history.js'
 export { ENVIRONMENT_CHANGED } from './changes.js'

@@ -3,8 +3,9 @@ import type { Role, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { addMember, emailOf, NEEDS_ACCOUNT, roleOf, type MemberChangeOutcome } from './members.js'
-import { requireOwner } from './permissions.js'
+import { addMember, NEEDS_ACCOUNT, type MemberChangeOutcome } from './members.js'
+import { canManageVault } from './permissions.js'
+import { isRole, ROLES } from './rules.js'
 import { locateVault } from './vaults.js'
 
 /**
@@ -29,6 +30,10 @@ export type InviteOutcome =
       readonly emailed: boolean
     }
 
+function requireOwner(vault: VaultAccess, what: string): void {
+  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
+}
+
 /** Whether the host can invite people who have no account. */
 export function canInvite(d: DomainDeps): boolean {
   return typeof d.people.invite === 'function'
@@ -46,8 +51,10 @@ export async function inviteMember(
   if (input.invitedBy.id !== actor.personId) throw new TypeError('envkeep: invitedBy must be the acting person')
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'add members')
-  const role = roleOf(input.role)
-  const email = emailOf(input.email)
+  if (!isRole(input.role)) throw fail.invalid(`a role must be ${ROLES.slice(0, -1).join(', ')} or ${ROLES[ROLES.length - 1]}`)
+  const role = input.role
+  const email = input.email.trim()
+  if (email.length === 0 || email.length > 320) throw fail.invalid('an email address is needed')
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw fail.invalid('the email address is not valid')
   const invite = d.people.invite
   if (!invite || (await d.people.findPersonByEmail(email))) {

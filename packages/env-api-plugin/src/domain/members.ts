@@ -2,9 +2,10 @@ import type { Role, SetMemberResult, VaultAccess } from '../adapters/vault-store
 import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { requireOwner } from './permissions.js'
+import { endCiIdentitiesAddedBy } from './ci-identities.js'
+import { canManageVault } from './permissions.js'
 import { isRole, ROLES } from './rules.js'
-import { requireFreeName } from './vault-names.js'
+import { requireFreeName } from './vault-admin.js'
 import { locateVault } from './vaults.js'
 
 /**
@@ -19,17 +20,13 @@ export const MEMBER_NOT_FOUND = 'that person is not a member of this vault'
 export const LAST_OWNER_DEMOTED = 'a vault must keep at least one owner; make someone else owner first'
 export const LAST_OWNER_REMOVED = 'a vault must keep at least one owner; the last owner cannot be removed'
 
-/** The role named, or invalid. */
-export function roleOf(role: string): Role {
-  if (!isRole(role)) throw fail.invalid(`a role must be ${ROLES.slice(0, -1).join(', ')} or ${ROLES[ROLES.length - 1]}`)
-  return role
+function requireOwner(vault: VaultAccess, what: string): void {
+  if (!canManageVault(vault.role)) throw fail.forbidden(`your role (${vault.role}) cannot ${what}; only owners can`)
 }
 
-/** An email address as typed (trimmed), or invalid when there is none (the people adapter finds the person). */
-export function emailOf(s: string): string {
-  const email = s.trim()
-  if (email.length === 0 || email.length > 320) throw fail.invalid('an email address is needed')
-  return email
+function roleOf(role: string): Role {
+  if (!isRole(role)) throw fail.invalid(`a role must be ${ROLES.slice(0, -1).join(', ')} or ${ROLES[ROLES.length - 1]}`)
+  return role
 }
 
 export interface MemberChangeOutcome {
@@ -53,7 +50,8 @@ export async function addMember(
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'add members')
   const role = roleOf(input.role)
-  const email = emailOf(input.email)
+  const email = input.email.trim()
+  if (email.length === 0 || email.length > 320) throw fail.invalid('an email address is needed')
   const who = await d.people.findPersonByEmail(email)
   if (!who) throw fail.notFound(NEEDS_ACCOUNT)
   const expect = input.mode ?? 'new'
@@ -62,7 +60,9 @@ export async function addMember(
     { vaultId: vault.id, personId: who.id, role, expect },
     entryFor(actor, { vaultId: vault.id, action: 'member_added', at: d.now(), subject: who.id, detail: role }),
   )
-  return outcome(vault, who.id, role, r)
+  const added = outcome(vault, who.id, role, r)
+  if (added.previous === 'owner' && role !== 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, who.id)
+  return added
 }
 
 /** Changes a member's role. */
@@ -74,7 +74,9 @@ export async function changeRole(d: DomainDeps, actor: Actor, input: { vaultId: 
     { vaultId: vault.id, personId: input.personId, role, expect: 'existing' },
     entryFor(actor, { vaultId: vault.id, action: 'member_changed', at: d.now(), subject: input.personId, detail: role }),
   )
-  return outcome(vault, input.personId, role, r)
+  const changed = outcome(vault, input.personId, role, r)
+  if (changed.previous === 'owner' && role !== 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, input.personId)
+  return changed
 }
 
 function outcome(vault: VaultAccess, personId: string, role: Role, r: SetMemberResult): MemberChangeOutcome {
@@ -96,7 +98,10 @@ export async function removeMember(
     { vaultId: vault.id, personId: input.personId },
     entryFor(actor, { vaultId: vault.id, action: 'member_removed', at: d.now(), subject: input.personId }),
   )
-  if (r.ok) return { vault, personId: input.personId, previous: r.previous }
+  if (r.ok) {
+    if (r.previous === 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, input.personId)
+    return { vault, personId: input.personId, previous: r.previous }
+  }
   if (r.reason === 'not_member') throw fail.notFound(MEMBER_NOT_FOUND)
   throw fail.conflict(LAST_OWNER_REMOVED)
 }

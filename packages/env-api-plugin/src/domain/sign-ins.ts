@@ -20,11 +20,12 @@ export async function listSignIns(d: DomainDeps, actor: PersonActor): Promise<Si
 
 /** Revokes one of the actor's own sign-ins; not_found when it is not theirs or is revoked already. */
 export async function revokeSignIn(d: DomainDeps, actor: PersonActor, signInId: string): Promise<void> {
-  if (signInId === '' || !(await d.storage.revokeSignIn(signInId, actor.personId, d.now()))) throw fail.notFound(SIGN_IN_NOT_FOUND, 'the sign-in')
+  if (signInId === '' || (await d.storage.revokeSignIns({ personId: actor.personId, signInId }, d.now())) === 0)
+    throw fail.notFound(SIGN_IN_NOT_FOUND, 'the sign-in')
 }
 
 /** Revokes every sign-in of a person (the administrator's `signins revoke`); how many were live. */
 export async function revokeAllSignIns(d: DomainDeps, actor: AdministratorActor, personId: string): Promise<number> {
   requireAdministrator(actor, 'revoke the sign-ins of a person')
-  return d.storage.revokeAllSignIns(personId, d.now())
+  return d.storage.revokeSignIns({ personId }, d.now())
 }

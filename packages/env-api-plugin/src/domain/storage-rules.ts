@@ -43,6 +43,20 @@ export function memberChangeEntry(log: AccessLogEntry, previous: Role | null): A
 }
 
 /**
+ * True when a push is pending and its time has come (`now >= expiresAt`):
+ * every backend moves it to `expired` (with `expiredPush` and
+ * `pushExpiredEntry`) before a read answers it or a decision touches it.
+ */
+export function pushHasExpired(push: Pick<ImportRecord, 'status' | 'expiresAt'>, now: Date): boolean {
+  return push.status === 'pending' && now.getTime() >= push.expiresAt.getTime()
+}
+
+/** A push as it is once expired: decided at its expiry, by nobody, for no stated reason. */
+export function expiredPush(push: ImportRecord): ImportRecord {
+  return { ...push, status: 'expired', decidedAt: push.expiresAt, decidedBy: null, reason: null }
+}
+
+/**
  * The access-log entry of a push that expired: by nobody, at its expiry,
  * with its names. Every backend writes exactly this when it moves a
  * pending push to `expired` (getImport, decideImport, expireImports).

@@ -1,19 +1,53 @@
+import { randomUUID } from 'node:crypto'
 import type { EnvironmentInfo, VaultAccess, VaultRecord } from '../adapters/vault-store.js'
 import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
+import { defaultPlan } from './limits.js'
 import { requireOwner } from './permissions.js'
-import { vaultNameProblem } from './rules.js'
-import { requireFreeName } from './vault-names.js'
+import { DEFAULT_ENVIRONMENTS, vaultNameProblem } from './rules.js'
 import { environmentOf, locateVault } from './vaults.js'
-
-export { requireFreeName, sameVaultName } from './vault-names.js'
 
 /**
  * Vault administration (issue 14): names unique (case-insensitive) among
  * the vaults a person reaches; rename and delete by owners; an
  * environment's rules (owners-only, "Require a second person").
  */
+
+/** Case-insensitive comparison of vault names, as people read them. */
+export function sameVaultName(a: string, b: string): boolean {
+  return a.normalize('NFC').toLocaleLowerCase('en') === b.normalize('NFC').toLocaleLowerCase('en')
+}
+
+/** Refuses when `personId` reaches a vault (other than `except`) with this name. */
+export async function requireFreeName(d: DomainDeps, personId: string, name: string, who: 'you' | 'they', except?: string): Promise<void> {
+  const clash = (await d.storage.listVaults(personId)).find((v) => v.id !== except && sameVaultName(v.name, name))
+  if (!clash) return
+  throw fail.conflict(
+    who === 'you'
+      ? `you already have a vault named "${clash.name}"; choose another name`
+      : `that person already has a vault named "${clash.name}"; rename one of the two first`,
+  )
+}
+
+/**
+ * Creates a vault with the default environments on the default plan. A
+ * person becomes its owner; the administrator names the owner.
+ */
+export async function createVault(d: DomainDeps, actor: Actor, input: { name: string; ownerId?: string }): Promise<VaultRecord> {
+  const name = input.name.trim()
+  const problem = vaultNameProblem(name)
+  if (problem) throw fail.invalid(problem)
+  const ownerId = input.ownerId ?? authorOf(actor)
+  if (ownerId === null) throw fail.invalid('a vault needs an owner')
+  await requireFreeName(d, ownerId, name, input.ownerId === undefined ? 'you' : 'they')
+  const id = randomUUID()
+  const now = d.now()
+  return d.storage.createVault(
+    { id, name, ownerId, plan: defaultPlan(d.plans), environments: DEFAULT_ENVIRONMENTS, now },
+    entryFor(actor, { vaultId: id, action: 'vault_created', at: now, subject: ownerId, detail: 'owner' }),
+  )
+}
 
 /** Renames a vault (owners): the name rules, unique among every member's vaults. */
 export async function renameVault(d: DomainDeps, actor: Actor, input: { vaultId: string; name: string }): Promise<VaultRecord> {

@@ -1,12 +1,8 @@
-import { randomUUID } from 'node:crypto'
-import type { EnvironmentInfo, VaultAccess, VaultRecord } from '../adapters/vault-store.js'
-import { authorOf, entryFor, type Actor } from './actor.js'
+import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
+import type { Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { requireFreeName } from './vault-names.js'
-import { defaultPlan } from './limits.js'
 import { ciVault, isCiPrincipal } from './ci-vault.js'
-import { DEFAULT_ENVIRONMENTS, vaultNameProblem } from './rules.js'
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -74,23 +70,4 @@ export async function listVaults(d: DomainDeps, personId: string): Promise<Vault
     return v ? [v] : []
   }
   return d.storage.listVaults(personId)
-}
-
-/**
- * Creates a vault with the default environments on the default plan. A
- * person becomes its owner; the administrator names the owner.
- */
-export async function createVault(d: DomainDeps, actor: Actor, input: { name: string; ownerId?: string }): Promise<VaultRecord> {
-  const name = input.name.trim()
-  const problem = vaultNameProblem(name)
-  if (problem) throw fail.invalid(problem)
-  const ownerId = input.ownerId ?? authorOf(actor)
-  if (ownerId === null) throw fail.invalid('a vault needs an owner')
-  await requireFreeName(d, ownerId, name, input.ownerId === undefined ? 'you' : 'they')
-  const id = randomUUID()
-  const now = d.now()
-  return d.storage.createVault(
-    { id, name, ownerId, plan: defaultPlan(d.plans), environments: DEFAULT_ENVIRONMENTS, now },
-    entryFor(actor, { vaultId: id, action: 'vault_created', at: now, subject: ownerId, detail: 'owner' }),
-  )
 }

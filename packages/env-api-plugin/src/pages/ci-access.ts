@@ -3,12 +3,13 @@ import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import { CI_ISSUER_PRESETS } from '../domain/ci-identities.js'
+import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
 import { vaultTag } from '../errors.js'
 import { csrfField, field, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
-import { vaultUrl } from './paths.js'
+import { vaultUrl } from './vault.js'
 
 type Params = { vault: string }
 
@@ -41,7 +42,12 @@ function render(
 <td>${i.name}</td>
 <td><code>${i.issuer}</code></td>
 <td><code>${i.audience}</code></td>
-<td><code>${i.subjectPattern}</code>${Object.entries(i.requiredClaims).map(([k, val]) => html`<br><code>${k}=${val}</code>`)}</td>
+<td><code>${i.subjectPattern}</code>${Object.entries(i.requiredClaims).map(([k, val]) => html`<br><code>${k}=${val}</code>`)}${
+      // added before the rule: it still signs in, but claims subjects by wildcard alone
+      subjectPatternProblem(i.subjectPattern)
+        ? html`<br><span class="warning">This pattern is no longer accepted: it does not write out the repository or project. Remove it and add one that does.</span>`
+        : ''
+    }</td>
 <td>${i.role}</td>
 <td>${i.environments ? i.environments.join(', ') : html`<span class="muted">all its role reads</span>`}</td>
 <td>${when(i.createdAt)}</td>

@@ -8,7 +8,7 @@ import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, s
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
-import { changePath, historyPath, vaultUrl } from './paths.js'
+import { vaultUrl } from './vault.js'
 
 /**
  * History and rollback pages (issue 12). Labels are part of the contract:
@@ -29,7 +29,13 @@ const HOW: Readonly<Record<ChangeSetSummary['how'], string>> = Object.freeze({
   restore: 'restore',
 })
 
-export { changePath, historyPath }
+export function historyPath(vaultId: string, environment: string): string {
+  return `/v/${encodeURIComponent(vaultId)}/history/${encodeURIComponent(environment)}`
+}
+
+export function changePath(vaultId: string, changeId: string): string {
+  return `/v/${encodeURIComponent(vaultId)}/changes/${encodeURIComponent(changeId)}`
+}
 
 function variablePath(vaultId: string, environment: string, name: string): string {
   return `${historyPath(vaultId, environment)}/variables/${encodeURIComponent(name)}`

@@ -9,7 +9,7 @@ import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type Pa
 import { pageActor, pageDomain } from './domain.js'
 import { pageError, refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
-import { vaultUrl } from './paths.js'
+import { vaultUrl } from './vault.js'
 
 /**
  * "Paste a .env" (issue 14, item 3): the text of a .env file, read with the

@@ -10,8 +10,10 @@ import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
+import { changePath } from './history.js'
 import { html, type SafeHtml } from './html.js'
-import { changePath, vaultUrl } from './paths.js'
+import { codeMark } from './code-mark.js'
+import { vaultUrl } from './vault.js'
 
 type Params = { vault: string; import: string }
 
@@ -72,7 +74,7 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
       const kind = overwrites.has(name) ? 'overwrite' : 'new'
       const value = revealed && Object.hasOwn(revealed, name) ? revealed[name] : undefined
       return html`<tr>
-<td data-label="Name"><code class="name">${name}</code></td>
+<td data-label="Name"><code class="name">${name}</code>${codeMark(name)}</td>
 <td data-label="Change"><span class="mark mark-${kind}">${kind}</span></td>
 ${
   pending

@@ -7,7 +7,7 @@ import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type Pa
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
-import { settingsPath, vaultUrl } from './paths.js'
+import { vaultUrl } from './vault.js'
 
 /**
  * A vault's settings (issue 14), for owners: "Rename", each environment's
@@ -17,7 +17,9 @@ import { settingsPath, vaultUrl } from './paths.js'
  *   POST /v/:vault/settings/rename | /environment | /delete
  */
 
-export { settingsPath }
+export function settingsPath(vaultId: string): string {
+  return `/v/${encodeURIComponent(vaultId)}/settings`
+}
 
 const DONE: Readonly<Record<string, string>> = Object.freeze({
   renamed: 'The vault was renamed.',

@@ -1,6 +1,7 @@
 import type { AccessAction, AccessLogRow, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
 import { ACCESS_ACTIONS, isAccessAction } from '../domain/access-log-actions.js'
 import { ADMINISTRATOR_CLIENT, type PersonActor } from '../domain/actor.js'
+import { isCiPrincipal } from '../domain/ci-identities.js'
 import { field, pagePath, personLabel, when, type PageDeps, type personCache } from './context.js'
 import { html, type SafeHtml } from './html.js'
 
@@ -75,11 +76,13 @@ export async function accessLogTab(
     (l, i) => html`<tr>
 <td data-label="When">${when(l.at)}</td>
 <td data-label="Who">${
-      l.personId
-        ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
-        : l.clientId === ADMINISTRATOR_CLIENT
-          ? html`<span class="muted">server administrator</span>`
-          : html`<span class="muted">—</span>`
+      l.personId && isCiPrincipal(l.personId)
+        ? html`<span class="muted">CI identity</span>`
+        : l.personId
+          ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
+          : l.clientId === ADMINISTRATOR_CLIENT
+            ? html`<span class="muted">server administrator</span>`
+            : html`<span class="muted">—</span>`
     }</td>
 <td data-label="Action"><span class="action">${l.action.replace(/_/g, ' ')}</span></td>
 <td data-label="Environment">${l.environment ?? ''}</td>
@@ -87,7 +90,8 @@ export async function accessLogTab(
       l.subject
         ? html`${personLabel(logSubjects[i] ?? null, l.subject)}${l.detail ? html` as <span class="role role-${l.detail}">${l.detail}</span>` : ''}`
         : l.names.length
-          ? html`<code>${l.names.join(', ')}</code>`
+          ? // a CI read's detail (identity, JWT sub, run) is shown beside the names it read
+            html`<code>${l.names.join(', ')}</code>${l.detail ? html` <span class="muted">${l.detail}</span>` : ''}`
           : l.detail
             ? html`<span class="muted">${l.detail}</span>`
             : ''

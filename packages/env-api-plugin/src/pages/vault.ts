@@ -10,8 +10,10 @@ import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
-import { historyPath, settingsPath, vaultUrl } from './paths.js'
+import { historyPath } from './history.js'
+import { settingsPath } from './settings.js'
 import { html, type SafeHtml } from './html.js'
+import { codeMark } from './code-mark.js'
 import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
 
@@ -33,7 +35,9 @@ const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   environment_created: 'The environment was added.',
 })
 
-export { vaultUrl }
+export function vaultUrl(deps: PageDeps, vaultId: string): string {
+  return pagePath(deps, `/v/${encodeURIComponent(vaultId)}`)
+}
 
 interface VaultView {
   readonly vault: VaultAccess
@@ -193,7 +197,7 @@ function environmentSection(
   const items = vars.map((v) => {
     const value = revealed && Object.hasOwn(revealed, v.name) ? revealed[v.name] : undefined
     return html`<li class="var">
-<div class="var-head"><code class="name">${v.name}</code> <span class="muted small">updated ${when(v.updatedAt)}</span></div>
+<div class="var-head"><code class="name">${v.name}</code>${codeMark(v.name)} <span class="muted small">updated ${when(v.updatedAt)}</span></div>
 ${referenceLine(refs.get(v.name))}
 ${overrides ? overrideMarks(overrides, v.name) : ''}
 ${

@@ -8,7 +8,7 @@ import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, when, t
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
-import { vaultUrl } from './paths.js'
+import { vaultUrl } from './vault.js'
 
 /**
  * "Webhooks" of a vault (owners; issue 14, item 5). Every rule is the domain layer's.

@@ -107,17 +107,17 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
           createdAt: T0,
         }
         assert.deepEqual({ ...(r.ok ? r.identity : {}) }, want)
-        assert.deepEqual({ ...(await s.getCiIdentity(input.id)) }, want)
+        assert.deepEqual({ ...(await s.findCiIdentities({ id: input.id }))[0] }, want)
         assert.deepEqual(
-          (await s.listCiIdentities(vaultId)).map((i) => i.id),
+          (await s.findCiIdentities({ vaultId })).map((i) => i.id),
           [input.id],
         )
         assert.deepEqual(
-          (await s.listCiIdentitiesByIssuer(ISSUER)).map((i) => i.id),
+          (await s.findCiIdentities({ issuer: ISSUER })).map((i) => i.id),
           [input.id],
         )
-        assert.deepEqual(await s.listCiIdentitiesByIssuer(`${ISSUER}/`), [], 'the issuer is matched exactly')
-        assert.equal(await s.getCiIdentity(randomUUID()), null)
+        assert.deepEqual(await s.findCiIdentities({ issuer: `${ISSUER}/` }), [], 'the issuer is matched exactly')
+        assert.deepEqual(await s.findCiIdentities({ id: randomUUID() }), [])
         const log = await s.listAccessLog(vaultId, { limit: 10 })
         assert.equal(log[0]?.action, 'member_added')
         assert.equal(log[0]?.subject, `ci:${input.id}`)
@@ -126,7 +126,7 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
         assert.equal(r2.ok && r2.identity.environments, null)
         assert.deepEqual(r2.ok && { ...r2.identity.requiredClaims }, {})
         assert.deepEqual(
-          (await s.listCiIdentities(vaultId)).map((i) => i.name),
+          (await s.findCiIdentities({ vaultId })).map((i) => i.name),
           ['all-envs', 'deploy'],
           'in name order',
         )
@@ -141,7 +141,7 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
         const logBefore = (await s.listAccessLog(vaultId, { limit: 100 })).length
         const again = identity(vaultId, { name: 'DEPLOY' })
         assert.deepEqual(await s.createCiIdentity(again, added(vaultId, again.id)), { ok: false, reason: 'name_taken' })
-        assert.equal(await s.getCiIdentity(again.id), null)
+        assert.deepEqual(await s.findCiIdentities({ id: again.id }), [])
         assert.equal((await s.listAccessLog(vaultId, { limit: 100 })).length, logBefore)
         const unknownVault = randomUUID()
         await assert.rejects(
@@ -202,9 +202,9 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
         const removal = testLogEntry({ vaultId, action: 'member_removed', at: at(2000), subject: `ci:${input.id}` })
         assert.equal(await s.removeCiIdentity({ vaultId, id: input.id, now: at(2000) }, removal), true)
         assert.equal(await s.findAccessToken(signIn.accessTokenHash, at(3000), T0), null, 'its token is refused at once')
-        assert.equal(await s.getCiIdentity(input.id), null)
-        assert.deepEqual(await s.listCiIdentities(vaultId), [])
-        assert.deepEqual(await s.listCiIdentitiesByIssuer(ISSUER), [])
+        assert.deepEqual(await s.findCiIdentities({ id: input.id }), [])
+        assert.deepEqual(await s.findCiIdentities({ vaultId }), [])
+        assert.deepEqual(await s.findCiIdentities({ issuer: ISSUER }), [])
         const log = await s.listAccessLog(vaultId, { limit: 10 })
         assert.equal(log[0]?.action, 'member_removed')
         assert.equal(log[0]?.subject, `ci:${input.id}`)

@@ -40,16 +40,10 @@ export class MemoryCiIdentityStore implements CiIdentityStore {
     })
   }
 
-  listCiIdentities(vaultId: string): Promise<CiIdentityRecord[]> {
-    return this.#db.read('ci_identities', (s) => [...s.ciIdentities.values()].filter((i) => i.vaultId === vaultId).sort(byName))
-  }
-
-  getCiIdentity(id: string): Promise<CiIdentityRecord | null> {
-    return this.#db.read('ci_identities', (s) => s.ciIdentities.get(id) ?? null)
-  }
-
-  listCiIdentitiesByIssuer(issuer: string): Promise<CiIdentityRecord[]> {
-    return this.#db.read('ci_identities', (s) => [...s.ciIdentities.values()].filter((i) => i.issuer === issuer).sort(byName))
+  findCiIdentities(filter: { readonly vaultId: string } | { readonly issuer: string } | { readonly id: string }): Promise<CiIdentityRecord[]> {
+    const wanted = (i: CiIdentityRecord) =>
+      'vaultId' in filter ? i.vaultId === filter.vaultId : 'issuer' in filter ? i.issuer === filter.issuer : i.id === filter.id
+    return this.#db.read('ci_identities', (s) => [...s.ciIdentities.values()].filter(wanted).sort(byName))
   }
 
   removeCiIdentity(input: { vaultId: string; id: string; now: Date }, log: AccessLogEntry): Promise<boolean> {

@@ -1,5 +1,5 @@
 import type { CreateImportResult, DecideImportResult, ImportDecision, ImportRecord, ImportStore, NewImport } from '../adapters/import-store.js'
-import { overwritesOf, pushExpiredEntry, storageLimitRefusal } from '../domain/storage-rules.js'
+import { expiredPush, overwritesOf, pushExpiredEntry, pushHasExpired, storageLimitRefusal } from '../domain/storage-rules.js'
 import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, varKey, type MemoryDb, type State } from './memory-state.js'
@@ -17,7 +17,7 @@ export class MemoryImportStore implements ImportStore {
 
   /** Moves a pending push to expired in the draft, with its log entry. */
   #expire(s: State, imp: ImportRecord): ImportRecord {
-    const expired: ImportRecord = Object.freeze({ ...imp, status: 'expired', decidedAt: imp.expiresAt, decidedBy: null, reason: null })
+    const expired: ImportRecord = Object.freeze(expiredPush(imp))
     s.imports.set(imp.id, expired)
     s.importValues.delete(imp.id)
     this.#db.appendLog(s, pushExpiredEntry(imp))
@@ -67,7 +67,7 @@ export class MemoryImportStore implements ImportStore {
 
   async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
     const imp = await this.#db.read('imports', (s) => s.imports.get(importId) ?? null)
-    if (imp?.status !== 'pending' || now.getTime() < imp.expiresAt.getTime()) return imp
+    if (!imp || !pushHasExpired(imp, now)) return imp
     return this.#db.write('imports', (s) => {
       const fresh = s.imports.get(importId)
       if (!fresh) return null
@@ -88,7 +88,7 @@ export class MemoryImportStore implements ImportStore {
       const imp = s.imports.get(d.importId)
       if (!imp) throw new StorageError('23503', 'imports')
       if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
-      if (d.now.getTime() >= imp.expiresAt.getTime()) return { ok: false, reason: 'not_pending', import: this.#expire(s, imp) }
+      if (pushHasExpired(imp, d.now)) return { ok: false, reason: 'not_pending', import: this.#expire(s, imp) }
       const version = s.environments.get(imp.vaultId)?.get(imp.environment)?.version ?? 0
       if (d.decision === 'applied' && d.ifVersion !== undefined && d.ifVersion !== version) return { ok: false, reason: 'changed', import: imp }
       await this.#db.step()

@@ -158,14 +158,12 @@ export class MemoryOAuthStore implements OAuthStore {
     )
   }
 
-  revokeSignIn(signInId: string, personId: string, now: Date): Promise<boolean> {
-    return this.#db.write('sign_ins', (s) => s.signIns.get(signInId)?.personId === personId && revoke(s, signInId, now.getTime()))
-  }
-
-  revokeAllSignIns(personId: string, now: Date): Promise<number> {
+  revokeSignIns(input: { readonly personId: string; readonly signInId?: string }, now: Date): Promise<number> {
     return this.#db.write('sign_ins', (s) => {
       let n = 0
-      for (const r of [...s.signIns.values()]) if (r.personId === personId && revoke(s, r.id, now.getTime())) n++
+      for (const r of [...s.signIns.values()]) {
+        if (r.personId === input.personId && (input.signInId === undefined || r.id === input.signInId) && revoke(s, r.id, now.getTime())) n++
+      }
       return n
     })
   }

@@ -186,12 +186,18 @@ export interface MemoryDbOptions {
 export class MemoryDb {
   #state: State = emptyState()
   #lock: Promise<void> = Promise.resolve()
+  #waiting = 0
   #closed = false
   readonly #yield: boolean
   readonly broken: { what: BrokenTable; name: string | undefined }[] = []
 
   constructor(o: MemoryDbOptions = {}) {
     this.#yield = o.yieldBetweenSteps === true
+  }
+
+  /** How many writes wait for the write lock now (the contract probe's `lockWaiters`). */
+  get waitingWriters(): number {
+    return this.#waiting
   }
 
   /** The committed state (readers never see a draft). */
@@ -229,7 +235,12 @@ export class MemoryDb {
     const previous = this.#lock
     let release!: () => void
     this.#lock = new Promise<void>((resolve) => (release = resolve))
-    await previous
+    this.#waiting++
+    try {
+      await previous
+    } finally {
+      this.#waiting--
+    }
     try {
       this.#open(table)
       const draft = draftOf(this.#state)

@@ -61,6 +61,7 @@ function memoryProbe(db: MemoryDb): VaultStoreProbe {
     variableCount: async (vaultId, environment) => db.committed.variables.get(varKey(vaultId, environment))?.size ?? 0,
     importCount: async (vaultId) => [...db.committed.imports.values()].filter((i) => i.vaultId === vaultId).length,
     accessLogCount: async (vaultId) => db.committed.accessLog.filter((r) => r.vaultId === vaultId).length,
+    lockWaiters: async () => db.waitingWriters,
     async breakWrites(what, name) {
       const rule = { what, name }
       db.broken.push(rule)

@@ -227,7 +227,7 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
         assert.equal((await store.rotateRefreshToken(ended.tokens.refreshTokenHash, newTokens(late), late)).outcome, 'unknown')
         assert.equal((await store.findRefreshToken(ended.tokens.refreshTokenHash))?.usedAt, null, 'not consumed')
         const revoked = await signedIn(store)
-        assert.equal(await store.revokeSignIn(revoked.signIn.id, 'person-1', at(1000)), true)
+        assert.equal(await store.revokeSignIns({ personId: 'person-1', signInId: revoked.signIn.id }, at(1000)), 1)
         assert.equal((await store.rotateRefreshToken(revoked.tokens.refreshTokenHash, newTokens(), at(2000))).outcome, 'unknown')
       }),
   },
@@ -283,10 +283,10 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
           list.map((s) => s.id),
           [second.signIn.id, first.signIn.id],
         )
-        assert.equal(await store.revokeSignIn(first.signIn.id, 'person-2', at(2 * DAY)), false, 'not theirs')
-        assert.equal(await store.revokeSignIn(first.signIn.id, 'person-1', at(2 * DAY)), true)
-        assert.equal(await store.revokeSignIn(first.signIn.id, 'person-1', at(2 * DAY)), false, 'already revoked')
-        assert.equal(await store.revokeAllSignIns('person-1', at(3 * DAY)), 1)
+        assert.equal(await store.revokeSignIns({ personId: 'person-2', signInId: first.signIn.id }, at(2 * DAY)), 0, 'not theirs')
+        assert.equal(await store.revokeSignIns({ personId: 'person-1', signInId: first.signIn.id }, at(2 * DAY)), 1)
+        assert.equal(await store.revokeSignIns({ personId: 'person-1', signInId: first.signIn.id }, at(2 * DAY)), 0, 'already revoked')
+        assert.equal(await store.revokeSignIns({ personId: 'person-1' }, at(3 * DAY)), 1)
         assert.ok((await store.listSignIns('person-1')).every((s) => s.revokedAt !== null))
         assert.equal((await store.listSignIns('person-2'))[0]?.revokedAt, null)
       }),
@@ -300,7 +300,7 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
         const rotatedTo = newTokens(at(1000))
         assert.equal((await store.rotateRefreshToken(live.tokens.refreshTokenHash, rotatedTo, at(1000))).outcome, 'rotated')
         const revoked = await signedIn(store)
-        await store.revokeSignIn(revoked.signIn.id, 'person-1', at(2000))
+        await store.revokeSignIns({ personId: 'person-1', signInId: revoked.signIn.id }, at(2000))
         const pending = codeRecord({ expiresAt: at(10 * DAY) })
         await store.saveAuthorizationCode(pending)
 

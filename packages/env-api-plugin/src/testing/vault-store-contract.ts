@@ -38,6 +38,12 @@ export interface VaultStoreProbe {
    * returned function is called.
    */
   breakWrites(what: 'access_log' | 'variables' | 'import_values', name?: string): Promise<() => Promise<void>>
+  /**
+   * How many changes wait right now for a lock another change holds (the
+   * store's write lock, a row lock): the signal a race case waits for
+   * before letting the holder go, so the race is run every time.
+   */
+  lockWaiters(): Promise<number>
 }
 
 export type MakeVaultStore = () => Promise<VaultStoreFixture>

@@ -27,7 +27,7 @@ export interface SendInput {
   readonly resolveHost?: ResolveHost
 }
 
-class RefusedAddress extends Error {
+export class RefusedAddress extends Error {
   constructor() {
     super('refused address')
     this.name = 'RefusedAddress'
@@ -36,8 +36,11 @@ class RefusedAddress extends Error {
 
 type LookupCallback = (err: Error | null, address: string | LookupAddress[], family?: number) => void
 
-/** A `lookup` for sockets that resolves with `resolve` and refuses non-public addresses. */
-function checkedLookup(resolve: ResolveHost) {
+/**
+ * A `lookup` for sockets that resolves with `resolve` and refuses non-public addresses
+ * (webhook deliveries, and CI issuers' discovery and JWKS fetches).
+ */
+export function checkedLookup(resolve: ResolveHost) {
   return (hostname: string, options: LookupOneOptions & { all?: boolean }, callback: LookupCallback): void => {
     resolve(hostname).then(
       (addresses) => {

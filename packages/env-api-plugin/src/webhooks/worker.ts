@@ -5,7 +5,7 @@ import type { Storage } from '../adapters/storage.js'
 import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
 import type { ResolveHost } from '../domain/webhook-url.js'
 import type { ResolvedOptions } from '../options.js'
-import type { VaultCrypto } from '../domain/vault-crypto.js'
+import type { VaultCrypto } from '../vault-service.js'
 import { genericBody, signatureOf, slackBody, type PushEventFacts } from './payload.js'
 import { sendWebhook, type SendOutcome } from './send.js'
 

@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import t from 'tap'
-import { errors } from '../../src/errors.js'
+import type { errors } from '../../src/errors.js'
 import { collectDeclaredPaths, matchDeclaredPath, notAllowedRoutes, resourcePhrase } from '../../src/routes/api/not-allowed.js'
 
 // Issue 10, item 10: each API route is declared once; the 405 answers (and the matching of

@@ -67,6 +67,33 @@ async function setup(t: Test, over: Partial<NewCiIdentity> = {}): Promise<Setup>
 
 const claims = { sub: SUB, aud: AUD, ref: 'refs/heads/main', run_id: '1234' }
 
+/** One more CI identity for the setup's issuer and subjects, in `vaultId`, added by `personId` (null: the administrator). */
+async function addIdentity(
+  s: Pick<Setup, 'b' | 'idp'>,
+  vaultId: string,
+  o: { name: string; audience?: string; role?: 'editor' | 'owner'; personId?: string | null },
+): Promise<string> {
+  const id = randomUUID()
+  const role = o.role ?? 'owner'
+  const made = await s.b.storage.createCiIdentity(
+    {
+      id,
+      vaultId,
+      name: o.name,
+      issuer: s.idp.issuer,
+      audience: o.audience ?? AUD,
+      subjectPattern: 'repo:acme/shop:*',
+      requiredClaims: {},
+      role,
+      environments: null,
+      now: s.b.clock.now,
+    },
+    testLogEntry({ vaultId, action: 'member_added', personId: o.personId ?? null, subject: `ci:${id}`, detail: role }),
+  )
+  if (!made.ok) throw new Error('the identity was not created')
+  return id
+}
+
 t.test('a CI identity token becomes an env:read access token: vault list, read, log', async (t) => {
   const { b, idp, vaultId, identityId, exchange } = await setup(t)
   const jwt = await idp.sign(claims)
@@ -79,6 +106,7 @@ t.test('a CI identity token becomes an env:read access token: vault list, read, 
   t.equal(body.issued_token_type, 'urn:ietf:params:oauth:token-type:access_token')
   t.equal(body.scope, 'env:read')
   t.notOk('refresh_token' in body, 'no refresh token')
+  t.same(body.envkeep_ci_identity, { name: 'deploy', vault_id: vaultId }, 'names the CI identity (issue 25)')
   t.ok((body.expires_in as number) <= 300 && (body.expires_in as number) > 0, 'never past the JWT exp (5 minutes here)')
   const token = body.access_token as string
 
@@ -212,4 +240,106 @@ t.test('an identity with no environment list reads every environment its role re
   const token = (await exchange(await idp.sign(claims))).json().access_token as string
   t.same((await b.get('/api/env/vaults', token)).json().vaults[0].environments, ['development', 'preview'], 'an editor: not production')
   t.equal((await b.get(`/api/env/${vaultId}/production`, token)).statusCode, 403)
+})
+
+t.test('a JWT is exchanged once however its encoding is changed: padding bits, whitespace, a high-S ES256 signature', async (t) => {
+  const { idp, exchange } = await setup(t)
+  const es = await idp.addKey('ES256')
+  const noJti = { ...claims, jti: undefined }
+  // the spare low bits of the last base64url character decode to the same bytes
+  const spareBits = (segment: string): string => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    const last = alphabet.indexOf(segment.at(-1) as string)
+    return segment.slice(0, -1) + (alphabet[last ^ 1] as string)
+  }
+  // ES256: s and n - s are both valid signatures of the same payload
+  const N = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551')
+  const highS = (jwt: string): string => {
+    const [h, p, s] = jwt.split('.') as [string, string, string]
+    const sig = Buffer.from(s, 'base64url')
+    const low = BigInt(`0x${sig.subarray(32).toString('hex')}`)
+    const flipped = Buffer.from((N - low).toString(16).padStart(64, '0'), 'hex')
+    return `${h}.${p}.${Buffer.concat([sig.subarray(0, 32), flipped]).toString('base64url')}`
+  }
+  for (const [name, signWith, variant] of [
+    ['spare bits of the signature', undefined, (jwt: string) => jwt.replace(/[^.]+$/, (s) => spareBits(s))],
+    ['a high-S ES256 signature', es, highS],
+  ] as const) {
+    const jwt = await idp.sign({ ...noJti, run_id: name }, signWith)
+    t.equal((await exchange(jwt)).statusCode, 200, `${name}: the first exchange`)
+    const changed = variant(jwt)
+    t.not(changed, jwt, `${name}: another string`)
+    const again = await exchange(changed)
+    t.equal(again.json().error, 'invalid_grant', `${name}: the changed token is refused as a replay`)
+  }
+  const spaced = await idp.sign({ ...noJti, run_id: 'spaced' })
+  t.equal((await exchange(spaced)).statusCode, 200)
+  for (const changed of [`${spaced}\n`, ` ${spaced}`, spaced.replace('.', '.\n')]) {
+    const again = await exchange(changed)
+    t.equal(again.statusCode, 400, 'whitespace in or around it: refused')
+    t.equal(again.json().error, 'invalid_grant', 'as a replay or as no JWT')
+  }
+})
+
+t.test("another vault's identity for the same issuer, audience and subject does not break this vault's CI when the exchange names the vault", async (t) => {
+  const { b, idp, vaultId, identityId, exchange } = await setup(t)
+  const evilVault = await b.createVault('owner-2', { name: 'evil' })
+  const sameName = await b.createVault('owner-3', { name: 'shop' })
+  await addIdentity({ b, idp }, evilVault, { name: 'broad' })
+  await addIdentity({ b, idp }, sameName, { name: 'copycat' })
+  const byId = await exchange(await idp.sign({ ...claims, run_id: 'by-id' }), { vault: vaultId })
+  t.equal(byId.statusCode, 200, 'naming the vault by id: its own identity')
+  const vaults = await b.get('/api/env/vaults', byId.json().access_token)
+  t.same(
+    vaults.json().vaults.map((v: { id: string }) => v.id),
+    [vaultId],
+    'the token reaches the named vault only',
+  )
+  await b.get(`/api/env/${vaultId}/development`, byId.json().access_token)
+  const [entry] = await b.storage.listAccessLog(vaultId, { limit: 1 })
+  t.equal(entry?.personId, `ci:${identityId}`, 'read as its own identity')
+
+  const evilToken = await exchange(await idp.sign({ ...claims, run_id: 'evil' }), { vault: evilVault })
+  t.equal(evilToken.statusCode, 200, "the other vault's identity works for its own vault")
+  t.same(
+    (await b.get('/api/env/vaults', evilToken.json().access_token)).json().vaults.map((v: { id: string }) => v.id),
+    [evilVault],
+  )
+
+  const byName = await exchange(await idp.sign({ ...claims, run_id: 'by-name' }), { vault: 'shop' })
+  t.equal(byName.json().error, 'invalid_grant', 'a name two matching vaults share is refused: give the id')
+  const unnamed = await exchange(await idp.sign({ ...claims, run_id: 'unnamed' }))
+  t.equal(unnamed.json().error, 'invalid_grant', 'naming no vault while identities of several vaults match: refused')
+  const elsewhere = await exchange(await idp.sign({ ...claims, run_id: 'elsewhere' }), { vault: randomUUID() })
+  t.equal(elsewhere.json().error, 'invalid_grant', 'a vault no matching identity belongs to: refused')
+  const bad = await exchange(await idp.sign({ ...claims, run_id: 'bad' }), { vault: 'x'.repeat(300) })
+  t.equal(bad.json().error, 'invalid_request', 'an over-long vault parameter: invalid_request')
+})
+
+t.test('the vault may be named by its name when that name is not ambiguous', async (t) => {
+  const { b, idp, vaultId, exchange } = await setup(t)
+  await addIdentity({ b, idp }, await b.createVault('owner-2', { name: 'evil' }), { name: 'broad' })
+  const res = await exchange(await idp.sign(claims), { vault: 'SHOP' })
+  t.equal(res.statusCode, 200, res.body)
+  t.same(
+    (await b.get('/api/env/vaults', res.json().access_token)).json().vaults.map((v: { id: string }) => v.id),
+    [vaultId],
+  )
+})
+
+t.test('an identity whose adder is no longer an owner of its vault (by any path) never signs in again', async (t) => {
+  const { b, idp, vaultId, exchange } = await setup(t)
+  // added by owner-1 (an owner): signs in
+  await addIdentity({ b, idp }, vaultId, { name: 'by-owner', audience: 'https://other-audience.example', role: 'editor', personId: 'owner-1' })
+  const other = { ...claims, aud: 'https://other-audience.example' }
+  t.equal((await exchange(await idp.sign(other))).statusCode, 200, 'its adder is an owner')
+  // added by someone who is not (or no longer) an owner of the vault
+  await addIdentity({ b, idp }, vaultId, { name: 'stale', audience: 'https://stale.example', role: 'editor', personId: 'person-who-left' })
+  b.logs.length = 0
+  const res = await exchange(await idp.sign({ ...claims, aud: 'https://stale.example' }))
+  t.equal(res.json().error, 'invalid_grant')
+  t.ok(
+    b.logs.some((l) => l.includes(res.json().ref) && l.includes('no longer an owner')),
+    'the log says why',
+  )
 })

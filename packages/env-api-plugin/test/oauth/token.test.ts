@@ -80,9 +80,10 @@ t.test('transport: form-encoded POST only, never a Fastify-shaped error', async 
   t.equal(ok.headers['pragma'], 'no-cache')
   t.match(ok.headers['content-type'], /^application\/json/)
   const body = ok.json()
-  t.same(Object.keys(body).sort(), ['access_token', 'expires_in', 'refresh_token', 'scope', 'token_type'])
+  t.same(Object.keys(body).sort(), ['access_token', 'envkeep_person', 'expires_in', 'refresh_token', 'scope', 'token_type'])
   t.equal(body.token_type, 'Bearer')
   t.equal(body.expires_in, 3600)
+  t.same(body.envkeep_person, { email: 'ada@example.test', name: 'Ada Lovelace' }, 'who signed in, for the client to show (issue 25)')
 })
 
 t.test('grant_type=authorization_code refusals (checklist item 30)', async (t) => {
@@ -239,6 +240,7 @@ t.test('refresh rotates on every use; reuse revokes the whole sign-in (items 34-
   t.match(t2.access_token, /^ekat_[A-Za-z0-9_-]{43}$/)
   t.equal(t2.expires_in, 3600)
   t.equal(t2.scope, t1.scope)
+  t.same(t2.envkeep_person, { email: 'ada@example.test', name: 'Ada Lovelace' }, 'the refresh names the person too')
   t.equal(r2.headers['cache-control'], 'no-store')
   expectOAuthError(t, await tokenRequest(b, refreshParams(t1.refresh_token)), 400, 'invalid_grant')
   expectOAuthError(t, await tokenRequest(b, refreshParams(t2.refresh_token)), 400, 'invalid_grant')

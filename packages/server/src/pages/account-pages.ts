@@ -6,7 +6,7 @@ import { field, html, refusalBox, StorageError, type SafeHtml } from '@envkeep/e
 import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, hashToken, verifyPassword } from '../secrets.js'
-import { createAttemptLimiter, createLoginBackoff } from './attempt-limiter.js'
+import { createAttemptLimiter, createLoginBackoff, type AttemptCounters } from './attempt-limiter.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
@@ -17,6 +17,8 @@ export interface AccountPagesOptions {
   readonly now: () => Date
   /** sign-in and setup attempts per client address per minute. Default 10. */
   readonly attemptsPerMinute?: number
+  /** the storage's shared counters (PostgreSQL): limits and back-off hold across processes */
+  readonly attemptCounters?: AttemptCounters | null
 }
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+$/
@@ -38,8 +40,9 @@ export function nameProblem(name: string): string | null {
  */
 export async function accountPages(app: FastifyInstance, o: AccountPagesOptions): Promise<void> {
   const base = o.basePath
-  const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
-  const backoff = createLoginBackoff({ now: o.now })
+  const counters = o.attemptCounters ?? null
+  const limiter = createAttemptLimiter({ kind: 'sign-in', max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now, counters })
+  const backoff = createLoginBackoff({ kind: 'login', now: o.now, counters })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
   app.setErrorHandler(function accountPageError(err: FastifyError, request, reply) {
@@ -59,8 +62,8 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
     return sendFailurePage(reply, f, base)
   })
 
-  function tooMany(request: FastifyRequest, reply: FastifyReply, what: string): FastifyReply | null {
-    const r = limiter.take(request.ip)
+  async function tooMany(request: FastifyRequest, reply: FastifyReply, what: string): Promise<FastifyReply | null> {
+    const r = await limiter.take(request.ip)
     if (r.ok) return null
     reply.header('retry-after', String(r.retryAfterSeconds))
     return sendFailurePage(reply, failure(request, 429, what, 'rate limit', `too many attempts from this address; wait ${r.retryAfterSeconds} seconds`), base)
@@ -104,7 +107,7 @@ ${newPasswordFields()}
   })
 
   app.post(`${base}/setup`, { preHandler: app.csrfProtection }, async function setupSubmit(request, reply) {
-    const limited = tooMany(request, reply, 'creating the first account')
+    const limited = await tooMany(request, reply, 'creating the first account')
     if (limited) return limited
     const token = field(request.body, 'token')
     const email = field(request.body, 'email').trim()
@@ -148,13 +151,13 @@ ${newPasswordFields()}
   })
 
   app.post(`${base}/login`, { preHandler: app.csrfProtection }, async function loginSubmit(request, reply) {
-    const limited = tooMany(request, reply, 'signing in')
+    const limited = await tooMany(request, reply, 'signing in')
     if (limited) return limited
     const email = field(request.body, 'email').trim()
     const password = field(request.body, 'password')
     const returnTo = safeReturnTo(field(request.body, 'return_to'), base)
     // per account, from any address: slows guessing, never locks the owner out for long
-    const wait = backoff.wait(email)
+    const wait = await backoff.wait(email)
     if (wait !== null) {
       reply.header('retry-after', String(wait))
       const f = failure(request, 429, 'signing in', 'rate limit', `too many wrong passwords for this email; wait ${wait} seconds and try again`)
@@ -164,11 +167,11 @@ ${newPasswordFields()}
     // A wrong email costs one verification too, and both answer the same.
     const ok = (await verifyPassword(account?.passwordHash ?? null, password)) && account !== null
     if (!ok || !account) {
-      backoff.failed(email)
+      await backoff.failed(email)
       const f = failure(request, 401, 'signing in', 'web app', 'the email or the password is wrong')
       return sendPage(reply, 401, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusalBox(f)), base)
     }
-    backoff.succeeded(email)
+    await backoff.succeeded(email)
     await o.people.startSession(request, reply, account.id)
     return reply.code(303).header('location', returnTo).send()
   })

@@ -19,7 +19,7 @@ import type { InvitationRecord } from '../accounts/invitation-store.js'
 import type { LocalPeople } from '../people-local.js'
 import { hashPassword, hashToken } from '../secrets.js'
 import { nameProblem } from './account-pages.js'
-import { createAttemptLimiter } from './attempt-limiter.js'
+import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
 import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
 
@@ -32,6 +32,8 @@ export interface InvitePagesOptions {
   readonly now: () => Date
   /** accept attempts per client address per minute. Default 10. */
   readonly attemptsPerMinute?: number
+  /** the storage's shared counters (PostgreSQL): the limit holds across processes */
+  readonly attemptCounters?: AttemptCounters | null
 }
 
 const TOKEN_RE = /^[A-Za-z0-9_-]{43}$/
@@ -60,7 +62,13 @@ interface Live {
  */
 export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): Promise<void> {
   const base = o.basePath
-  const limiter = createAttemptLimiter({ max: o.attemptsPerMinute ?? 10, windowMs: 60_000, now: o.now })
+  const limiter = createAttemptLimiter({
+    kind: 'invitation',
+    max: o.attemptsPerMinute ?? 10,
+    windowMs: 60_000,
+    now: o.now,
+    counters: o.attemptCounters ?? null,
+  })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
   app.setErrorHandler(function invitePageError(err: FastifyError, request, reply) {
@@ -129,7 +137,7 @@ ${newPasswordFields()}
   })
 
   app.post<{ Params: { token: string } }>(`${base}/invite/:token`, { preHandler: app.csrfProtection }, async function acceptInvitation(request, reply) {
-    const r = limiter.take(request.ip)
+    const r = await limiter.take(request.ip)
     if (!r.ok) {
       reply.header('retry-after', String(r.retryAfterSeconds))
       return sendFailurePage(reply, failure(request, 429, WHAT, 'rate limit', `too many attempts from this address; wait ${r.retryAfterSeconds} seconds`), base)

@@ -4,7 +4,7 @@ import { oauthErrors } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
 import { isWellFormedVerifier, verifierMatches } from '../pkce.js'
 import { tokenHash } from '../../crypto/token-hash.js'
-import { mintTokens, type TokenResponse } from './issue.js'
+import { mintTokens, personShown, type TokenResponse } from './issue.js'
 
 export interface AuthorizationCodeParams {
   readonly clientId: string
@@ -58,5 +58,5 @@ export async function authorizationCodeGrant(p: AuthorizationCodeParams, opts: R
     throw oauthErrors.invalidGrant('the code was already used; the sign-in it started is revoked')
   }
   if (result.outcome !== 'issued') throw invalid()
-  return tokens.respond(result.signIn.scopes)
+  return tokens.respond(result.signIn.scopes, await personShown(opts, result.signIn.personId))
 }

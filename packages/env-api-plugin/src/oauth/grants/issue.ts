@@ -10,10 +10,30 @@ export interface TokenResponse {
   readonly expires_in: number
   readonly refresh_token: string
   readonly scope: string
+  /**
+   * Who signed in, for the client to display (RFC 6749 §5.1 allows extra members). Never an
+   * identifier a client may act on; absent when the host no longer knows the person.
+   */
+  readonly envkeep_person?: PersonShown
+}
+
+/** The person of a sign-in as a client may show them. */
+export interface PersonShown {
+  readonly email: string
+  readonly name: string
+}
+
+/** The person of a sign-in, for display by the client, or undefined. A lookup failure never fails the grant. */
+export async function personShown(opts: ResolvedOptions, personId: string): Promise<PersonShown | undefined> {
+  const p = await opts.people.getPerson(personId).catch(() => null)
+  return p ? { email: p.email, name: p.name } : undefined
 }
 
 /** A fresh access/refresh pair: the values for the client, the hashes for storage. */
-export function mintTokens(opts: ResolvedOptions, now: Date): { readonly hashes: IssuedTokens; respond(scopes: readonly string[]): TokenResponse } {
+export function mintTokens(
+  opts: ResolvedOptions,
+  now: Date,
+): { readonly hashes: IssuedTokens; respond(scopes: readonly string[], person?: PersonShown): TokenResponse } {
   const access = newAccessToken()
   const refresh = newRefreshToken()
   return {
@@ -22,12 +42,13 @@ export function mintTokens(opts: ResolvedOptions, now: Date): { readonly hashes:
       accessExpiresAt: new Date(now.getTime() + opts.accessTokenTtlMs),
       refreshTokenHash: tokenHash(refresh),
     },
-    respond: (scopes) => ({
+    respond: (scopes, person) => ({
       access_token: access,
       token_type: 'Bearer',
       expires_in: Math.round(opts.accessTokenTtlMs / 1000),
       refresh_token: refresh,
       scope: scopes.join(' '),
+      ...(person ? { envkeep_person: person } : {}),
     }),
   }
 }

@@ -3,7 +3,7 @@ import { oauthErrors } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
 import { parseScope } from '../scopes.js'
 import { tokenHash } from '../../crypto/token-hash.js'
-import { mintTokens, type TokenResponse } from './issue.js'
+import { mintTokens, personShown, type TokenResponse } from './issue.js'
 
 export interface RefreshTokenParams {
   readonly clientId: string
@@ -49,5 +49,5 @@ export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOpt
     throw oauthErrors.invalidGrant('the refresh token was already used; the whole sign-in is revoked')
   }
   if (result.outcome !== 'rotated') throw invalid()
-  return tokens.respond(result.signIn.scopes)
+  return tokens.respond(result.signIn.scopes, await personShown(opts, result.signIn.personId))
 }

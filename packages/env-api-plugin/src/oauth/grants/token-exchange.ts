@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto'
 import { ciPrincipal, type CiIdentityRecord, type CiIdentityStore } from '../../adapters/ci-identity-store.js'
+import type { VaultStore } from '../../adapters/vault-store.js'
+import { ciIdentityOwnerStays } from '../../domain/ci-identities.js'
+import { sameVaultName } from '../../domain/vault-admin.js'
 import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors, OAuthError } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
@@ -23,6 +26,8 @@ export interface TokenExchangeParams {
   readonly requestedTokenType: ParamValue
   readonly actorToken: ParamValue
   readonly audience: ParamValue
+  /** envkeep's own, optional: the vault (id, or name) this run reads; picks among identities of several vaults */
+  readonly vault: ParamValue
 }
 
 /** RFC 8693 §2.2.1: no refresh token, and the type of what was issued. */
@@ -32,6 +37,8 @@ export interface TokenExchangeResponse {
   readonly token_type: 'Bearer'
   readonly expires_in: number
   readonly scope: string
+  /** Which CI identity this run signed in as, for the client to say (RFC 6749 §5.1 extra member). */
+  readonly envkeep_ci_identity: { readonly name: string; readonly vault_id: string }
 }
 
 /** The CI identities a verified token matches: audience, whole-subject pattern, required claims. */
@@ -41,6 +48,18 @@ export function matchingIdentities(identities: readonly CiIdentityRecord[], clai
   return identities.filter(
     (i) => aud.includes(i.audience) && subjectMatches(i.subjectPattern, sub) && Object.entries(i.requiredClaims).every(([k, v]) => claims[k] === v),
   )
+}
+
+/** The identities among `matches` that belong to the vault `ref` names: its id, else its name (case-insensitive). */
+async function inVault(matches: CiIdentityRecord[], ref: string, store: Pick<VaultStore, 'findVaults'>): Promise<CiIdentityRecord[]> {
+  const byId = matches.filter((i) => i.vaultId === ref.toLowerCase())
+  if (byId.length > 0) return byId
+  const named: CiIdentityRecord[] = []
+  for (const vaultId of new Set(matches.map((i) => i.vaultId))) {
+    const [vault] = await store.findVaults({ id: vaultId })
+    if (vault && sameVaultName(vault.name, ref)) named.push(...matches.filter((i) => i.vaultId === vaultId))
+  }
+  return named
 }
 
 /** The claims of a CI run worth keeping in the access log: sub and run identifiers, printable, bounded. */
@@ -57,6 +76,21 @@ export function ciLabel(claims: Record<string, unknown>): string {
 }
 
 /**
+ * One exchange per identity token, however it is encoded: the key is the
+ * verified claims (iss, sub, iat, exp) and a hash of the payload's decoded
+ * bytes, never the token's text, which can change without changing what was
+ * signed (spare bits of the last base64url character, whitespace, the high-S
+ * twin of an ECDSA signature). Only called after the signature is verified.
+ */
+export function replayKey(issuer: string, claims: { sub: string; iat: number; exp: number }, token: string): string {
+  const payload = Buffer.from(token.trim().split('.')[1] ?? '', 'base64url')
+  const payloadHash = createHash('sha256').update(payload).digest('hex')
+  return createHash('sha256')
+    .update(JSON.stringify([issuer, claims.sub, claims.iat, claims.exp, payloadHash]))
+    .digest('hex')
+}
+
+/**
  * `grant_type=urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693):
  * a CI's identity token (a JWT from an OIDC issuer a vault's CI identity
  * trusts) for an `env:read` access token of the command-line client, at most
@@ -67,7 +101,7 @@ export function ciLabel(claims: Record<string, unknown>): string {
 export async function tokenExchangeGrant(
   p: TokenExchangeParams,
   opts: ResolvedOptions,
-  store: Pick<CiIdentityStore, 'listCiIdentitiesByIssuer' | 'issueCiSignIn'>,
+  store: Pick<CiIdentityStore, 'findCiIdentities' | 'issueCiSignIn'> & Pick<VaultStore, 'findVaults' | 'listAccessLog' | 'listMembers'>,
   verifier: SubjectTokenVerifier,
 ): Promise<TokenExchangeResponse> {
   if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
@@ -80,6 +114,8 @@ export async function tokenExchangeGrant(
   if (p.requestedTokenType !== undefined && p.requestedTokenType !== TOKEN_TYPE_ACCESS_TOKEN)
     throw oauthErrors.invalidRequest('requested_token_type must be an access token')
   if (p.scope !== undefined && p.scope !== SCOPE_READ) throw oauthErrors.invalidScope('a CI sign-in can only read (env:read)')
+  if (p.vault !== undefined && (typeof p.vault !== 'string' || p.vault.length < 1 || p.vault.length > 200))
+    throw oauthErrors.invalidRequest('vault must be a vault id or name of at most 200 characters')
 
   const refused = (reason: string, cause?: unknown): OAuthError =>
     new OAuthError(400, 'invalid_grant', 'the subject token was refused or matches no CI identity', {
@@ -95,7 +131,7 @@ export async function tokenExchangeGrant(
     throw refused('not a JWT', cause)
   }
   // Only issuers some vault trusts are ever contacted.
-  const trusting = await store.listCiIdentitiesByIssuer(issuer)
+  const trusting = await store.findCiIdentities({ issuer })
   if (trusting.length === 0) throw refused('no CI identity trusts this issuer')
   let claims: Awaited<ReturnType<SubjectTokenVerifier['verify']>>
   try {
@@ -103,19 +139,29 @@ export async function tokenExchangeGrant(
   } catch (cause) {
     throw refused(cause instanceof Error ? cause.message : 'verification failed', cause)
   }
-  const matches = matchingIdentities(trusting, claims)
+  let matches = matchingIdentities(trusting, claims)
   if (matches.length === 0) throw refused('audience, subject or required claims match no CI identity')
-  if (matches.length > 1) throw refused('more than one CI identity matches: give each a distinct audience')
+  // Identities never interfere across vaults: a run that names its vault gets that vault's identity only.
+  if (typeof p.vault === 'string') {
+    matches = await inVault(matches, p.vault, store)
+    if (matches.length === 0) throw refused('no matching CI identity belongs to the vault the exchange names')
+    if (new Set(matches.map((i) => i.vaultId)).size > 1) throw refused('matching CI identities belong to several vaults of that name: name the vault by its id')
+    if (matches.length > 1) throw refused("more than one of this vault's CI identities matches: give each a distinct audience or subject pattern")
+  } else if (matches.length > 1) {
+    throw refused(
+      new Set(matches.map((i) => i.vaultId)).size > 1
+        ? 'CI identities of several vaults match and the exchange names no vault (the envkeep CLI names the vault it reads)'
+        : "more than one of this vault's CI identities matches: give each a distinct audience or subject pattern",
+    )
+  }
   const identity = matches[0] as CiIdentityRecord
+  if (!(await ciIdentityOwnerStays(store, identity))) throw refused('the owner who added this CI identity is no longer an owner of its vault')
 
   const now = opts.now()
   const expiresAt = new Date(Math.min(now.getTime() + Math.min(opts.accessTokenTtlMs, 3_600_000), claims.exp * 1000))
   if (expiresAt.getTime() <= now.getTime()) throw refused('the subject token has expired')
   const access = newAccessToken()
-  // One exchange per JWT: its issuer and jti, or the hash of the whole token when it has no jti.
-  const key = createHash('sha256')
-    .update(typeof claims.jti === 'string' ? `${issuer}\n${claims.jti}` : `${issuer}\n#${token}`)
-    .digest('hex')
+  const key = replayKey(issuer, claims, token)
   const outcome = await store.issueCiSignIn({
     signIn: {
       id: crypto.randomUUID(),
@@ -138,5 +184,6 @@ export async function tokenExchangeGrant(
     token_type: 'Bearer',
     expires_in: Math.max(1, Math.floor((expiresAt.getTime() - now.getTime()) / 1000)),
     scope: SCOPE_READ,
+    envkeep_ci_identity: { name: identity.name, vault_id: identity.vaultId },
   }
 }

@@ -1,3 +1,6 @@
+import { isIP } from 'node:net'
+import { hostOf, isPublicAddress } from '../../domain/webhook-url.js'
+
 /**
  * Which OIDC issuers a CI identity may name: https only, with no query,
  * fragment or credentials. Plain http is allowed for `http://127.0.0.1:<port>`
@@ -13,9 +16,12 @@ export function issuerProblem(issuer: string, allowHttpLoopback: boolean): strin
   }
   if (url.search || url.hash || url.username || url.password) return 'the issuer must have no query, fragment or credentials'
   if (issuer.endsWith('/')) return 'the issuer must not end with a slash'
-  if (url.protocol === 'https:') return null
   if (url.protocol === 'http:' && allowHttpLoopback && url.hostname === '127.0.0.1') return null
-  return allowHttpLoopback ? 'the issuer must be https (or http://127.0.0.1)' : 'the issuer must be https'
+  if (url.protocol !== 'https:') return allowHttpLoopback ? 'the issuer must be https (or http://127.0.0.1)' : 'the issuer must be https'
+  // an address written out must be public (a name is checked when it is called: fetch-json.ts)
+  const host = hostOf(url)
+  if (isIP(host) && !isPublicAddress(host)) return 'the issuer must be on a public address (not loopback, private or link-local)'
+  return null
 }
 
 /** `{issuer}/.well-known/openid-configuration` (OIDC Discovery 1.0 §4: appended to the issuer's path). */

@@ -22,10 +22,28 @@ export function subjectMatches(pattern: string, subject: string): boolean {
   return true
 }
 
-/** Why a subject pattern is refused, or null. */
+/** The subject keys whose value is an owner and a project (GitHub Actions, GitLab). */
+const PROJECT_KEYS = new Set(['repo', 'project_path'])
+
+export const WILDCARD_ALONE =
+  'a subject pattern with * must write out the repository or project before it, e.g. repo:acme/shop:* (GitHub) or project_path:group/project:* (GitLab)'
+
+/**
+ * Why a subject pattern is refused, or null. A vault cannot claim subjects
+ * by wildcard alone: before the first `*` a pattern writes out a whole
+ * `key:value:` pair (GitHub's `repo:OWNER/REPO:`, GitLab's
+ * `project_path:GROUP/PROJECT:`), and for those two keys the value is an
+ * owner and a project with no wildcard. A pattern with no `*` names one subject.
+ */
 export function subjectPatternProblem(pattern: string): string | null {
   if (pattern.length === 0 || pattern.length > 512) return 'the subject pattern must be 1 to 512 characters'
   if (/^\*+$/.test(pattern)) return 'the subject pattern must not match every subject: name the repository or project'
   if (/[\u0000-\u001f\u007f]/.test(pattern)) return 'the subject pattern must not hold control characters'
+  const star = pattern.indexOf('*')
+  if (star === -1) return null
+  const pinned = /^([^:]+):([^:]+):/.exec(pattern.slice(0, star))
+  if (!pinned) return WILDCARD_ALONE
+  const [, key, value] = pinned as unknown as [string, string, string]
+  if (PROJECT_KEYS.has(key) && !/^[^/]+\/[^/]+(\/[^/]+)*$/.test(value)) return WILDCARD_ALONE
   return null
 }

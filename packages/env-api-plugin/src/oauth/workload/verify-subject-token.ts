@@ -1,4 +1,5 @@
-import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose'
+import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose'
+import { fetchIssuerJson, IssuerFetchRefused } from './fetch-json.js'
 import { discoveryUrl, issuerProblem } from './issuer-url.js'
 
 /**
@@ -12,7 +13,6 @@ export const SUBJECT_TOKEN_ALGORITHMS = Object.freeze(['RS256', 'RS384', 'RS512'
 export const SUBJECT_TOKEN_SKEW_SECONDS = 60
 
 const DISCOVERY_TTL_MS = 10 * 60 * 1000
-const DISCOVERY_MAX_BYTES = 64 * 1024
 
 export interface SubjectTokenVerifierOptions {
   readonly now: () => Date
@@ -48,7 +48,8 @@ export interface SubjectTokenVerifier {
 }
 
 interface Discovered {
-  readonly jwks: ReturnType<typeof createRemoteJWKSet>
+  readonly jwksUri: URL
+  jwks: ReturnType<typeof createLocalJWKSet>
   /** when an unknown `kid` last made us fetch the JWKS again (ms since epoch) */
   lastForcedReload: number
 }
@@ -56,28 +57,22 @@ interface Discovered {
 /** An unknown `kid` fetches the JWKS again at most this often per issuer (a key rotated just now is found at once). */
 const UNKNOWN_KID_RELOAD_MS = 10_000
 
-/** Fetches a small JSON document, refusing redirects and bodies past `max` bytes. */
-async function fetchJson(url: URL, timeoutMs: number, max: number): Promise<unknown> {
-  const res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } })
-  if (res.status !== 200) throw new SubjectTokenRefused(`discovery answered HTTP ${res.status}`)
-  const reader = res.body?.getReader()
-  if (!reader) throw new SubjectTokenRefused('discovery answered with no body')
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > max) {
-      await reader.cancel()
-      throw new SubjectTokenRefused(`discovery document over ${max} bytes`)
-    }
-    chunks.push(value)
-  }
+/** A document of the issuer, through the SSRF rules and size bound of fetch-json.ts; refusals as SubjectTokenRefused. */
+async function issuerDocument(what: string, url: URL, timeoutMs: number, allowLoopback: boolean): Promise<unknown> {
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'))
+    return await fetchIssuerJson(url, { timeoutMs, allowLoopback })
   } catch (cause) {
-    throw new SubjectTokenRefused('discovery document is not JSON', { cause })
+    throw new SubjectTokenRefused(`${what}: ${cause instanceof IssuerFetchRefused ? cause.message : 'fetch failed'}`, { cause })
+  }
+}
+
+/** The issuer's JWKS as a local key set (never jose's remote fetch: it reads any size from any address). */
+async function loadJwks(url: URL, timeoutMs: number, allowLoopback: boolean): Promise<ReturnType<typeof createLocalJWKSet>> {
+  const doc = await issuerDocument('JWKS', url, timeoutMs, allowLoopback)
+  try {
+    return createLocalJWKSet(doc as JSONWebKeySet)
+  } catch (cause) {
+    throw new SubjectTokenRefused('JWKS: not a key set', { cause })
   }
 }
 
@@ -86,7 +81,7 @@ export function createSubjectTokenVerifier(options: SubjectTokenVerifierOptions)
   const discovered = new Map<string, Promise<Discovered>>()
 
   async function discover(issuer: string): Promise<Discovered> {
-    const doc = (await fetchJson(discoveryUrl(issuer), timeoutMs, DISCOVERY_MAX_BYTES)) as Record<string, unknown> | null
+    const doc = (await issuerDocument('discovery', discoveryUrl(issuer), timeoutMs, options.allowHttpLoopback)) as Record<string, unknown> | null
     if (!doc || typeof doc !== 'object') throw new SubjectTokenRefused('discovery document is not an object')
     // OIDC Discovery §4.3: the issuer in the document must be exactly the one asked for.
     if (doc.issuer !== issuer) throw new SubjectTokenRefused('discovery document names another issuer')
@@ -94,13 +89,8 @@ export function createSubjectTokenVerifier(options: SubjectTokenVerifierOptions)
     if (typeof jwksUri !== 'string') throw new SubjectTokenRefused('discovery document has no jwks_uri')
     const problem = issuerProblem(jwksUri, options.allowHttpLoopback)
     if (problem) throw new SubjectTokenRefused(`jwks_uri refused: ${problem.replace('the issuer', 'it')}`)
-    const jwks = createRemoteJWKSet(new URL(jwksUri), {
-      timeoutDuration: timeoutMs,
-      cacheMaxAge: DISCOVERY_TTL_MS,
-      // one fetch again for an unknown kid, then not before this long
-      cooldownDuration: 30_000,
-    })
-    return { jwks, lastForcedReload: 0 }
+    const url = new URL(jwksUri)
+    return { jwksUri: url, jwks: await loadJwks(url, timeoutMs, options.allowHttpLoopback), lastForcedReload: 0 }
   }
 
   function discovery(issuer: string): Promise<Discovered> {
@@ -148,7 +138,7 @@ export function createSubjectTokenVerifier(options: SubjectTokenVerifierOptions)
           if ((err as { code?: unknown }).code !== 'ERR_JWKS_NO_MATCHING_KEY') throw err
           if (Date.now() - d.lastForcedReload < UNKNOWN_KID_RELOAD_MS) throw err
           d.lastForcedReload = Date.now()
-          await d.jwks.reload()
+          d.jwks = await loadJwks(d.jwksUri, timeoutMs, options.allowHttpLoopback)
           ;({ payload } = await check())
         }
       } catch (cause) {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
 import fastifyRateLimit from '@fastify/rate-limit'
+import { createSharedLimits, type LimitWindow } from '../../hooks/rate-limit.js'
 import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors, sendOAuthError } from '../../oauth/oauth-errors.js'
 import { authorizeRoutes } from './authorize.js'
@@ -29,22 +30,33 @@ function ignoreBody(_request: FastifyRequest, _body: string | Buffer, done: (err
  * Every URL is built from `baseUrl`, never from the request's Host.
  */
 export async function oauthRoutes(app: FastifyInstance, { opts }: { opts: ResolvedOptions }): Promise<void> {
-  // Nothing here has a sign-in: every OAuth endpoint counts per client address.
-  if (!app.hasDecorator('createRateLimit')) await app.register(fastifyRateLimit, { global: false })
+  // Nothing here has a sign-in: every OAuth endpoint counts per client address, in the
+  // storage's shared counters when it has them (every process counts alike), else in memory.
+  const windows: LimitWindow[] = [
+    [60_000, opts.rateLimit.perMinute, `more than ${opts.rateLimit.perMinute} requests in a minute`],
+    [86_400_000, opts.rateLimit.perDay, `more than ${opts.rateLimit.perDay} requests in a day`],
+  ]
   const keyGenerator = (request: FastifyRequest): string => `oauth-address:${request.ip}`
-  const limits = [
-    [app.createRateLimit({ max: opts.rateLimit.perMinute, timeWindow: 60_000, keyGenerator }), `more than ${opts.rateLimit.perMinute} requests in a minute`],
-    [app.createRateLimit({ max: opts.rateLimit.perDay, timeWindow: 86_400_000, keyGenerator }), `more than ${opts.rateLimit.perDay} requests in a day`],
-  ] as const
-  app.addHook('onRequest', async function oauthRateLimit(request: FastifyRequest) {
-    for (const [limiter, phrase] of limits) {
-      const r = await limiter(request)
-      if (!r.isAllowed && r.isExceeded) {
-        const retry = Math.max(1, r.ttlInSeconds)
-        throw oauthErrors.rateLimited(retry, `this address made ${phrase}; retry after ${retry} seconds`)
+  const shared = opts.storage.countRequest?.bind(opts.storage)
+  if (shared) {
+    const overLimit = createSharedLimits(shared, windows)
+    app.addHook('onRequest', async function oauthRateLimit(request: FastifyRequest) {
+      const over = await overLimit(keyGenerator(request), opts.now())
+      if (over) throw oauthErrors.rateLimited(over.wait, `this address made ${over.phrase}; retry after ${over.wait} seconds`)
+    })
+  } else {
+    if (!app.hasDecorator('createRateLimit')) await app.register(fastifyRateLimit, { global: false })
+    const limits = windows.map(([timeWindow, max, phrase]) => [app.createRateLimit({ max, timeWindow, keyGenerator }), phrase] as const)
+    app.addHook('onRequest', async function oauthRateLimit(request: FastifyRequest) {
+      for (const [limiter, phrase] of limits) {
+        const r = await limiter(request)
+        if (!r.isAllowed && r.isExceeded) {
+          const retry = Math.max(1, r.ttlInSeconds)
+          throw oauthErrors.rateLimited(retry, `this address made ${phrase}; retry after ${retry} seconds`)
+        }
       }
-    }
-  })
+    })
+  }
   app.setErrorHandler(function oauthDocumentErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {
     return sendOAuthError(err, request, reply)
   })

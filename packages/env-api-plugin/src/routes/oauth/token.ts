@@ -59,6 +59,7 @@ export async function tokenRoutes(app: FastifyInstance, { opts }: { opts: Resolv
           requestedTokenType: param(p, 'requested_token_type'),
           actorToken: param(p, 'actor_token'),
           audience: param(p, 'audience'),
+          vault: param(p, 'vault'),
         },
         opts,
         opts.storage,

@@ -146,6 +146,19 @@ export async function deleteValue(
   return r.ok ? { ok: true } : { ok: false, reason: r.reason }
 }
 
+/**
+ * Waits for a signal from the store (`probe.lockWaiters()`, say): asks
+ * again after each turn of the event loop, and fails the case if it never
+ * comes. No timer decides whether a race is run.
+ */
+export async function signalled(ready: () => Promise<boolean>, what: string, turns = 100_000): Promise<void> {
+  for (let i = 0; i < turns; i++) {
+    if (await ready()) return
+    await new Promise<void>((resolve) => setImmediate(resolve))
+  }
+  assert.fail(`no signal from the store: ${what}`)
+}
+
 /** Byte-for-byte equality that never prints the bytes (sealed values stay out of test output). */
 export function same(a: Uint8Array | null | undefined, b: Uint8Array | null | undefined, message?: string): void {
   assert.ok(a && b, message ?? 'bytes present')

@@ -4,7 +4,24 @@ import { randomUUID } from 'node:crypto'
 import type { Role, VaultSecrets } from '../../adapters/vault-store.js'
 import { ACCESS_ACTIONS } from '../../domain/access-log-actions.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
-import { T0, OWNER, EDITOR, STRANGER, ENVS, sealed, sv, entry, put, withStore, newVault, newImport, same, rejectsWith, storedValue } from './fixtures.js'
+import {
+  signalled,
+  T0,
+  OWNER,
+  EDITOR,
+  STRANGER,
+  ENVS,
+  sealed,
+  sv,
+  entry,
+  put,
+  withStore,
+  newVault,
+  newImport,
+  same,
+  rejectsWith,
+  storedValue,
+} from './fixtures.js'
 import { writeTestValue } from '../write-value.js'
 
 export const vaultCases: readonly VaultStoreContractCase[] = [
@@ -346,7 +363,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
   {
     name: 'ensureWrappedKey wraps inside its transaction: a rotation waits, then rewraps the new key too',
     run: (make) =>
-      withStore(make, async ({ store }) => {
+      withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
         const k = sealed(60)
         let release!: () => void
@@ -360,7 +377,8 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         })
         await started
         const rotated = store.rewrapKeys(async (w) => new Uint8Array([...w, 9]))
-        await new Promise((resolve) => setTimeout(resolve, 20))
+        // the store's signal: the rotation is waiting for the lock the wrapping holds
+        await signalled(async () => (await probe.lockWaiters()) > 0, 'the rotation waits for the key being made')
         release()
         same(await ensured, k)
         assert.equal(await rotated, 1, 'the rotation ran after the key was stored, and rewrapped it')
