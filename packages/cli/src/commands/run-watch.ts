@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { constants } from 'node:os'
 import type { Context } from '../context.js'
 import { CliError, usageError } from '../errors.js'
-import { pipeMasked } from '../mask.js'
+import { endAs, forwardSignals, startChild, startFailure, type Started } from './child.js'
 import type { Target } from '../target.js'
 import { NOT_MODIFIED, overriddenNotice, readEnvironment, type VariableSet } from './pull.js'
 
@@ -19,7 +18,6 @@ import { NOT_MODIFIED, overriddenNotice, readEnvironment, type VariableSet } fro
  */
 
 export const MIN_INTERVAL_S = 10
-const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT', 'SIGUSR2']
 
 export interface WatchOptions {
   readonly intervalS: number
@@ -54,28 +52,16 @@ export function changedNames(before: Readonly<Record<string, string>>, after: Re
 export async function runWatching(ctx: Context, target: Target, first: VariableSet, o: WatchOptions): Promise<number> {
   let current = first
   let tag = first.tag ?? ''
-  let child: ChildProcess
-  let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  let running: Started
   let restarting = false
   let failing = false
 
   const start = (set: VariableSet) => {
     const { env, secrets } = o.prepare(set)
-    const c = spawn(o.command, [...o.args], { stdio: o.mask ? ['inherit', 'pipe', 'pipe'] : 'inherit', env, cwd: ctx.deps.cwd })
-    const piped = o.mask ? [pipeMasked(c.stdout!, ctx.deps.stdout, secrets), pipeMasked(c.stderr!, ctx.deps.stderr, secrets)] : []
-    child = c
-    exited = new Promise((resolve, reject) => {
-      c.once('error', reject)
-      c.once('exit', (code, signal) => void Promise.all(piped).then(() => resolve({ code, signal })))
-    })
+    running = startChild(ctx, { command: o.command, args: o.args, env, mask: o.mask, secrets })
   }
 
-  const handlers = new Map<NodeJS.Signals, () => void>()
-  for (const sig of FORWARDED) {
-    const h = sig === 'SIGINT' && ctx.deps.isTTY ? () => {} : () => void child.kill(sig)
-    handlers.set(sig, h)
-    process.on(sig, h)
-  }
+  const stop = forwardSignals(ctx, () => running.child)
   try {
     start(current)
     ctx.err(`envkeep: watching ${current.environment} every ${o.intervalS} s; the command restarts when its values change\n`)
@@ -85,19 +71,12 @@ export async function runWatching(ctx: Context, target: Target, first: VariableS
       const tick = new Promise<'tick'>((resolve) => {
         timer = setTimeout(() => resolve('tick'), o.intervalS * 1000)
       })
-      const ended = exited!.then((r) => ({ ended: r }))
+      const ended = running!.exited.then((r) => ({ ended: r }))
       const next = await Promise.race([tick, ended])
       clearTimeout(timer)
       if (next !== 'tick') {
         if (restarting) continue
-        const r = next.ended
-        if (r.signal) {
-          for (const [sig, h] of handlers) process.off(sig, h)
-          handlers.clear()
-          ctx.deps.raiseSignal(r.signal)
-          return 128 + (constants.signals[r.signal] ?? 0)
-        }
-        return r.code ?? 1
+        return endAs(ctx, next.ended, stop)
       }
       let read: VariableSet | typeof NOT_MODIFIED
       try {
@@ -122,8 +101,8 @@ export async function runWatching(ctx: Context, target: Target, first: VariableS
       ctx.err(`envkeep: ${changed.join(', ')} changed in ${read.environment}; restarting the command (${o.signal})\n`)
       if (read.overridden) ctx.err(overriddenNotice(read.overridden))
       restarting = true
-      const old = child!
-      const oldExit = exited!
+      const old = running!.child
+      const oldExit = running!.exited
       old.kill(o.signal)
       let killTimer: NodeJS.Timeout | undefined
       const killed = new Promise<void>((resolve) => {
@@ -140,10 +119,8 @@ export async function runWatching(ctx: Context, target: Target, first: VariableS
       start(current)
     }
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') throw new CliError(`command not found: ${o.command}`, { exitCode: 127, cause: err })
-    throw new CliError(`could not start ${o.command} (${code ?? 'error'})`, { exitCode: 126, cause: err })
+    throw startFailure(o.command, err)
   } finally {
-    for (const [sig, h] of handlers) process.off(sig, h)
+    stop()
   }
 }

@@ -1,16 +1,13 @@
-import { spawn } from 'node:child_process'
-import { constants } from 'node:os'
 import { BASE_URL_HELP, type Command } from '../command.js'
 import { CliError, usageError } from '../errors.js'
 import { NOT_MODIFIED, overriddenNotice, readEnvironment, type VariableSet } from './pull.js'
 import { runWatching, watchSettings } from './run-watch.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
-import { maskedSecrets, pipeMasked } from '../mask.js'
+import { maskedSecrets } from '../mask.js'
+import { endAs, forwardSignals, startChild, startFailure } from './child.js'
 import { allowedNames, childEnvironment, heldBackNote } from '../child-env.js'
 import { didYouMean } from '../suggest.js'
 import { pairOf, resolveTarget } from '../target.js'
-
-const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT', 'SIGUSR2']
 
 export const run: Command = {
   name: 'run',
@@ -105,33 +102,14 @@ ${BASE_URL_HELP}
 
     const [command, ...args] = rest as [string, ...string[]]
     if (watching) return runWatching(ctx, target, set, { ...watching, prepare, mask, command, args })
-    const child = spawn(command, args, { stdio: mask ? ['inherit', 'pipe', 'pipe'] : 'inherit', env, cwd: ctx.deps.cwd })
-    const piped = mask ? [pipeMasked(child.stdout!, ctx.deps.stdout, secrets), pipeMasked(child.stderr!, ctx.deps.stderr, secrets)] : []
-    const handlers = new Map<NodeJS.Signals, () => void>()
-    for (const sig of FORWARDED) {
-      const h = sig === 'SIGINT' && ctx.deps.isTTY ? () => {} : () => void child.kill(sig)
-      handlers.set(sig, h)
-      process.on(sig, h)
-    }
+    const started = startChild(ctx, { command, args, env, mask, secrets })
+    const stop = forwardSignals(ctx, () => started.child)
     try {
-      const outcome = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        child.once('error', reject)
-        child.once('exit', (code, signal) => resolve({ code, signal }))
-      })
-      await Promise.all(piped)
-      if (outcome.signal) {
-        for (const [sig, h] of handlers) process.off(sig, h)
-        handlers.clear()
-        ctx.deps.raiseSignal(outcome.signal)
-        return 128 + (constants.signals[outcome.signal] ?? 0)
-      }
-      return outcome.code ?? 1
+      return endAs(ctx, await started.exited, stop)
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
-      if (code === 'ENOENT') throw new CliError(`command not found: ${command}`, { exitCode: 127, cause: err })
-      throw new CliError(`could not start ${command} (${code ?? 'error'})`, { exitCode: 126, cause: err })
+      throw startFailure(command, err)
     } finally {
-      for (const [sig, h] of handlers) process.off(sig, h)
+      stop()
     }
   },
 }
