@@ -74,6 +74,12 @@ setInterval(() => {}, 1000)
   t.match(watched.stdout(), /started 8080\nstopping 8080\nstarted 9090\n/)
   t.notMatch(watched.stderr(), /8080|9090/, 'no value on stderr')
 
+  // the server goes away: the check fails, the command keeps running, said once
+  await server.stop()
+  await watched.waitFor('stderr', /envkeep: could not check development for changes \(.*\); the command keeps running, checks go on\n/)
+  t.notMatch(watched.stdout(), /stopping 9090/, 'still running')
+  t.equal(watched.child.exitCode, null)
+
   // envkeep's own SIGTERM reaches the command; its exit passes through
   watched.child.kill('SIGTERM')
   const end = await watched.done
