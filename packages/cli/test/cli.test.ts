@@ -328,3 +328,16 @@ t.test('push without the push right: exit 4 and how to sign in with it', async (
   t.equal(r.code, EXIT.needsSignIn)
   t.match(r.stderr, /envkeep login --push/)
 })
+
+t.test('set: a value on stdin that is not UTF-8 is refused, nothing sent (issue 25)', async (t) => {
+  const { fake, dir, env } = await setup(t, { push: true })
+  const { PassThrough } = await import('node:stream')
+  for (const bytes of [[0xff], [0xed, 0xa0, 0x80]]) {
+    const stdin = new PassThrough()
+    stdin.end(Buffer.concat([Buffer.from('canary-'), Buffer.from(bytes)]))
+    const r = await runCli(['set', 'app', 'development', 'API_KEY'], { env, cwd: dir, stdin })
+    t.equal(r.code, EXIT.failure)
+    t.match(r.stderr, /stdin is not UTF-8 text; nothing was sent/)
+  }
+  t.equal(fake.imports.size, 0, 'nothing was sent')
+})

@@ -138,6 +138,16 @@ export const errors = {
     }),
   decryptFailed: (cause?: unknown): ApiError =>
     new ApiError({ status: 500, code: 'decrypt_failed', where: 'encryption', reason: 'a value did not decrypt; nothing was delivered', cause }),
+  /** a data key rewrapped while it was read: `admin rotate-master-key` is under way */
+  keyRotating: (cause?: unknown): ApiError =>
+    new ApiError({
+      status: 503,
+      code: 'server_error',
+      where: 'encryption',
+      reason: 'the master key is being rotated; nothing was changed, try again in a moment',
+      headers: { 'retry-after': '1' },
+      cause,
+    }),
   notConfigured: (): ApiError => new ApiError({ status: 503, code: 'not_configured', where: 'encryption', reason: 'the server has no key for variables' }),
   storageLimit: (reason: string): ApiError => new ApiError({ status: 507, code: 'storage_limit', where: 'env API', reason }),
   /** A database failure: status from the SQLSTATE; the reason is the code and its name. */

@@ -1,4 +1,5 @@
 import type { Keyring } from './adapters/keyring.js'
+import { safeObserver, type EnvApiObserver } from './adapters/observer.js'
 import type { PeopleAdapter } from './adapters/people.js'
 import type { Storage, StorageLimit } from './adapters/storage.js'
 import { createEnvkeepCore, positive, type EnvkeepCore } from './core.js'
@@ -50,6 +51,13 @@ export interface EnvApiOptions {
   allowPrivateWebhooks?: boolean
   /** How often the webhook worker looks for due deliveries. Default 2 seconds. */
   webhookIntervalMs?: number
+  /**
+   * How often pending pushes past their end are expired (and their `push.expired`
+   * deliveries enqueued at once). Default 5 seconds: one indexed update.
+   */
+  expiryIntervalMs?: number
+  /** Told about token checks, API outcomes and webhook deliveries (for metrics). Default: nobody. */
+  observer?: EnvApiObserver
 }
 
 export interface ResolvedOptions {
@@ -72,6 +80,8 @@ export interface ResolvedOptions {
   readonly ciAllowHttpLoopbackIssuers: boolean
   readonly allowPrivateWebhooks: boolean
   readonly webhookIntervalMs: number
+  readonly expiryIntervalMs: number
+  readonly observer: Required<EnvApiObserver>
   /** `{baseUrl}/api/env` */
   readonly resource: string
   /** `{baseUrl}/cli/oauth-client.json` */
@@ -154,6 +164,8 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     ciAllowHttpLoopbackIssuers: settings.ciAllowHttpLoopbackIssuers,
     allowPrivateWebhooks: settings.allowPrivateWebhooks,
     webhookIntervalMs: positive('webhookIntervalMs', o.webhookIntervalMs, 2000),
+    expiryIntervalMs: positive('expiryIntervalMs', o.expiryIntervalMs, 5000),
+    observer: safeObserver(o.observer),
     resource: `${baseUrl}/api/env`,
     cliClientId: `${baseUrl}/cli/oauth-client.json`,
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Keyring } from './adapters/keyring.js'
 import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
 import { fail } from './domain/failure.js'
+import { errors } from './errors.js'
 import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
@@ -24,7 +25,8 @@ export interface VaultCrypto {
   sealHistory(vaultId: string, environment: string, changeSetId: string, entries: readonly HistoryValues[]): Promise<SealedHistory[]>
   /**
    * Opens one side of history entries of one change set; throws DomainFailure
-   * decrypt_failed if any fails (nothing is returned). A null side opens to null.
+   * decrypt_failed if any fails (nothing is returned). A null side opens to null; a
+   * value recorded as unreadable (zero bytes) is left out.
    */
   openHistory(
     vaultId: string,
@@ -79,6 +81,17 @@ type OpenedEnvironment = Map<string, { readonly sealed: Buffer; readonly value: 
  */
 export function createVaultCrypto(storage: Storage, keyring: Keyring | null, options: VaultCryptoOptions = {}): VaultCrypto {
   const keys = new Map<string, Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }>>()
+  /**
+   * The wrapped data key this process last opened, per vault (bounded, oldest dropped): a
+   * stored wrap that differs from it and does not open means a rotation is under way.
+   */
+  const lastOpened = new Map<string, Buffer>()
+  const LAST_OPENED_MAX = 10_000
+  const rememberOpened = (vaultId: string, wrapped: Uint8Array): void => {
+    lastOpened.delete(vaultId)
+    lastOpened.set(vaultId, Buffer.from(wrapped))
+    if (lastOpened.size > LAST_OPENED_MAX) lastOpened.delete(lastOpened.keys().next().value as string)
+  }
   const cacheMax = options.openedCacheBytes ?? 0
   // least recently read environment first; sizes in bytes (UTF-16 values + sealed)
   const opened = new Map<string, { entries: OpenedEnvironment; bytes: number }>()
@@ -113,9 +126,26 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         wrapped = await storage.ensureWrappedKey(vaultId, () => keyring.wrap(randomBytes(32), vaultId))
       }
       try {
-        return { wrapped, key: await keyring.unwrap(wrapped, vaultId) }
+        const key = await keyring.unwrap(wrapped, vaultId)
+        rememberOpened(vaultId, wrapped)
+        return { wrapped, key }
       } catch (cause) {
-        throw fail.decryptFailed(cause)
+        // Rewrapped meanwhile (a master-key rotation): the stored wrap is read again. If it, or
+        // the one that failed, differs from the last wrap this process opened, and it does not
+        // open, a rotation is under way: 503, try again, never a 500 (issue 25).
+        const again = await storage.getWrappedKey(vaultId)
+        const known = lastOpened.get(vaultId)
+        const moved = (w: Uint8Array | null) => w !== null && known !== undefined && !known.equals(Buffer.from(w))
+        if (again && !Buffer.from(again).equals(Buffer.from(wrapped))) {
+          try {
+            const key = await keyring.unwrap(again, vaultId)
+            rememberOpened(vaultId, again)
+            return { wrapped: again, key }
+          } catch (rotating) {
+            throw errors.keyRotating(rotating)
+          }
+        }
+        throw moved(wrapped) ? errors.keyRotating(cause) : fail.decryptFailed(cause)
       }
     })()
     keys.set(vaultId, p)
@@ -195,6 +225,9 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         const out: Record<string, string | null> = {}
         for (const e of entries) {
           const sealed = e[side]
+          // zero bytes: a value that could not be opened when it was replaced (domain/changes.ts,
+          // UNREADABLE_BEFORE); left out, so nobody takes it for "none"
+          if (sealed !== null && sealed.byteLength === 0) continue
           out[e.name] = sealed === null ? null : open(key, sealed, historyPlaceOf(vaultId, environment, e.name, changeSetId, side)).toString('utf8')
         }
         return out
@@ -262,6 +295,7 @@ export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId:
       return seal(newKey, open(oldKey, sealed, place), place)
     }
     const againInHistory = (h: VaultSecrets['history'][number]): Uint8Array => {
+      if (h.sealed.byteLength === 0) return h.sealed // a value recorded as unreadable (UNREADABLE_BEFORE)
       const place = historyPlaceOf(vaultId, h.environment, h.name, h.changeSetId, h.side)
       return seal(newKey, open(oldKey, h.sealed, place), place)
     }

@@ -9,6 +9,8 @@ import { createLocalPeople, type LocalPeople } from './people-local.js'
 import { attemptCounters } from './pages/attempt-limiter.js'
 import { accountPages } from './pages/account-pages.js'
 import { invitePages } from './pages/invite-pages.js'
+import type { Metrics } from './ops/metrics.js'
+import { createReadinessProbe, healthRoutes, type ReadinessProbe } from './ops/health.js'
 
 export interface AppDeps {
   readonly config: ServerConfig
@@ -24,6 +26,10 @@ export interface AppDeps {
   readonly isShuttingDown?: () => boolean
   /** sends invitation emails; default: nodemailer over config.smtp when set, else none */
   readonly mailer?: Mailer | null
+  /** what /readyz checks; default: the key is loaded and the storage's database answers with its schema unchanged */
+  readonly readiness?: ReadinessProbe
+  /** counts requests and outcomes (ENVKEEP_METRICS_ADDRESS); the storage given should be `metrics.timeStorage(…)` */
+  readonly metrics?: Metrics
 }
 
 export interface BuiltApp {
@@ -58,6 +64,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     // a URL Fastify cannot decode gets the spec's error record, not a 400 quoting the URL
     frameworkErrors: envkeepFrameworkErrors,
   })
+  deps.metrics?.instrument(app)
   // every answer of the service (the plugin's, the account pages', not-found and framework errors) forbids MIME sniffing
   app.addHook('onSend', async function noSniff(_request, reply) {
     reply.header('x-content-type-options', 'nosniff')
@@ -69,6 +76,15 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       return payload
     })
   }
+  const probe =
+    deps.readiness ??
+    createReadinessProbe({
+      storage: deps.storage,
+      keyLoaded: () => deps.keyring !== null,
+    })
+  await probe() // the schema as this process migrated it: a later change makes /readyz say so
+  const readiness: ReadinessProbe = async () => (isShuttingDown?.() ? 'the server is shutting down' : probe())
+  await app.register(healthRoutes, { probe: readiness, basePath: config.basePath })
   // one not-found answer for the whole server: a page or the error record, never quoting the query
   app.setNotFoundHandler(envkeepNotFound(config.baseUrl))
   await app.register(fastifyCookie)
@@ -125,6 +141,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     plans: { ...config.plans },
     ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
     allowPrivateWebhooks: config.webhookAllowPrivate,
+    ...(deps.metrics ? { observer: deps.metrics.observer } : {}),
   })
   return { app, people }
 }

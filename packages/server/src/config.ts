@@ -1,6 +1,9 @@
 import { isIP } from 'node:net'
 import { isAbsolute, resolve } from 'node:path'
 import type { StorageLimit } from '@envkeep/env-api-plugin'
+import { fileURLToPath } from 'node:url'
+import type { AuditSink } from './ops/audit-stream.js'
+import { resolveFileSettings } from './ops/settings.js'
 
 /** A wrong command line or setting: the process prints it and exits 2, nothing started. */
 export class UsageError extends Error {
@@ -55,6 +58,12 @@ export interface ServerConfig {
    * them. The URL may hold a password: it is never logged or repeated in an error.
    */
   readonly smtp: SmtpConfig | null
+  /** ENVKEEP_SHUTDOWN_GRACE: seconds in-flight requests get to finish after SIGTERM */
+  readonly shutdownGraceSeconds: number
+  /** ENVKEEP_METRICS_ADDRESS: host:port of the Prometheus listener, or null (off) */
+  readonly metricsAddress: { readonly host: string; readonly port: number } | null
+  /** ENVKEEP_AUDIT_STREAM (+ ENVKEEP_AUDIT_STREAM_SECRET): where the audit stream goes, or null (off) */
+  readonly auditStream: AuditSink | null
 }
 
 export interface SmtpConfig {
@@ -75,7 +84,11 @@ export const DEFAULT_PLANS: Readonly<Record<string, StorageLimit>> = Object.free
   'self-hosted': Object.freeze({ maxVariables: 10_000, maxBytes: 20 * 1024 * 1024 }),
 })
 
-/** Every setting, for --help and the README (keep the README table in step). */
+/**
+ * Every setting, for --help and the README (keep the README table in step). This is also the
+ * list of known names: an ENVKEEP_ variable not here is warned about at start (ops/settings.ts);
+ * a secret one also goes in SECRET_SETTINGS there, which gives it its _FILE form.
+ */
 export const SETTINGS: readonly Setting[] = Object.freeze([
   { flag: '--host', env: 'ENVKEEP_HOST', default: '127.0.0.1', meaning: 'address to listen on' },
   { flag: '--port', env: 'ENVKEEP_PORT', default: '8080', meaning: 'port to listen on (1-65535)' },
@@ -120,6 +133,23 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     env: 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE',
     default: 'false',
     meaning: 'true lets webhooks call private, loopback and link-local addresses (refused by default, when added and at each delivery)',
+  },
+  { env: 'ENVKEEP_SHUTDOWN_GRACE', default: '10', meaning: 'seconds requests in flight get to finish after SIGTERM before the server stops anyway (1-600)' },
+  {
+    env: 'ENVKEEP_METRICS_ADDRESS',
+    default: '(none: no metrics)',
+    meaning: 'host:port of a separate listener serving Prometheus text at /metrics, e.g. 127.0.0.1:9464 (never on the public port)',
+  },
+  {
+    env: 'ENVKEEP_AUDIT_STREAM',
+    default: '(none)',
+    meaning:
+      'every access-log entry and server audit event as JSON Lines: an absolute file path (reopened on SIGHUP) or an https:// endpoint (batched, signed)',
+  },
+  {
+    env: 'ENVKEEP_AUDIT_STREAM_SECRET',
+    default: '(none; needed with an https stream)',
+    meaning: 'HMAC key signing each batch sent to an https audit stream (16+ characters)',
   },
   {
     env: 'ENVKEEP_TRUST_PROXY',
@@ -267,6 +297,44 @@ export function parseTrustProxy(raw: string | undefined): false | number | reado
   return Object.freeze(items)
 }
 
+/** ENVKEEP_AUDIT_STREAM and its secret; errors never repeat the secret or a URL's credentials. */
+function parseAuditStream(raw: string | undefined, secret: string | undefined): AuditSink | null {
+  if (raw === undefined) {
+    if (secret !== undefined) throw new UsageError('ENVKEEP_AUDIT_STREAM_SECRET is set but ENVKEEP_AUDIT_STREAM is not')
+    return null
+  }
+  if (raw.startsWith('/') || raw.startsWith('file:')) {
+    let path: string
+    try {
+      path = raw.startsWith('file:') ? fileURLToPath(raw) : raw
+    } catch {
+      throw new UsageError('ENVKEEP_AUDIT_STREAM: a file:// URL must name an absolute path')
+    }
+    return Object.freeze({ kind: 'file', path: resolve(path) })
+  }
+  let u: URL
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new UsageError('ENVKEEP_AUDIT_STREAM must be an absolute file path or an https:// URL')
+  }
+  if (u.protocol !== 'https:')
+    throw new UsageError('ENVKEEP_AUDIT_STREAM must be an absolute file path or an https:// URL (http is refused: the entries would travel in clear)')
+  if (u.username || u.password) throw new UsageError('ENVKEEP_AUDIT_STREAM: put no credentials in the URL; batches are signed with ENVKEEP_AUDIT_STREAM_SECRET')
+  if (secret === undefined || secret.length < 16)
+    throw new UsageError('ENVKEEP_AUDIT_STREAM is an https endpoint: ENVKEEP_AUDIT_STREAM_SECRET (16+ characters) must sign what is sent')
+  return Object.freeze({ kind: 'https', url: u.toString(), secret })
+}
+
+/** `host:port` or `[v6]:port` of a listener of its own. */
+function parseListenAddress(label: string, raw: string | undefined): { host: string; port: number } | null {
+  if (raw === undefined) return null
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(raw.trim())
+  const port = m ? Number(m[3]) : 0
+  if (!m || port < 1 || port > 65535) throw new UsageError(`${label} must be host:port, e.g. 127.0.0.1:9464`)
+  return Object.freeze({ host: (m[1] ?? m[2]) as string, port })
+}
+
 function defaultBaseUrl(host: string, port: number): string {
   // a wildcard address is not a place a browser can go: use loopback
   const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
@@ -292,7 +360,9 @@ function parseBaseUrl(raw: string): { baseUrl: string; basePath: string } {
  * spec's values as defaults. Throws UsageError on any bad value; never
  * repeats a key.
  */
-export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
+export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig {
+  // every secret setting may come from a file: ENVKEEP_DATABASE_URL_FILE=/run/secrets/db …
+  const env: Env = resolveFileSettings(rawEnv, cwd, (message) => new UsageError(message))
   const host = pick(flags, 'host', env, 'ENVKEEP_HOST') ?? '127.0.0.1'
   if (!/^[A-Za-z0-9.:_-]+$/.test(host)) throw new UsageError('ENVKEEP_HOST (--host) must be a host name or an IP address')
   const port = integer('ENVKEEP_PORT (--port)', pick(flags, 'port', env, 'ENVKEEP_PORT'), 8080, 1, 65535)
@@ -339,5 +409,8 @@ export function loadConfig(flags: Flags, env: Env, cwd: string): ServerConfig {
     databaseUrl: parseDatabaseUrl(pick(flags, 'database-url', env, 'ENVKEEP_DATABASE_URL')),
     databasePool: integer('ENVKEEP_DATABASE_POOL', envValue(env, 'ENVKEEP_DATABASE_POOL'), 10, 1, 100),
     smtp: parseSmtp(envValue(env, 'ENVKEEP_SMTP_URL'), envValue(env, 'ENVKEEP_SMTP_FROM')),
+    shutdownGraceSeconds: integer('ENVKEEP_SHUTDOWN_GRACE', envValue(env, 'ENVKEEP_SHUTDOWN_GRACE'), 10, 1, 600),
+    metricsAddress: parseListenAddress('ENVKEEP_METRICS_ADDRESS', envValue(env, 'ENVKEEP_METRICS_ADDRESS')),
+    auditStream: parseAuditStream(envValue(env, 'ENVKEEP_AUDIT_STREAM'), envValue(env, 'ENVKEEP_AUDIT_STREAM_SECRET')),
   })
 }

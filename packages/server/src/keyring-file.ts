@@ -78,18 +78,37 @@ export function loadKeySource(config: ServerConfig): KeySource {
  * (`admin rotate-master-key` while the server runs), the next wrap or
  * unwrap uses the new key. Data keys already unwrapped stay valid, since
  * rotation re-wraps them without changing them.
+ *
+ * While a rotation runs, the data key a server reads may be wrapped by the
+ * other key of the two (issue 25: a page write racing the rotation answered
+ * 500): rewrapped under the next key (`<file>.new`) before the file is
+ * swapped, or wrapped under the retiring key just before the swap. So an
+ * unwrap that fails under the current key tries the key it replaced, then
+ * the rotation's `<file>.new`. Wrapping always uses the current file's key
+ * (the rotation's second pass rewraps what was wrapped under the old one).
  */
 export function createFileKeyring(path: string, initialKey: Uint8Array): Keyring {
   let stamp = fileStamp(path)
   let ring = createLocalKeyring(initialKey)
+  let previous: Keyring | null = null
 
   function reloadIfChanged(): void {
     const now = fileStamp(path)
     if (now === null || now === stamp) return
     const loaded = readKeyFile(path)
     if (!loaded) return
+    previous = ring
     ring = createLocalKeyring(loaded.key)
     stamp = now
+  }
+
+  function next(): Keyring | null {
+    try {
+      const loaded = readKeyFile(`${path}.new`)
+      return loaded ? createLocalKeyring(loaded.key) : null
+    } catch {
+      return null // a half-written or foreign file: not a key to try
+    }
   }
 
   return Object.freeze({
@@ -99,7 +118,19 @@ export function createFileKeyring(path: string, initialKey: Uint8Array): Keyring
     },
     async unwrap(wrapped: Uint8Array, vaultId: string): Promise<Uint8Array> {
       reloadIfChanged()
-      return ring.unwrap(wrapped, vaultId)
+      try {
+        return await ring.unwrap(wrapped, vaultId)
+      } catch (err) {
+        for (const other of [previous, next()]) {
+          if (!other) continue
+          try {
+            return await other.unwrap(wrapped, vaultId)
+          } catch {
+            // not this one either
+          }
+        }
+        throw err
+      }
     },
   })
 }

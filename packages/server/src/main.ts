@@ -17,6 +17,9 @@ import { adminAudit, adminVaultCreate } from './commands/admin-vault.js'
 import { CommandFailure, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageFailure, type CliDeps, type CommandContext } from './commands/context.js'
 import { initCommand } from './commands/init.js'
 import { startCommand } from './commands/start.js'
+import { healthcheckCommand } from './commands/healthcheck.js'
+import { adminAuditExport } from './commands/admin-audit-export.js'
+import { adminBackup, adminBackupRestore, adminBackupVerify } from './commands/admin-backup.js'
 
 export type { CliDeps } from './commands/context.js'
 
@@ -47,6 +50,13 @@ const COMMANDS: readonly CommandSpec[] = [
     summary: 'serve (runs init first when the data directory does not exist yet)',
     strings: SERVER_FLAGS,
     run: startCommand,
+  },
+  {
+    words: ['healthcheck'],
+    usage: 'healthcheck [--url U]',
+    summary: "exit 0 when the server's /readyz answers 200, else 1 with its reason (for container health checks; U defaults to this host and port)",
+    strings: ['url', ...SERVER_FLAGS],
+    run: healthcheckCommand,
   },
   {
     words: ['admin', 'user', 'create'],
@@ -101,6 +111,13 @@ const COMMANDS: readonly CommandSpec[] = [
     run: adminVarList,
   },
   {
+    words: ['admin', 'audit', 'export'],
+    usage: 'admin audit export --since S [--until U] [--vault V]',
+    summary: "the audit stream's JSON Lines for a period (S, U: a date, a time, or 30m/24h/7d back), every vault or one; names, never values",
+    strings: ['since', 'until', 'vault'],
+    run: adminAuditExport,
+  },
+  {
     words: ['admin', 'audit'],
     usage: 'admin audit',
     summary: 'the server-level audit log: which vault was deleted, by whom, when (newest first)',
@@ -151,6 +168,29 @@ const COMMANDS: readonly CommandSpec[] = [
     run: adminRotateDataKeys,
   },
   {
+    words: ['admin', 'backup', 'verify'],
+    usage: 'admin backup verify FILE [--key-file K]',
+    summary: 'check a backup (checksum, counts, signature) and, with the master key, open every sealed value in it',
+    strings: ['key-file'],
+    positionals: 1,
+    run: adminBackupVerify,
+  },
+  {
+    words: ['admin', 'backup', 'restore'],
+    usage: 'admin backup restore FILE --data-dir NEW | --database-url postgres://… [--key-file K]',
+    summary: 'restore a backup into a new SQLite data directory or an empty PostgreSQL database (either, whatever the backup came from)',
+    strings: ['key-file'],
+    positionals: 1,
+    run: adminBackupRestore,
+  },
+  {
+    words: ['admin', 'backup'],
+    usage: 'admin backup --to FILE',
+    summary: 'a consistent copy while the server runs (values still sealed, with a manifest and checksum); the master key is not in it',
+    strings: ['to'],
+    run: adminBackup,
+  },
+  {
     words: ['migrate'],
     usage: 'migrate --to postgres://… [--data-dir D]',
     summary: 'copy the SQLite data directory into an empty PostgreSQL database (values stay sealed, sign-ins stay valid); counts checked',
@@ -198,7 +238,10 @@ export function helpText(): string {
     'users can read is refused (as ssh refuses such a private key): chmod 600 it, or pass',
     '--allow-insecure-key-file to any command.',
     '',
-    'Settings (flags win over environment variables):',
+    'Settings (flags win over environment variables). Each secret setting (ENVKEEP_DATABASE_URL,',
+    'ENVKEEP_SMTP_URL, ENVKEEP_OIDC_CLIENT_SECRET, ENVKEEP_AUDIT_STREAM_SECRET) is also read from the',
+    'file its <NAME>_FILE names; the master key from ENVKEEP_MASTER_KEY_FILE. At start the server logs',
+    'the settings in effect (secrets redacted) and warns about unknown ENVKEEP_ names.',
     ...SETTINGS.map((s) => `  ${(s.flag ? `${s.flag}, ${s.env}` : s.env).padEnd(width)}  ${s.meaning} (default ${s.default})`),
     '',
     'First run: `start` on a data directory that does not exist yet runs `init` first: it',

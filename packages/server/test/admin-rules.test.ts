@@ -13,7 +13,7 @@ const PASSWORD = 'canary-admin-password-1234'
 async function setUp(t: Test, extraEnv: Record<string, string> = {}) {
   const dir = tempDir(t)
   const env = { ENVKEEP_DATA_DIR: join(dir, 'data'), ...extraEnv }
-  const cli = (argv: string[], input = '') => runCli(argv, env, input, dir)
+  const cli = (argv: string[], input: string | Buffer = '') => runCli(argv, env, input, dir)
   t.equal((await cli(['init'])).code, 0)
   for (const [email, name] of [
     ['ana@example.com', 'Ana'],
@@ -86,4 +86,20 @@ t.test("admin var set past the plan's storage limit: exit 1 with the plan-limit 
     [['A', null]],
     'B not stored; A written by nobody',
   )
+})
+
+t.test('admin var set with bytes that are not UTF-8 on stdin: exit 1, nothing stored (issue 25)', async (t) => {
+  const { cli, vaultId, look } = await setUp(t)
+  for (const [name, bytes] of [
+    ['0xFF', [0xff]],
+    ['a CESU-8 surrogate', [0xed, 0xa0, 0x80]],
+    ['a truncated sequence', [0xe2, 0x82]],
+  ] as const) {
+    const r = await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'A'], Buffer.concat([Buffer.from('canary-'), Buffer.from(bytes)]))
+    t.equal(r.code, 1, name)
+    t.match(r.stderr, /stdin is not UTF-8 text; nothing was stored/)
+    t.notMatch(r.stderr, 'canary')
+  }
+  t.same(await look((s) => s.listVariableNames(vaultId, 'development')), [], 'nothing stored')
+  t.equal((await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'A'], Buffer.from('canary-€\n'))).code, 0, 'UTF-8 is stored')
 })

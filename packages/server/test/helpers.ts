@@ -120,7 +120,7 @@ export async function addAccount(accounts: AccountStore, email: string, password
 }
 
 /** Runs the CLI with fake streams; stdin gets `input`. */
-export async function runCli(argv: readonly string[], env: Env, input = '', cwd = '/') {
+export async function runCli(argv: readonly string[], env: Env, input: string | Buffer = '', cwd = '/') {
   const stdin = new PassThrough()
   stdin.end(input)
   const stdout = new Capture()

@@ -18,10 +18,11 @@ t.test('a wrong push applied to production is undone in two clicks (the server, 
   const now = new Date(clock.ms)
   const vaultId = randomUUID()
   await storage.createVault(
-    { id: vaultId, name: 'shop', ownerId: ana.id, plan: 'self-hosted', environments: [{ name: 'production', ownersOnly: true }], now },
+    { id: vaultId, name: 'shop', ownerId: ana.id, plan: 'self-hosted', environments: [{ name: 'production', ownersOnly: true, secondPerson: false }], now },
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
-  // production requires a second person: Ana sends, Bo (an owner too) reviews
+  // Ana sends, Bo (an owner too) reviews and reverts directly: the owners turned "Require a
+  // second person" off (with it on, the revert is proposed: env-api-plugin's second-person.test.ts)
   await storage.setMember({ vaultId, personId: bo.id, role: 'owner' }, testLogEntry({ vaultId, action: 'member_added' }))
   const { accessToken } = await mintSignIn(storage, { baseUrl: config.baseUrl, personId: ana.id, now, signInTtlMs: 86_400_000 })
   const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }

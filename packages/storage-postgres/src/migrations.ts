@@ -283,13 +283,28 @@ const m005: Migration = {
 }
 
 /**
+ * Issue 25: the access log's actions invitation_sent, invitation_revoked, webhook_added and
+ * webhook_removed. Webhook URLs need no column: the domain seals each URL with the webhook's
+ * secret in `sealed_secret`, keeps only a masked form in `url`, and seals the rows written
+ * before on the server's first start with this version (it needs the master key).
+ */
+const m006: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      alter table access_log drop constraint access_log_action;
+      alter table access_log add constraint access_log_action check (action in ('read', 'refused', 'push_created', 'push_applied', 'push_rejected', 'push_expired', 'variable_set', 'variable_deleted', 'member_added', 'member_changed', 'member_removed', 'environment_created', 'vault_created', 'history_revealed', 'change_reverted', 'environment_restored', 'vault_renamed', 'environment_changed', 'invitation_sent', 'invitation_revoked', 'webhook_added', 'webhook_removed'));
+    `.execute(db)
+  },
+}
+
+/**
  * The access log's action becomes plain text (issue 19): the list of actions is one domain
  * constant (`ACCESS_ACTIONS` in @envkeep/env-api-plugin), so no CHECK repeats it and a new
  * action needs no migration.
  */
-const m006: Migration = {
+const m007: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
-    await sql`alter table access_log drop constraint access_log_action`.execute(db)
+    await sql`alter table access_log drop constraint if exists access_log_action`.execute(db)
   },
 }
 
@@ -298,7 +313,7 @@ const m006: Migration = {
  * sealed value of a name there. Both go with their environment; turning the switch off
  * deletes the rows (cascade).
  */
-const m007: Migration = {
+const m008: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await sql`
       create table override_environments (
@@ -327,8 +342,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '003_history': m003,
   '004_vault_admin': m004,
   '005_webhooks': m005,
-  '006_access_log_actions': m006,
-  '007_overrides': m007,
+  '006_access_log_issue_25': m006,
+  '007_access_log_actions': m007,
+  '008_overrides': m008,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

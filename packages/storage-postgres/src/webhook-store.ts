@@ -91,12 +91,20 @@ export class PostgresWebhookStore implements WebhookStore {
   listWebhooks(vaultId: string): Promise<WebhookRecord[]> {
     return read(async () =>
       (
-        await rows<WebhookRow>(
+        await rows<WebhookRow & { sealed_secret: Buffer | null }>(
           this.#db,
-          sql`select id, vault_id, url, format, events, created_at, created_by from webhooks where vault_id = ${vaultId} order by created_at, id`,
+          sql`select id, vault_id, url, format, events, created_at, created_by, sealed_secret from webhooks where vault_id = ${vaultId} order by created_at, id`,
         )
-      ).map(webhookOf),
+      ).map((r) => ({ ...webhookOf(r), sealedSecret: r.sealed_secret && copy(r.sealed_secret) })),
     )
+  }
+
+  sealWebhookUrl(input: { vaultId: string; webhookId: string; ifUrl: string; url: string; sealedSecret: Uint8Array }): Promise<boolean> {
+    return read(async () => {
+      const r = await sql`update webhooks set url = ${input.url}, sealed_secret = ${bytes(input.sealedSecret)}
+        where id = ${input.webhookId} and vault_id = ${input.vaultId} and url = ${input.ifUrl}`.execute(this.#db)
+      return Number(r.numAffectedRows ?? 0) > 0
+    })
   }
 
   deleteWebhook(vaultId: string, webhookId: string): Promise<boolean> {

@@ -117,7 +117,29 @@ class SqliteWebhookStore implements WebhookStore {
       this.#d,
       'none',
       () =>
-        (this.#q(`select ${WEBHOOK_COLUMNS} from webhooks w where w.vault_id = ? order by w.created_at, w.rowid`).all(vaultId) as WebhookRow[]).map(webhookOf),
+        (
+          this.#q(`select ${WEBHOOK_COLUMNS}, w.sealed_secret from webhooks w where w.vault_id = ? order by w.created_at, w.rowid`).all(
+            vaultId,
+          ) as (WebhookRow & {
+            sealed_secret: Buffer | null
+          })[]
+        ).map((r) => ({ ...webhookOf(r), sealedSecret: r.sealed_secret && new Uint8Array(r.sealed_secret) })),
+      'webhooks',
+    )
+  }
+
+  sealWebhookUrl(input: { vaultId: string; webhookId: string; ifUrl: string; url: string; sealedSecret: Uint8Array }): Promise<boolean> {
+    return runSync(
+      this.#d,
+      'immediate',
+      () =>
+        this.#q('update webhooks set url = ?, sealed_secret = ? where id = ? and vault_id = ? and url = ?').run(
+          input.url,
+          bytes(input.sealedSecret),
+          input.webhookId,
+          input.vaultId,
+          input.ifUrl,
+        ).changes > 0,
       'webhooks',
     )
   }

@@ -52,7 +52,12 @@ ${BASE_URL_HELP}
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = []
   for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string))
-  return Buffer.concat(chunks).toString('utf8')
+  try {
+    // bytes that are not UTF-8 would be sent as U+FFFD: refused instead (issue 25)
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Buffer.concat(chunks))
+  } catch {
+    throw new CliError('stdin is not UTF-8 text; nothing was sent')
+  }
 }
 
 export const set: Command = {

@@ -36,12 +36,19 @@ export interface NewWebhook {
 export interface WebhookRecord {
   readonly id: string
   readonly vaultId: string
+  /**
+   * What the domain stored as the URL: since issue 25 a masked form (scheme and host), the
+   * URL itself being sealed in `sealedSecret`; rows written before hold the URL until the
+   * domain seals it (sealWebhookUrl).
+   */
   readonly url: string
   readonly format: WebhookFormat
   /** in the order push.created, push.decided, push.expired */
   readonly events: readonly WebhookEvent[]
   readonly createdAt: Date
   readonly createdBy: string | null
+  /** the sealed secret as stored (listWebhooks gives it; other answers may leave it out) */
+  readonly sealedSecret?: Uint8Array | null
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
@@ -90,6 +97,19 @@ export interface WebhookStore {
 
   /** The webhooks of a vault, oldest first; [] for an unknown vault. */
   listWebhooks(vaultId: string): Promise<WebhookRecord[]>
+
+  /**
+   * Replaces a webhook's `url` and `sealedSecret` when its url is still `ifUrl` (compare and
+   * set): the domain's one-time sealing of URLs stored plain before issue 25. False, and
+   * nothing written, when the webhook is gone, is another vault's, or its url changed.
+   */
+  sealWebhookUrl(input: {
+    readonly vaultId: string
+    readonly webhookId: string
+    readonly ifUrl: string
+    readonly url: string
+    readonly sealedSecret: Uint8Array
+  }): Promise<boolean>
 
   /** Deletes a webhook of the vault and its deliveries, at once. False when there was none. */
   deleteWebhook(vaultId: string, webhookId: string): Promise<boolean>

@@ -23,6 +23,10 @@ export const ACCESS_ACTIONS = Object.freeze([
   'environment_restored',
   'vault_renamed',
   'environment_changed',
+  'invitation_sent',
+  'invitation_revoked',
+  'webhook_added',
+  'webhook_removed',
   'override_set',
   'override_deleted',
 ] as const)

@@ -1,4 +1,4 @@
-import type { AccessAction, AccessLogRow } from '../adapters/vault-store.js'
+import type { Role, AccessAction, AccessLogRow } from '../adapters/vault-store.js'
 import type { Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { locateVault } from './vaults.js'
@@ -16,7 +16,7 @@ export async function listAccessLog(
 ): Promise<AccessLogRow[]> {
   const vault = await locateVault(d, actor, input.vaultId)
   const { vaultId: _vaultId, personId, ...filter } = input
-  if (!personId) return d.storage.listAccessLog(vault.id, filter)
+  if (!personId) return (await d.storage.listAccessLog(vault.id, filter)).map((e) => shownAccessEntry(e, vault.role))
   // a person filter reads further back (entries of others are skipped), at most PERSON_ROUNDS pages
   const wanted: AccessLogRow[] = []
   let before = filter.before
@@ -26,7 +26,23 @@ export async function listAccessLog(
     if (page.length < filter.limit) break
     before = page[page.length - 1]?.id
   }
-  return wanted.slice(0, filter.limit)
+  return wanted.slice(0, filter.limit).map((e) => shownAccessEntry(e, vault.role))
+}
+
+const INVITATION_ACTIONS: readonly string[] = ['invitation_sent', 'invitation_revoked']
+
+/** The `detail` of an invitation's log entry: the role, then the email (never the link or token). */
+export function invitationDetail(role: string, email: string): string {
+  return `${role}: ${email}`
+}
+
+/**
+ * An access-log entry as a member with `role` may see it (issue 25): an invitation's email is
+ * shown to owners only (they sent it; others learn that someone was invited, and the role).
+ */
+export function shownAccessEntry<E extends { readonly action: string; readonly detail: string | null }>(entry: E, role: Role): E {
+  if (role === 'owner' || !INVITATION_ACTIONS.includes(entry.action) || entry.detail === null) return entry
+  return { ...entry, detail: `${entry.detail.split(':')[0]}: email shown to owners` }
 }
 
 /** How many pages of the log a person filter reads at most. */

@@ -1,10 +1,13 @@
-import type { ChangeSetDetail, ChangeSetSummary, EnvironmentInfo, VariableVersion, VaultAccess } from '../adapters/storage.js'
+import type { ChangeSetDetail, ChangeSetSummary, EnvironmentInfo, ImportRecord, VariableVersion, VaultAccess } from '../adapters/storage.js'
 import { entryFor, type Actor } from './actor.js'
 import { changeEnvironment, entriesOf, type Target } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { mayAccess, revealRefusal, writeRefusal } from './permissions.js'
 import { environmentOf, locateEnvironment, locateVault } from './vaults.js'
+import { stagePush } from './pushes.js'
+import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
+import { ENVIRONMENT_CHANGED } from './changes.js'
 
 /**
  * History and rollback (issue 12). Reading history takes the right to read
@@ -34,6 +37,8 @@ export interface RollbackPlan {
   /** revert only: names changed again since, left alone unless `alsoLater` */
   readonly conflicts: readonly string[]
   readonly alsoLater: boolean
+  /** true where a second person is required: carrying it out proposes a push instead (writes only) */
+  readonly propose: boolean
 }
 
 async function readableEnvironment(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo): Promise<void> {
@@ -124,7 +129,8 @@ async function valuesRightAfter(d: DomainDeps, vault: VaultAccess, environment: 
       'before',
       group.map((g) => g.entry),
     )
-    for (const g of group) out.set(g.name, opened[g.name] ?? null)
+    // a value recorded as unreadable (left out by openHistory) is not restored: never guessed
+    for (const g of group) if (Object.hasOwn(opened, g.name)) out.set(g.name, opened[g.name] ?? null)
   }
   return out
 }
@@ -142,6 +148,7 @@ async function rollbackTarget(
   const target = new Map<string, string | null>()
   const conflicts: string[] = []
   for (const e of change.entries) {
+    if (!Object.hasOwn(before, e.name)) continue // its value before could not be opened: nothing to go back to
     if (later.has(e.name)) {
       conflicts.push(e.name)
       if (!alsoLater) continue
@@ -182,6 +189,7 @@ export async function planRollback(
     delete: entries.filter((e) => e.after === null).map((e) => e.name),
     conflicts,
     alsoLater,
+    propose: mustPropose(actor, view.vault, environmentOf(view.vault, view.change.environment)),
   }
 }
 
@@ -194,11 +202,23 @@ export async function rollBack(
   d: DomainDeps,
   actor: Actor,
   input: { vaultId: string; changeSetId: string; kind: 'revert' | 'restore'; alsoLater?: boolean; version?: number },
-): Promise<{ view: ChangeView; changeSetId: string | null; written: string[]; deleted: string[] }> {
+): Promise<{ view: ChangeView; changeSetId: string | null; written: string[]; deleted: string[]; proposed: ImportRecord | null }> {
   const view = await writableChange(d, actor, input)
   const { vault, change } = view
   const env = environmentOf(vault, change.environment)
   const alsoLater = input.kind === 'revert' && input.alsoLater === true
+  if (mustPropose(actor, vault, env) && actor.kind === 'person') {
+    // a second person is required: what the rollback would write becomes a push (issue 25)
+    const plan = await planRollback(d, actor, input)
+    if (input.version !== undefined && plan.version !== input.version) throw fail.conflict(ENVIRONMENT_CHANGED)
+    if (plan.delete.length > 0) throw fail.forbidden(`${PROPOSE_INSTEAD}; this one deletes variables, which cannot be proposed yet`)
+    if (plan.write.length === 0) return { view, changeSetId: null, written: [], deleted: [], proposed: null }
+    const { target } = await rollbackTarget(d, view, input.kind, alsoLater)
+    const variables: Record<string, string> = {}
+    for (const name of plan.write) variables[name] = target.get(name) as string
+    const proposed = await stagePush(d, actor, vault, env, { variables })
+    return { view, changeSetId: null, written: [], deleted: [], proposed }
+  }
   let target: Target = {}
   const r = await changeEnvironment(d, actor, vault, env, {
     names: undefined,
@@ -224,6 +244,7 @@ export async function rollBack(
     changeSetId: r.changeSetId,
     written: r.entries.filter((e) => e.kind !== 'deleted').map((e) => e.name),
     deleted: r.entries.filter((e) => e.kind === 'deleted').map((e) => e.name),
+    proposed: null,
   }
 }
 

@@ -1,6 +1,7 @@
 import type { PendingInvitation, Person } from '../adapters/people.js'
 import type { Role, VaultAccess } from '../adapters/vault-store.js'
-import type { PersonActor } from './actor.js'
+import { entryFor, type PersonActor } from './actor.js'
+import { invitationDetail } from './access-log.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { addMember, NEEDS_ACCOUNT, type MemberChangeOutcome } from './members.js'
@@ -63,6 +64,8 @@ export async function inviteMember(
   }
   const r = await invite.call(d.people, { email, role, vaultId: vault.id, vaultName: vault.name, invitedBy: input.invitedBy })
   if (!r || typeof r.link !== 'string' || r.link === '') throw new Error('envkeep: people.invite returned no link')
+  // issue 25: logged with the role and the email (owners see it), never the link or its token
+  await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'invitation_sent', at: d.now(), detail: invitationDetail(role, email) }))
   return { kind: 'invited', vault, email, role, link: r.link, emailed: r.emailed === true }
 }
 
@@ -82,6 +85,16 @@ export async function revokeInvitation(d: DomainDeps, actor: PersonActor, input:
   const revoke = d.people.revokeInvitation
   if (!revoke) throw fail.notFound(INVITATION_NOT_FOUND)
   const id = input.invitationId
-  if (id.length === 0 || id.length > 100 || !(await revoke.call(d.people, vault.id, id))) throw fail.notFound(INVITATION_NOT_FOUND)
+  if (id.length === 0 || id.length > 100) throw fail.notFound(INVITATION_NOT_FOUND)
+  const pending = d.people.listInvitations ? (await d.people.listInvitations.call(d.people, vault.id)).find((i) => i.id === id) : undefined
+  if (!(await revoke.call(d.people, vault.id, id))) throw fail.notFound(INVITATION_NOT_FOUND)
+  await d.storage.appendAccessLog(
+    entryFor(actor, {
+      vaultId: vault.id,
+      action: 'invitation_revoked',
+      at: d.now(),
+      detail: pending ? invitationDetail(pending.role, pending.email) : null,
+    }),
+  )
   return { vault }
 }

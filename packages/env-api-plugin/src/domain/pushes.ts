@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { ChangeKind, EnvironmentInfo, ImportRecord, ImportStatus, NewChangeSet, RefusedLine, VaultAccess } from '../adapters/storage.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
-import { entriesOf } from './changes.js'
+import { entriesOf, mayReplaceUnreadable, openCurrent, UNREADABLE_BEFORE } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
@@ -9,9 +9,8 @@ import { canDecideImport, decideRefusal, mayAccess, roleRefusal } from './permis
 import { isWellFormed, MAX_NAME_LENGTH, MAX_REASON, MAX_REFUSED, nameProblem, valueProblem } from './rules.js'
 import { checkNewReference, parseTarget, referenceForm, referenceOf, type ReferenceTarget } from './references.js'
 import { AGAIN, retryOptimistic } from './retry.js'
-import type { Located } from './variables.js'
 import { secondPersonRequired } from './vault-admin.js'
-import { listVaults, locateEnvironment, locateVault } from './vaults.js'
+import { listVaults, locateEnvironment, locateVault, type Located } from './vaults.js'
 import { notifyWebhooks } from './webhooks.js'
 
 /**
@@ -78,12 +77,22 @@ export async function createPush(
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   located?.(vault, env)
   if (!mayAccess(vault, env, 'read')) throw fail.forbidden(roleRefusal(vault.role, env, 'push to'))
+  return stagePush(d, actor, vault, env, input.body)
+}
+
+/**
+ * Stages a push (checked, sealed, counted against the plan's limit, `push_created` logged in
+ * storage's transaction) and enqueues its webhooks. The callers have checked the right to
+ * push; the pages' proposals (issue 25: changes on an environment that requires a second
+ * person) come here too.
+ */
+export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultAccess, env: EnvironmentInfo, body: PushInput): Promise<ImportRecord> {
   if (!d.hasKey) throw fail.notConfigured()
-  const problem = pushProblem(input.body)
+  const problem = pushProblem(body)
   if (problem) throw fail.invalid(problem)
   // references: checked with the sender's rights now, and again with the decider's when applied
-  const stored: Record<string, string> = { ...input.body.variables }
-  for (const [name, text] of Object.entries(input.body.references ?? {})) {
+  const stored: Record<string, string> = { ...body.variables }
+  for (const [name, text] of Object.entries(body.references ?? {})) {
     const target = parseTarget(text) as ReferenceTarget
     await checkNewReference(d, vault, env, name, target)
     stored[name] = referenceForm(target)
@@ -106,7 +115,7 @@ export async function createPush(
           signInId: actor.signInId,
           values: sealed.values,
           sealedUnder: sealed.sealedUnder,
-          refused: (input.body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
+          refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
           createdAt: now,
           expiresAt: new Date(now.getTime() + d.importTtlMs),
           limit: limitOf(d.plans, vault.plan),
@@ -280,16 +289,20 @@ async function pushChangeSet(d: DomainDeps, actor: PersonActor, view: PushView, 
   const { vault, push } = view
   const state = await d.storage.readCurrent(vault.id, push.environment, push.names)
   const staged = await d.storage.getImportValues(push.id)
-  const current = await d.crypto.openValues(vault.id, push.environment, state.variables)
+  const { values: current, unreadable, failure } = await openCurrent(d, vault.id, push.environment, state.variables)
   const incoming = await d.crypto.openValues(vault.id, push.environment, staged)
   // a reference it holds must still be one the decider may make (rights, target, no cycle)
   for (const [name, form] of Object.entries(incoming)) {
     const target = referenceOf(form)
     if (target) await checkNewReference(d, vault, view.env, name, target)
   }
-  const entries = entriesOf(current, incoming)
+  const entries = entriesOf(current, incoming, unreadable)
+  // a live value that no longer opens: an owner's Apply replaces it, recorded as unreadable
+  if (entries.some((e) => unreadable.has(e.name)) && !mayReplaceUnreadable(actor, vault)) throw failure
   const id = randomUUID()
-  const sealed = await d.crypto.sealHistory(vault.id, push.environment, id, entries)
+  const sealed = (await d.crypto.sealHistory(vault.id, push.environment, id, entries)).map((k) =>
+    unreadable.has(k.name) ? { ...k, before: UNREADABLE_BEFORE } : k,
+  )
   return {
     ifVersion: state.version,
     changeSet: {

@@ -1,5 +1,6 @@
 import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
 import { entryFor, type Actor } from './actor.js'
+import { openCurrent } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { ciLimitRefusal, mayAccess, roleRefusal } from './permissions.js'
@@ -194,7 +195,8 @@ export async function describeReferences(d: DomainDeps, vault: VaultAccess, env:
   const out = new Map<string, ReferenceInfo>()
   if (!d.hasKey || !mayAccess(vault, env, 'read')) return out
   const state = await d.storage.readCurrent(vault.id, env.name)
-  const stored = await d.crypto.openValues(vault.id, env.name, state.variables)
+  // a value that no longer opens is simply not shown as a reference: the page lists it still
+  const { values: stored } = await openCurrent(d, vault.id, env.name, state.variables)
   const names = new Map<string, Set<string>>()
   for (const [name, form] of Object.entries(stored)) {
     const t = referenceOf(form)

@@ -1,4 +1,4 @@
-import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
+import type { EnvironmentInfo, ImportRecord, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import { entryFor, type Actor } from './actor.js'
 import { changeEnvironment, directHow } from './changes.js'
 import type { DomainDeps } from './deps.js'
@@ -7,12 +7,14 @@ import { ciLimitRefusal, mayAccess, revealRefusal, roleRefusal, writeRefusal } f
 import { nameProblem, valueProblem } from './rules.js'
 import { checkNewReference, describeReferences, parseTarget, type ReferenceInfo, referenceForm, resolveReferences } from './references.js'
 import { applyOverrides } from './overrides.js'
-import { locateEnvironment } from './vaults.js'
+import { locateEnvironment, type Located } from './vaults.js'
+import { stagePush } from './pushes.js'
+import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
 
 export const VARIABLE_NOT_FOUND = 'that variable does not exist in this environment'
+const EXISTS = 'a variable with that name exists in this environment; use Change to give it a new value'
 
-/** Called once the vault and environment are found, before any refusal (the API names them in its messages). */
-export type Located = (vault: VaultAccess, env: EnvironmentInfo) => void
+export type { Located } from './vaults.js'
 
 export interface ReadResult {
   readonly vault: VaultAccess
@@ -86,12 +88,15 @@ export interface VariableInput {
  * Writes one variable: `add` refuses a name that has a value, `change` one
  * that has none, `set` (the administrator's `var set`) does either. The
  * plan's storage limit is checked by storage in the write's transaction.
+ * Where a second person is required (mustPropose), nothing is written: the
+ * value becomes a pending push by this person (`proposed`), for someone else
+ * to apply on its review page.
  */
 export async function writeVariable(
   d: DomainDeps,
   actor: Actor,
   input: VariableInput,
-): Promise<{ vault: VaultAccess; env: EnvironmentInfo; name: string; created: boolean }> {
+): Promise<{ vault: VaultAccess; env: EnvironmentInfo; name: string; created: boolean; proposed: ImportRecord | null }> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   if (!mayAccess(vault, env, 'write')) throw fail.forbidden(writeRefusal(vault.role))
   const name = input.name.trim()
@@ -109,19 +114,27 @@ export async function writeVariable(
     if (vp) throw fail.invalid(vp)
     stored = input.value as string
   }
+  if (mustPropose(actor, vault, env) && actor.kind === 'person') {
+    const has = (await d.storage.listVariableNames(vault.id, env.name)).some((m) => m.name === name)
+    if (input.mode === 'add' && has) throw fail.conflict(EXISTS)
+    if (input.mode === 'change' && !has) throw fail.notFound(VARIABLE_NOT_FOUND)
+    const body = input.ref !== undefined ? { variables: {}, references: { [name]: input.ref.trim() } } : { variables: { [name]: stored } }
+    const proposed = await stagePush(d, actor, vault, env, body)
+    return { vault, env, name, created: false, proposed }
+  }
   const r = await changeEnvironment(d, actor, vault, env, {
     names: [name],
     how: directHow(actor),
     ref: null,
-    plan: (current) => {
-      const has = Object.hasOwn(current, name)
-      if (input.mode === 'add' && has) throw fail.conflict('a variable with that name exists in this environment; use Change to give it a new value')
+    plan: (current, unreadable) => {
+      const has = Object.hasOwn(current, name) || unreadable.has(name)
+      if (input.mode === 'add' && has) throw fail.conflict(EXISTS)
       if (input.mode === 'change' && !has) throw fail.notFound(VARIABLE_NOT_FOUND)
       return { [name]: stored }
     },
     log: (names, at) => entryFor(actor, { vaultId: vault.id, action: 'variable_set', at, environment: env.name, names }),
   })
-  return { vault, env, name, created: r.entries.some((e) => e.kind === 'added') }
+  return { vault, env, name, created: r.entries.some((e) => e.kind === 'added'), proposed: null }
 }
 
 /** Deletes one variable. */
@@ -133,14 +146,17 @@ export async function deleteVariable(
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   if (!mayAccess(vault, env, 'write')) throw fail.forbidden(writeRefusal(vault.role))
   if (nameProblem(input.name)) throw fail.notFound(VARIABLE_NOT_FOUND)
+  // a push stages values only, so a deletion cannot be proposed: it waits for the rule to be
+  // turned off (an owner, logged) or for the server administrator (`admin var delete`)
+  if (mustPropose(actor, vault, env)) throw fail.forbidden(`${PROPOSE_INSTEAD}; a deletion cannot be proposed yet`)
   if (!d.hasKey) throw fail.notConfigured() // its last value is kept in history, sealed
   const name = input.name
   await changeEnvironment(d, actor, vault, env, {
     names: [name],
     how: directHow(actor),
     ref: null,
-    plan: (current) => {
-      if (!Object.hasOwn(current, name)) throw fail.notFound(VARIABLE_NOT_FOUND)
+    plan: (current, unreadable) => {
+      if (!Object.hasOwn(current, name) && !unreadable.has(name)) throw fail.notFound(VARIABLE_NOT_FOUND)
       return { [name]: null }
     },
     log: (names, at) => entryFor(actor, { vaultId: vault.id, action: 'variable_deleted', at, environment: env.name, names }),

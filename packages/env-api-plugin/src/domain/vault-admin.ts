@@ -19,14 +19,18 @@ export function sameVaultName(a: string, b: string): boolean {
   return a.normalize('NFC').toLocaleLowerCase('en') === b.normalize('NFC').toLocaleLowerCase('en')
 }
 
-/** Refuses when `personId` reaches a vault (other than `except`) with this name. */
+/**
+ * Refuses when `personId` reaches a vault (other than `except`) with this name. The refusal
+ * never quotes the other vault's name: for "they" it is someone else's vault, and even its
+ * spelling (case) is theirs to know.
+ */
 export async function requireFreeName(d: DomainDeps, personId: string, name: string, who: 'you' | 'they', except?: string): Promise<void> {
   const clash = (await d.storage.listVaults(personId)).find((v) => v.id !== except && sameVaultName(v.name, name))
   if (!clash) return
   throw fail.conflict(
     who === 'you'
-      ? `you already have a vault named "${clash.name}"; choose another name`
-      : `that person already has a vault named "${clash.name}"; rename one of the two first`,
+      ? 'a vault you can reach already has that name (names are unique regardless of case); choose another name'
+      : 'a vault they can reach already has that name (names are unique regardless of case for each person); choose another name',
   )
 }
 
@@ -110,3 +114,19 @@ export async function setEnvironmentRules(
 export function secondPersonRequired(vault: VaultAccess, env: EnvironmentInfo): boolean {
   return vault.requireSecondPerson || (env.secondPerson ?? env.ownersOnly)
 }
+
+/**
+ * Whether a change of values by this actor must be proposed as a push that another person
+ * decides (issue 25): a person, on an environment that requires a second person. Every
+ * direct change (changeEnvironment) checks it, so no page or route can forget it. The server
+ * administrator (`admin var set`, `admin restore`, on the server itself) is the break-glass
+ * and is not bound: whoever runs them holds the database and the master key already, so a
+ * rule there would protect nothing, and a vault whose only owner is away must stay
+ * repairable. Their changes are logged as the server administrator's.
+ */
+export function mustPropose(actor: Actor, vault: VaultAccess, env: EnvironmentInfo): boolean {
+  return actor.kind === 'person' && secondPersonRequired(vault, env)
+}
+
+/** Why a direct change is refused where it must be proposed. */
+export const PROPOSE_INSTEAD = 'this environment requires a second person: a change of its values is proposed as a push, and someone else applies it'

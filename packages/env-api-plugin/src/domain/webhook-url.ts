@@ -23,18 +23,67 @@ export const PRIVATE_REFUSAL =
  * True for an address of the public internet: ipaddr.js's `unicast` range
  * (anything it classifies otherwise is refused: private, loopback,
  * link-local, unique-local, carrier-grade NAT, multicast, reserved,
- * 6to4/Teredo/NAT64 forms that may hide a private IPv4, …). An IPv4 address
- * written as IPv6 (`::ffff:10.0.0.1`) is judged as IPv4.
+ * 6to4/Teredo/NAT64/SIIT forms that may hide a private IPv4, …). An IPv6
+ * address that carries an IPv4 address inside is judged by that IPv4 too
+ * (issue 25: `[::127.0.0.1]`, IPv4-compatible, was taken for public):
+ * mapped `::ffff:a.b.c.d` by the IPv4 alone; the deprecated IPv4-compatible
+ * `::a.b.c.d` (::/96) never, like ISATAP interface ids over a private IPv4.
  */
 export function isPublicAddress(address: string): boolean {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6
   try {
-    parsed = ipaddr.parse(address)
+    // ipaddr.js reads any dotted tail (`::a.b.c.d`) as IPv4-mapped: the URL parser's canonical
+    // form (`::7f00:1`) keeps IPv4-compatible apart
+    parsed = ipaddr.parse(isIP(address) === 6 ? new URL(`http://[${address}]/`).hostname.slice(1, -1) : address)
   } catch {
     return false
   }
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address()
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6
+    if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().range() === 'unicast'
+    const p = v6.parts
+    // ::/96 (IPv4-compatible, deprecated by RFC 4291), :: and ::1 included: no public host lives there
+    if (p.slice(0, 6).every((x) => x === 0)) return false
+    for (const inner of embeddedIPv4(p)) if (inner.range() !== 'unicast') return false
+  }
   return parsed.range() === 'unicast'
+}
+
+function ipv4Of(hi: number, lo: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff])
+}
+
+/**
+ * The IPv4 addresses an IPv6 address carries, by the forms that embed one: NAT64 (64:ff9b::/96,
+ * 64:ff9b:1::/48), SIIT (::ffff:0:a.b.c.d), 6to4 (2002:AABB:CCDD::), Teredo (server and
+ * obfuscated client), ISATAP (…:0:5efe:a.b.c.d, also with the u/g bits). The prefixes' own ranges
+ * refuse most of them already; this keeps the rule "a hidden private IPv4 is private" explicit.
+ */
+function embeddedIPv4(p: readonly number[]): ipaddr.IPv4[] {
+  const at = (i: number): number => p[i] as number
+  const out: ipaddr.IPv4[] = []
+  if (at(0) === 0x64 && at(1) === 0xff9b) out.push(ipv4Of(at(6), at(7)))
+  if (at(0) === 0 && at(1) === 0 && at(2) === 0 && at(3) === 0 && at(4) === 0xffff && at(5) === 0) out.push(ipv4Of(at(6), at(7)))
+  if (at(0) === 0x2002) out.push(ipv4Of(at(1), at(2)))
+  if (at(0) === 0x2001 && at(1) === 0) out.push(ipv4Of(at(2), at(3)), ipv4Of(at(6) ^ 0xffff, at(7) ^ 0xffff))
+  if ((at(4) & 0xfcff) === 0 && at(5) === 0x5efe) out.push(ipv4Of(at(6), at(7)))
+  return out
+}
+
+/**
+ * A webhook URL as shown and stored (issue 25): origin and first path segment. The rest of
+ * the path often is the receiver's own secret (a Slack URL's last segments), so only this
+ * form is kept in the clear; the URL itself is sealed (domain/webhooks.ts).
+ */
+export function shownUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    const segments = u.pathname.split('/').filter(Boolean)
+    const more = segments.length > 1 || u.search !== ''
+    return `${u.origin}${segments.length > 0 ? `/${segments[0]}` : ''}${more ? '/…' : ''}`
+  } catch {
+    return '(unreadable URL)'
+  }
 }
 
 /** The URL's hostname as an address or name to resolve (IPv6 without brackets). */

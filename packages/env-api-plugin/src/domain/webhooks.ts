@@ -1,19 +1,23 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import type { DeliveryRecord, WebhookEvent, WebhookFormat, WebhookRecord } from '../adapters/webhook-store.js'
-import { authorOf, type Actor } from './actor.js'
+import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { canManageVault } from './permissions.js'
 import { locateVault } from './vaults.js'
-import { webhookUrlProblem } from './webhook-url.js'
+import { shownUrl, webhookUrlProblem } from './webhook-url.js'
+import type { VaultCrypto } from '../vault-service.js'
+import type { Storage } from '../adapters/storage.js'
 
 /**
  * Per-vault webhooks (issue 14, item 5): owners add, list and remove them;
  * a push created, decided or expired is delivered to each webhook that
  * wants the event (webhooks/worker.ts), never with a value. A generic
  * webhook's deliveries are signed with its own secret, made here, shown
- * once and stored sealed with the vault's data key.
+ * once and stored sealed with the vault's data key. Its URL is sealed with
+ * it (issue 25: a Slack URL is a credential): `sealedSecret` holds both,
+ * and the stored `url` is only the shown form (shownUrl).
  */
 
 export const WEBHOOK_EVENTS: readonly WebhookEvent[] = Object.freeze(['push.created', 'push.decided', 'push.expired'])
@@ -65,24 +69,68 @@ export async function addWebhook(
   if (problem) throw fail.invalid(problem)
   if ((await d.storage.listWebhooks(vault.id)).length >= MAX_WEBHOOKS) throw fail.conflict(`a vault has at most ${MAX_WEBHOOKS} webhooks; remove one first`)
   const id = randomUUID()
-  let secret: string | null = null
-  let sealedSecret: Uint8Array | null = null
-  if (input.format === 'generic') {
-    if (!d.hasKey) throw fail.notConfigured() // the secret is kept sealed with the vault's key
-    secret = `whsec_${randomBytes(32).toString('base64url')}`
-    sealedSecret = await d.crypto.sealWebhookSecret(vault.id, id, secret)
-  }
+  if (!d.hasKey) throw fail.notConfigured() // the URL and the secret are kept sealed with the vault's key
+  const secret = input.format === 'generic' ? `whsec_${randomBytes(32).toString('base64url')}` : null
+  const sealedSecret = await sealCredentials(d.crypto, vault.id, id, { url, secret })
+  const at = d.now()
   const webhook = await d.storage.createWebhook({
     id,
     vaultId: vault.id,
-    url,
+    url: shownUrl(url),
     format: input.format,
     events,
     sealedSecret,
-    createdAt: d.now(),
+    createdAt: at,
     createdBy: authorOf(actor),
   })
+  await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'webhook_added', at, detail: `${input.format}: ${events.join(', ')}` }))
   return { webhook, secret }
+}
+
+/** What a webhook's sealed blob holds: its URL and, for the generic format, its signing secret. */
+export interface WebhookCredentials {
+  readonly url: string
+  readonly secret: string | null
+}
+
+function sealCredentials(crypto: VaultCrypto, vaultId: string, webhookId: string, c: WebhookCredentials): Promise<Uint8Array> {
+  return crypto.sealWebhookSecret(vaultId, webhookId, JSON.stringify({ v: 2, url: c.url, secret: c.secret }))
+}
+
+/**
+ * The URL and secret of a webhook: from its sealed blob, or, for a row written before URLs
+ * were sealed (the blob is the bare secret, or there is none), the stored url. `sealed`
+ * false means the row is one of those (sealLegacyWebhooks seals it).
+ */
+export async function openWebhookCredentials(
+  crypto: VaultCrypto,
+  w: { readonly vaultId: string; readonly id: string; readonly url: string },
+  sealedSecret: Uint8Array | null | undefined,
+): Promise<WebhookCredentials & { sealed: boolean }> {
+  if (!sealedSecret) return { url: w.url, secret: null, sealed: false }
+  const opened = await crypto.openWebhookSecret(w.vaultId, w.id, sealedSecret)
+  if (!opened.startsWith('{')) return { url: w.url, secret: opened, sealed: false }
+  const c = JSON.parse(opened) as { url: string; secret: string | null }
+  return { url: c.url, secret: c.secret, sealed: true }
+}
+
+/**
+ * Seals the URLs of webhooks stored before issue 25 (plain in `url`): each gets the blob of
+ * URL and secret and keeps only its shown form. Runs once per process when the delivery
+ * worker starts (it needs the master key), on every backend alike; compare-and-set, so
+ * several processes may run it at once. Returns how many it sealed.
+ */
+export async function sealLegacyWebhooks(d: { storage: Storage; crypto: VaultCrypto }): Promise<number> {
+  let n = 0
+  for (const vault of await d.storage.findVaults({})) {
+    for (const w of await d.storage.listWebhooks(vault.id)) {
+      const c = await openWebhookCredentials(d.crypto, w, w.sealedSecret)
+      if (c.sealed) continue
+      const sealedSecret = await sealCredentials(d.crypto, w.vaultId, w.id, c)
+      if (await d.storage.sealWebhookUrl({ vaultId: w.vaultId, webhookId: w.id, ifUrl: w.url, url: shownUrl(w.url), sealedSecret })) n++
+    }
+  }
+  return n
 }
 
 /** The vault's webhooks with their last deliveries (owners). */
@@ -98,7 +146,11 @@ export async function listWebhooks(d: DomainDeps, actor: Actor, vaultId: string)
 /** Removes a webhook and its deliveries (owners); not_found when the vault has no such webhook. */
 export async function removeWebhook(d: DomainDeps, actor: Actor, input: { vaultId: string; webhookId: string }): Promise<VaultAccess> {
   const vault = await ownedVault(d, actor, input.vaultId)
-  if (!(await d.storage.deleteWebhook(vault.id, input.webhookId))) throw fail.notFound(WEBHOOK_NOT_FOUND, 'the webhook')
+  const gone = (await d.storage.listWebhooks(vault.id)).find((w) => w.id === input.webhookId)
+  if (!gone || !(await d.storage.deleteWebhook(vault.id, input.webhookId))) throw fail.notFound(WEBHOOK_NOT_FOUND, 'the webhook')
+  await d.storage.appendAccessLog(
+    entryFor(actor, { vaultId: vault.id, action: 'webhook_removed', at: d.now(), detail: `${gone.format}: ${gone.events.join(', ')}` }),
+  )
   return vault
 }
 

@@ -57,6 +57,7 @@ export function createAuthenticate(opts: ResolvedOptions) {
   return async function authenticate(request: FastifyRequest): Promise<void> {
     request.signIn = await resolve(request)
     request.envkeepAuthFailure = request.signIn ? null : unauthorized()
+    opts.observer.tokenCheck(request.signIn ? 'valid' : request.headers.authorization === undefined ? 'missing' : 'invalid')
   }
 }
 

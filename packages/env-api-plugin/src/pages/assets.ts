@@ -143,7 +143,7 @@ button.copy { display: none; }
  * - "Copy details" copies the plain-text failure record.
  * - forms with data-confirm ask before submitting.
  * - <time datetime> elements are shown in the person's time zone.
- * - revealed values on the vault page get "Copy" and "Hide".
+ * - revealed values on the vault page get "Copy" and "Hide"; hidden ones "Copy" (a logged reveal).
  */
 export const SCRIPT = `'use strict';
 (function () {
@@ -177,6 +177,29 @@ export const SCRIPT = `'use strict';
     if (!button) return;
     var source = document.getElementById(button.getAttribute('data-copy'));
     if (source) copyText(source.textContent, button);
+  });
+  // "Copy" of a hidden value: the Reveal form is sent in the background (the same logged read),
+  // the value taken from the answer and copied; it is never put in this page.
+  document.addEventListener('click', function (event) {
+    var button = event.target && event.target.closest ? event.target.closest('button[data-reveal-copy]') : null;
+    if (!button || !button.form) return;
+    var name = button.getAttribute('data-reveal-copy');
+    var form = button.form;
+    fetch(form.getAttribute('action'), { method: 'POST', credentials: 'same-origin', body: new URLSearchParams(new FormData(form)) })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(new Error('status ' + r.status)); })
+      .then(function (text) {
+        var doc = new DOMParser().parseFromString(text, 'text/html');
+        var found = null;
+        var codes = doc.querySelectorAll('code.value[data-name]');
+        for (var c = 0; c < codes.length; c++) if (codes[c].getAttribute('data-name') === name) found = codes[c];
+        if (!found) throw new Error('no value');
+        copyText(found.textContent, button);
+      })
+      .catch(function () {
+        var label = button.textContent;
+        button.textContent = 'Copy failed';
+        setTimeout(function () { button.textContent = label; }, 1500);
+      });
   });
   // A revealed value on the vault page gets "Copy" and "Hide" (the value is already in the page:
   // nothing is fetched, so the Reveal that put it there stays the one logged read).

@@ -5,7 +5,7 @@ import type { VaultAccess } from '../adapters/vault-store.js'
 import { CI_ISSUER_PRESETS } from '../domain/ci-identities.js'
 import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
@@ -127,7 +127,7 @@ export function ciAccessRoutes(app: FastifyInstance, deps: PageDeps): void {
         const f = toPageFailure(err, request)
         const vault = f.status >= 500 ? null : await domain.locateVault(actor, request.params.vault).catch(() => null)
         const identities = vault ? await domain.listCiIdentities(actor, vault.id).catch(() => null) : null
-        if (!vault || !identities) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+        if (!vault || !identities) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
         return render(deps, reply, { vault, person, identities, problem: f })
       }
     })

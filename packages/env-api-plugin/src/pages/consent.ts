@@ -38,6 +38,8 @@ export interface ConsentPageInput {
   /** the authorization request, carried unchanged to the POST, which checks it all again */
   readonly hidden: Readonly<Record<string, string>>
   readonly basePath: string
+  /** the people adapter's sign-out link, as the other pages' top bar has it */
+  readonly signOutHref?: string | null
 }
 
 /** The consent page: who asks, for which service, where the answer goes; Allow or Deny. */
@@ -59,7 +61,8 @@ ${hidden}${
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
 </form>
 </section>`
-  return layout({ title: 'Sign in from the command line', body, personName: v.personName, basePath: v.basePath })
+  // the shared top bar, as on every page of a signed-in person (the sign-out link too)
+  return layout({ title: 'Sign in from the command line', body, personName: v.personName, basePath: v.basePath, signOutHref: v.signOutHref ?? null })
 }
 
 export interface AuthorizeErrorPageInput {

@@ -48,6 +48,20 @@ export async function waitingFor(deps: PageDeps, reply: FastifyReply, person: Pe
  * Sends a page with PAGE_HEADERS, and in its top bar the pushes waiting for
  * the signed-in person (`waiting` when the page has counted them already).
  */
+/** The shared top bar's inputs for a person (sendPage's, and the error and consent pages'). */
+export async function topBar(
+  deps: PageDeps,
+  reply: FastifyReply,
+  person: Person,
+): Promise<{ personName: string; basePath: string; signOutHref: string | null; waiting: PushesWaiting | null }> {
+  return {
+    personName: person.name,
+    basePath: deps.opts.basePath,
+    signOutHref: deps.opts.people.signOutUrl?.() ?? null,
+    waiting: await waitingFor(deps, reply, person),
+  }
+}
+
 export async function sendPage(
   deps: PageDeps,
   reply: FastifyReply,

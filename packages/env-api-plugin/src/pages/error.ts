@@ -3,7 +3,7 @@ import { ApiError, type Where } from '../errors.js'
 import { classifyFailure, type FailureClass } from '../failure-class.js'
 import { logFailure } from '../failure-log.js'
 import { html, PAGE_HEADERS, type SafeHtml } from './html.js'
-import { layout } from './layout.js'
+import { layout, type LayoutInput } from './layout.js'
 
 /** The statuses an error page may carry (the spec's list for the web app). */
 export const PAGE_ERROR_STATUSES = [400, 403, 404, 409, 413, 429, 500, 502, 503, 504] as const
@@ -68,6 +68,9 @@ export interface PageFailure {
 export interface ErrorPageInput extends PageFailure {
   readonly personName?: string | null
   readonly basePath?: string
+  /** the rest of the shared top bar (sendPage's): sign-out link and pushes waiting */
+  readonly signOutHref?: string | null
+  readonly waiting?: LayoutInput['waiting']
 }
 
 /** Maps any status to one of the page statuses (e.g. 401 → 403, 507 → 413, other 5xx → 500). */
@@ -136,7 +139,14 @@ export function renderErrorPage(input: ErrorPageInput): string {
 <p><a href="${base}/">Back to your vaults</a></p>
 ${failureDetails({ ...input, status })}
 </section>`
-  return layout({ title: `${status} ${title}`, body, personName: input.personName ?? null, basePath: base })
+  return layout({
+    title: `${status} ${title}`,
+    body,
+    personName: input.personName ?? null,
+    basePath: base,
+    signOutHref: input.signOutHref ?? null,
+    waiting: input.waiting ?? null,
+  })
 }
 
 /** Sends a rendered error page with PAGE_HEADERS and its status. */

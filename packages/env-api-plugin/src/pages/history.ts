@@ -1,14 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { referenceOf, targetText } from '../domain/references.js'
 import type { Person } from '../adapters/people.js'
-import type { ChangeSetSummary } from '../adapters/storage.js'
+import type { ChangeSetSummary, VaultAccess } from '../adapters/storage.js'
+import { canReadEnvironment } from '../domain/permissions.js'
 import type { ChangeView, RollbackPlan } from '../domain/history.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
-import { vaultUrl } from './vault.js'
+import { historyPath, vaultHeader } from './vault-header.js'
 
 /**
  * History and rollback pages (issue 12). Labels are part of the contract:
@@ -29,9 +30,7 @@ const HOW: Readonly<Record<ChangeSetSummary['how'], string>> = Object.freeze({
   restore: 'restore',
 })
 
-export function historyPath(vaultId: string, environment: string): string {
-  return `/v/${encodeURIComponent(vaultId)}/history/${encodeURIComponent(environment)}`
-}
+export { historyPath }
 
 export function changePath(vaultId: string, changeId: string): string {
   return `/v/${encodeURIComponent(vaultId)}/changes/${encodeURIComponent(changeId)}`
@@ -47,7 +46,9 @@ function nameList(names: readonly string[]): SafeHtml {
 
 function valueCell(v: string | null | undefined, revealed: boolean): SafeHtml {
   if (!revealed) return html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`
-  if (v === null || v === undefined) return html`<span class="muted">(none)</span>`
+  // undefined: a value recorded as unreadable when it was replaced (openHistory leaves it out)
+  if (v === undefined) return html`<span class="muted">(could not be opened)</span>`
+  if (v === null) return html`<span class="muted">(none)</span>`
   // a reference is kept in history as a reference: its target, never the value it led to then
   const ref = referenceOf(v)
   return ref ? html`<span class="ref">reference to <code>${targetText(ref)}</code></span>` : html`<code class="value">${v}</code>`
@@ -71,10 +72,18 @@ export function historyRoutes(app: FastifyInstance, deps: PageDeps): void {
 </tr>`
   }
 
-  function crumbs(vault: { id: string; name: string }, env?: string): SafeHtml {
-    return html`<p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a> › <a href="${vaultUrl(deps, vault.id)}">${vault.name}</a>${
-      env ? html` › <a href="${pagePath(deps, historyPath(vault.id, env))}">History of ${env}</a>` : ''
-    }</p>`
+  /**
+   * The vault's head with History as the current tab, the environments the person may read
+   * (History switches between them), and, below an environment's history, the way back to it.
+   */
+  async function crumbs(vault: VaultAccess, env: string, back = true): Promise<SafeHtml> {
+    const readable = vault.environments.filter((e) => canReadEnvironment(vault.role, e))
+    return html`${await vaultHeader(deps, vault, 'history', { env, ownHeading: true })}
+<nav class="envs" aria-label="Environments">${readable.map(
+      (e) =>
+        html`<a href="${pagePath(deps, historyPath(vault.id, e.name))}"${e.name === env ? html` aria-current="true" class="current"` : ''}>${e.name}${e.ownersOnly ? html` <span class="badge">owners only</span>` : ''}</a>`,
+    )}</nav>
+${back ? html`<p class="crumbs"><a href="${pagePath(deps, historyPath(vault.id, env))}">History of ${env}</a></p>` : ''}`
   }
 
   /** GET pages: the signed-in person or a sign-in redirect; failures render as error pages. */
@@ -105,7 +114,7 @@ export function historyRoutes(app: FastifyInstance, deps: PageDeps): void {
       })
       const people = personCache(deps)
       const rows = await Promise.all(r.changes.map((c) => changeRow(people, r.vault.id, c)))
-      const body = html`${crumbs(r.vault)}
+      const body = html`${await crumbs(r.vault, r.env.name, false)}
 <h1>History of ${r.env.name}</h1>
 <p class="hint">Every change of this environment's values, newest first. Open one to see its values, revert it, or restore the environment to that point.</p>
 ${
@@ -150,7 +159,7 @@ ${r.nextBeforeSeq !== null ? html`<p><a href="${pagePath(deps, `${historyPath(r.
 </tr>`
       }),
     )
-    const body = html`${crumbs(r.vault, r.env.name)}
+    const body = html`${await crumbs(r.vault, r.env.name)}
 <h1>Versions of <code class="name">${request.params.name}</code> in ${r.env.name}</h1>
 ${
   rows.length === 0
@@ -208,7 +217,7 @@ ${
       ),
     )
     const writable = vault.role === 'owner' || (vault.role === 'editor' && !view.env.ownersOnly)
-    const body = html`${extra.problem ? refusalBox(extra.problem) : ''}${crumbs(vault, change.environment)}
+    const body = html`${extra.problem ? refusalBox(extra.problem) : ''}${await crumbs(vault, change.environment)}
 <h1>Change to ${change.environment}</h1>
 <dl class="facts">
 <dt>When</dt><dd>${when(change.at)}</dd>
@@ -266,13 +275,18 @@ ${
     const base = pagePath(deps, changePath(vault.id, change.id))
     const title = kind === 'revert' ? 'Revert this change' : 'Restore this environment to this point'
     const nothing = plan.write.length === 0 && plan.delete.length === 0
-    const body = html`${problem ? refusalBox(problem) : ''}${crumbs(vault, change.environment)}
+    const body = html`${problem ? refusalBox(problem) : ''}${await crumbs(vault, change.environment)}
 <h1>${title}</h1>
 <p>${
       kind === 'revert'
         ? html`Every variable of the <a href="${base}">change of ${when(change.at)}</a> goes back to the value it had before it, in ${change.environment}.`
         : html`Every variable of ${change.environment} goes back to its value right after the <a href="${base}">change of ${when(change.at)}</a>.`
     } Nothing has changed yet.</p>
+${
+  plan.propose
+    ? html`<p class="hint second-person">This environment requires a second person: this is proposed as a push, and someone else applies it.${plan.delete.length > 0 ? ' It deletes variables, which cannot be proposed yet.' : ''}</p>`
+    : ''
+}
 <section class="plan">
 <h2>Will be written (${plan.write.length})</h2>
 <p>${nameList(plan.write)}</p>
@@ -293,11 +307,13 @@ ${
 ${
   nothing
     ? html`<p class="hint">There is nothing to write: the environment already holds these values.</p>`
-    : html`<form method="post" action="${base}/${kind}" class="inline">
+    : plan.propose && plan.delete.length > 0
+      ? ''
+      : html`<form method="post" action="${base}/${kind}" class="inline">
 ${csrfField(token)}
 <input type="hidden" name="version" value="${String(plan.version)}">
 <input type="hidden" name="also" value="${plan.alsoLater ? '1' : ''}">
-<button type="submit" class="primary">${kind === 'revert' ? 'Revert' : 'Restore'}</button>
+<button type="submit" class="primary">${plan.propose ? 'Propose' : kind === 'revert' ? 'Revert' : 'Restore'}</button>
 </form>`
 }
 <p><a href="${base}">Cancel</a></p>`
@@ -334,10 +350,11 @@ ${csrfField(token)}
         const input = { vaultId: request.params.vault, changeSetId: request.params.change, kind, alsoLater }
         try {
           const r = await domain.rollBack(actor, { ...input, version: Number.isSafeInteger(version) ? version : -1 })
+          if (r.proposed) return seeOther(deps, reply, `/v/${encodeURIComponent(r.view.vault.id)}/variables/imports/${encodeURIComponent(r.proposed.id)}`)
           return seeOther(deps, reply, r.changeSetId ? changePath(r.view.vault.id, r.changeSetId) : historyPath(r.view.vault.id, r.view.change.environment))
         } catch (err) {
           const f = toPageFailure(err, request)
-          if (f.status !== 409) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+          if (f.status !== 409) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
           // the environment changed since the confirmation: show the list as it is now
           return renderPlan(reply, person, kind, await domain.planRollback(actor, input), f)
         }

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify'
-import fastifyFormbody from '@fastify/formbody'
+import { useStrictForms } from './form-body.js'
 import type { ResolvedOptions } from '../options.js'
 import { ASSETS } from './assets.js'
-import type { PageDeps } from './context.js'
+import { topBar, type PageDeps } from './context.js'
+import type { Person } from '../adapters/people.js'
 import { pagesDomain } from './domain.js'
 import { sendErrorPage, toPageFailure } from './error.js'
 import { ciAccessRoutes } from './ci-access.js'
@@ -69,20 +70,19 @@ export async function pageRoutes(parent: FastifyInstance, o: { opts: ResolvedOpt
   const { opts } = o
   await parent.register(
     async function envkeepPages(app) {
-      if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) {
-        await app.register(fastifyFormbody, { bodyLimit: FORM_BODY_LIMIT })
-      }
+      useStrictForms(app, FORM_BODY_LIMIT)
       const deps: PageDeps = { opts, domain: pagesDomain(opts.core.domain) }
 
       app.setErrorHandler(async function pageErrorHandler(err, request, reply) {
         const f = toPageFailure(err, request)
-        let personName: string | null = null
+        let person: Person | null = null
         try {
-          personName = (await opts.people.currentPerson(request))?.name ?? null
+          person = await opts.people.currentPerson(request)
         } catch {
-          personName = null
+          person = null
         }
-        return sendErrorPage(reply, { ...f, personName, basePath: opts.basePath })
+        // the shared top bar, as on every other page (sign-out link, pushes waiting)
+        return sendErrorPage(reply, { ...f, ...(person ? await topBar(deps, reply, person) : { personName: null, basePath: opts.basePath }) })
       })
 
       app.get<{ Params: { file: string } }>('/assets/:file', async function pageAsset(request, reply) {

@@ -5,7 +5,7 @@ import type { VaultAccess } from '../adapters/vault-store.js'
 import { mayAccess } from '../domain/permissions.js'
 import { environmentNameProblem } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { pageError, refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
@@ -144,7 +144,7 @@ ${o.refused && o.refused.length > 0 ? refusedTable(o.refused) : ''}`
       } catch (err) {
         const f = toPageFailure(err, request)
         const vault = f.status < 500 ? await domain.locateVault(actor, request.params.vault).catch(() => null) : null
-        if (!vault) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+        if (!vault) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
         return render(reply, person, vault, { environment, text, problem: f, refused })
       }
     },

@@ -7,7 +7,7 @@ import { mayAccess } from '../domain/permissions.js'
 import { MAX_REJECT_REASON } from '../domain/pushes.js'
 import { secondPersonRequired } from '../domain/vault-admin.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { changePath } from './history.js'
@@ -212,7 +212,7 @@ ${
           return await work(request, reply, ctx)
         } catch (err) {
           const f = toPageFailure(err, request)
-          if (!ctx || f.status >= 500) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+          if (!ctx || f.status >= 500) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
           // show the push as it is now (another person may have decided it)
           return render(reply, await load(person, request), { problem: f })
         }

@@ -3,10 +3,11 @@ import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import { secondPersonRequired } from '../domain/vault-admin.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
+import { settingsPath, vaultHeader } from './vault-header.js'
 import { vaultUrl } from './vault.js'
 
 /**
@@ -17,9 +18,7 @@ import { vaultUrl } from './vault.js'
  *   POST /v/:vault/settings/rename | /environment | /delete
  */
 
-export function settingsPath(vaultId: string): string {
-  return `/v/${encodeURIComponent(vaultId)}/settings`
-}
+export { settingsPath }
 
 const DONE: Readonly<Record<string, string>> = Object.freeze({
   renamed: 'The vault was renamed.',
@@ -64,7 +63,7 @@ ${csrfField(token)}<input type="hidden" name="environment" value="${e.name}"><in
 </tr>`,
     )
     const body = html`${o.problem ? refusalBox(o.problem) : ''}${o.done && DONE[o.done] ? html`<p class="notice" role="status">${DONE[o.done]}</p>` : ''}
-<p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a> › <a href="${vaultUrl(deps, vault.id)}">${vault.name}</a></p>
+${await vaultHeader(deps, vault, 'settings', { ownHeading: true })}
 <h1>Settings of ${vault.name}</h1>
 ${owner ? '' : html`<p class="hint">Your role (${vault.role}) cannot change settings; only owners can.</p>`}
 ${
@@ -85,6 +84,15 @@ ${csrfField(token)}
 <p class="hint">Owners only: editors neither read nor change it. Require a second person: the sender of a push cannot decide it there (on by default for owners-only environments). Allow personal overrides: each member may use their own value of a variable for their own reads (never anyone else's, never CI's); not available on owners-only environments, and turning it off deletes them.</p>
 <table class="stack envs"><thead><tr><th>Environment</th><th>Rules</th></tr></thead><tbody>${envRows}</tbody></table>
 </section>
+${
+  owner
+    ? html`<section class="card" id="webhooks">
+<h2>Webhooks</h2>
+<p>Tell another service (Slack, a chat bot, your own endpoint) when a push is sent, decided or expires: names and who, never a value.</p>
+<p><a class="button secondary" href="${`${vaultUrl(deps, vault.id)}/webhooks`}">Webhooks</a></p>
+</section>`
+    : ''
+}
 ${
   owner
     ? html`<section class="card danger-zone">
@@ -121,7 +129,7 @@ ${csrfField(token)}
       } catch (err) {
         const f = toPageFailure(err, request)
         const vault = f.status < 500 ? await domain.locateVault(pageActor(person, request), request.params.vault).catch(() => null) : null
-        if (!vault) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+        if (!vault) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
         return render(reply, person, vault, { problem: f })
       }
     })

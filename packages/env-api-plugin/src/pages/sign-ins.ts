@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { SignInRecord } from '../adapters/oauth-store.js'
-import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
 import { signInState } from '../domain/sign-ins.js'
 import { pageActor } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
@@ -67,7 +67,7 @@ ${
       return seeOther(deps, reply, '/sign-ins?done=revoked')
     } catch (err) {
       const f = toPageFailure(err, request)
-      if (f.status >= 500) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+      if (f.status >= 500) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
       return render(reply, person, f, null)
     }
   })

@@ -5,13 +5,13 @@ import type { PersonActor } from '../domain/actor.js'
 import type { ReferenceInfo } from '../domain/references.js'
 import { overrideForms, overrideMarks, overridesShown, type OverridesShown } from './overrides.js'
 import { canManageVault, mayAccess } from '../domain/permissions.js'
+import { secondPersonRequired } from '../domain/vault-admin.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, NAME_RE, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personCache, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
-import { historyPath } from './history.js'
-import { settingsPath } from './settings.js'
+import { historyPath, tabPath, vaultHeader } from './vault-header.js'
 import { html, type SafeHtml } from './html.js'
 import { codeMark } from './code-mark.js'
 import { membersSection, type InvitationShown } from './members.js'
@@ -59,11 +59,7 @@ interface VaultView {
 
 export type VaultTab = 'variables' | 'pushes' | 'members' | 'access-log'
 
-/** The vault's pages, as the tab bar links them. */
-export function tabPath(vaultId: string, tab: VaultTab): string {
-  const base = `/v/${encodeURIComponent(vaultId)}`
-  return tab === 'variables' ? base : `${base}/${tab}`
-}
+export { tabPath }
 
 async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView): Promise<FastifyReply> {
   const { vault, person } = view
@@ -95,31 +91,9 @@ ${membersSection({ base, vault, person, csrf, members, memberPeople, invitations
 </section>`
   } else section = await accessLogTab(deps, actor, vault, view.query, people)
 
-  const tabs: [VaultTab | 'history' | 'settings', string, string][] = [
-    ['variables', 'Variables', pagePath(deps, tabPath(vault.id, 'variables'))],
-    ['pushes', pushes.length ? `Pushes (${pushes.length})` : 'Pushes', pagePath(deps, tabPath(vault.id, 'pushes'))],
-    ...(readableEnv
-      ? [
-          ['history', 'History', pagePath(deps, historyPath(vault.id, shownEnv && mayAccess(vault, shownEnv, 'read') ? shownEnv.name : readableEnv.name))] as [
-            'history',
-            string,
-            string,
-          ],
-        ]
-      : []),
-    ['members', 'Members', pagePath(deps, tabPath(vault.id, 'members'))],
-    ['access-log', 'Access log', pagePath(deps, tabPath(vault.id, 'access-log'))],
-    ['settings', 'Settings', pagePath(deps, settingsPath(vault.id))],
-  ]
   const body = html`${view.problem ? refusalBox(view.problem) : ''}
 ${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}
-<p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a></p>
-<h1>${vault.name}</h1>
-<p>Your role: <span class="role role-${vault.role}">${vault.role}</span>${owner ? html` · <a href="${base}/webhooks">Webhooks</a>` : ''}</p>
-${vault.role === 'viewer' ? html`<p class="hint">As a viewer you see the names of variables, not their values.</p>` : ''}
-<nav class="tabs" aria-label="Vault">${tabs.map(
-    ([id, label, href]) => html`<a href="${href}"${id === tab ? html` aria-current="page" class="current"` : ''}>${label}</a>`,
-  )}</nav>
+${await vaultHeader(deps, vault, tab, { env: shownEnv?.name ?? null, pending: pushes.length })}
 ${section}`
 
   return sendPage(deps, reply, { status: view.problem?.status ?? 200, title: vault.name, body, person })
@@ -194,6 +168,8 @@ function environmentSection(
   const readable = mayAccess(vault, env, 'read')
   const writable = readable && mayAccess(vault, env, 'write')
   const anchor = `env-${env.name}`
+  // "Require a second person": changes are proposed as pushes for someone else to apply (issue 25)
+  const propose = writable && secondPersonRequired(vault, env)
   const items = vars.map((v) => {
     const value = revealed && Object.hasOwn(revealed, v.name) ? revealed[v.name] : undefined
     return html`<li class="var">
@@ -209,6 +185,7 @@ ${
 <form method="post" action="${`${base}/reveal#${anchor}`}" class="inline">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
 <button type="submit" class="secondary">Reveal</button>
+<button type="button" class="copy secondary" data-reveal-copy="${v.name}" aria-label="${`Copy the value of ${v.name}`}">Copy</button>
 </form>`
       }</div>`
     : ''
@@ -225,18 +202,22 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="
 <button type="submit" class="secondary">Edit</button>
 </form>`
 }
-<details${editing === v.name ? html` open` : ''}><summary>Change</summary>
+<details${editing === v.name ? html` open` : ''}><summary>${propose ? 'Propose a change' : 'Change'}</summary>
 <form method="post" action="${`${base}/variables/change#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
 <label for="${`change-${env.name}-${v.name}`}">New value</label>
 <textarea id="${`change-${env.name}-${v.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off">${editing === v.name && value !== undefined ? value : ''}</textarea>
-<button type="submit">Save</button>
+<button type="submit">${propose ? 'Propose' : 'Save'}</button>
 </form>
 </details>
-<form method="post" action="${`${base}/variables/delete#${anchor}`}" class="inline" data-confirm="Delete this variable?">
+${
+  propose
+    ? ''
+    : html`<form method="post" action="${`${base}/variables/delete#${anchor}`}" class="inline" data-confirm="Delete this variable?">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
 <button type="submit" class="danger">Delete</button>
-</form>
+</form>`
+}
 </div>`
     : ''
 }
@@ -250,6 +231,11 @@ ${
     ? html`<p class="hint">Your role (${vault.role}) cannot read the values of ${env.ownersOnly && vault.role === 'editor' ? 'owners-only environments' : 'this environment'}.</p>`
     : ''
 }
+${
+  propose
+    ? html`<p class="hint second-person">This environment requires a second person: a change you make here is proposed as a push, and someone else applies it.</p>`
+    : ''
+}
 ${vars.length === 0 ? html`<p class="muted">No variables yet.</p>` : html`<ul class="vars">${items}</ul>`}
 ${
   readable && vars.length > 0
@@ -261,23 +247,23 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}">
 }
 ${
   writable
-    ? html`<details class="add"><summary>Add a variable</summary>
+    ? html`<details class="add"><summary>${propose ? 'Propose a variable' : 'Add a variable'}</summary>
 <form method="post" action="${`${base}/variables/add#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <label for="${`add-name-${env.name}`}">Name</label>
 <input id="${`add-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="${NAME_PATTERN}" autocomplete="off" spellcheck="false">
 <label for="${`add-value-${env.name}`}">Value</label>
 <textarea id="${`add-value-${env.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off"></textarea>
-<button type="submit">Add variable</button>
+<button type="submit">${propose ? 'Propose' : 'Add variable'}</button>
 </form>
 </details>
 <details class="add"><summary>Refer to another variable</summary>
 <form method="post" action="${`${base}/variables/refer#${anchor}`}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}">
-<label for="${`ref-name-${env.name}`}">Name</label>
+<label for="${`ref-name-${env.name}`}">Reference name</label>
 <input id="${`ref-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="${NAME_PATTERN}" autocomplete="off" spellcheck="false">
 <label for="${`ref-target-${env.name}`}">Refers to (environment.NAME)</label>
-<input id="${`ref-target-${env.name}`}" name="target" required maxlength="320" placeholder="production.DATABASE_URL" autocomplete="off" spellcheck="false">
+<input id="${`ref-target-${env.name}`}" name="target" required maxlength="320" placeholder="environment.NAME" autocomplete="off" spellcheck="false">
 <p class="hint">Read with each reader's rights at every read: someone who may not read that environment is refused the whole read.</p>
 <button type="submit">Add reference</button>
 </form>
@@ -352,7 +338,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
       } catch (err) {
         const f = toPageFailure(err, request)
         const fresh = f.status >= 500 ? null : await domain.locateVault(actor, request.params.vault).catch(() => null)
-        if (!fresh) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+        if (!fresh) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
         return renderVault(deps, reply, { vault: fresh, person, problem: f, tab, env: field(request.body, 'environment') || null })
       }
     })
@@ -387,6 +373,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
           value: field(request.body, 'value').replace(/\r\n?/g, '\n'),
           mode,
         })
+        if (r.proposed) return seeOther(deps, reply, `/v/${encodeURIComponent(r.vault.id)}/variables/imports/${encodeURIComponent(r.proposed.id)}`)
         return seeOther(
           deps,
           reply,

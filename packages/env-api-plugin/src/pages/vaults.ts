@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import { mayAccess } from '../domain/permissions.js'
 import { MAX_VAULT_NAME } from '../domain/rules.js'
-import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, waitingFor, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, waitingFor, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html } from './html.js'
@@ -61,7 +61,7 @@ ${csrfField(token)}
       return seeOther(deps, reply, `/v/${encodeURIComponent(vault.id)}`)
     } catch (err) {
       const f = toPageFailure(err, request)
-      if (f.status >= 500) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+      if (f.status >= 500) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
       return render(reply, person, f)
     }
   })

@@ -1,10 +1,12 @@
+import { shownUrl } from '../domain/webhook-url.js'
+import { settingsPath, vaultHeader } from './vault-header.js'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import type { DeliveryRecord, WebhookRecord } from '../adapters/webhook-store.js'
 import { WEBHOOK_EVENTS, type WebhookView } from '../domain/webhooks.js'
 import { vaultTag } from '../errors.js'
-import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, when, type PageDeps } from './context.js'
+import { csrfField, field, pagePath, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
 import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
@@ -25,21 +27,7 @@ const EVENT_LABELS: Readonly<Record<string, string>> = Object.freeze({
   'push.expired': 'a push expires undecided',
 })
 
-/**
- * A webhook URL as shown: origin and first path segment. The rest of the
- * path often is the receiver's own secret (a Slack URL's last segments),
- * so it is never shown again after it was typed.
- */
-export function shownUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    const segments = u.pathname.split('/').filter(Boolean)
-    const more = segments.length > 1 || u.search !== ''
-    return `${u.origin}${segments.length > 0 ? `/${segments[0]}` : ''}${more ? '/…' : ''}`
-  } catch {
-    return '(unreadable URL)'
-  }
-}
+export { shownUrl }
 
 function outcome(d: DeliveryRecord): SafeHtml {
   const detail = d.lastError ?? (d.lastStatus !== null ? `HTTP ${d.lastStatus}` : '')
@@ -82,11 +70,13 @@ interface View {
   readonly added?: { readonly webhook: WebhookRecord; readonly secret: string | null } | null
 }
 
-function render(deps: PageDeps, reply: FastifyReply, v: View): Promise<FastifyReply> {
+async function render(deps: PageDeps, reply: FastifyReply, v: View): Promise<FastifyReply> {
   const csrf = csrfField(reply.generateCsrf())
   const base = `${vaultUrl(deps, v.vault.id)}/webhooks`
   const added = v.added
-  const body = html`<p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a> › <a href="${vaultUrl(deps, v.vault.id)}">${v.vault.name}</a></p>
+  // under Settings (issue 25: they hung off the vault page's header)
+  const body = html`${await vaultHeader(deps, v.vault, 'settings', { ownHeading: true })}
+<p class="crumbs"><a href="${pagePath(deps, settingsPath(v.vault.id))}">Settings</a> › Webhooks</p>
 <h1>Webhooks</h1>
 ${v.problem ? refusalBox(v.problem) : ''}
 ${v.notice ? html`<p class="notice" role="status">${v.notice}</p>` : ''}
@@ -98,7 +88,7 @@ ${
   added.secret
     ? html`<p>Its signing secret, to give the receiver: copy it now, <strong>it is not shown again</strong>.</p>
 <p><code class="secret" id="webhook-secret">${added.secret}</code></p>
-<p class="hint">Each delivery carries <code>x-envkeep-signature: sha256=…</code>, the hex HMAC-SHA256 of the raw body under this secret, and <code>x-envkeep-timestamp</code>.</p>`
+<p class="hint">Each delivery carries <code>x-envkeep-timestamp</code> (Unix seconds) and <code>x-envkeep-signature: sha256=…</code>, the hex HMAC-SHA256 under this secret of the timestamp, a dot and the raw body. Refuse a delivery whose timestamp is more than five minutes off.</p>`
     : html`<p>Slack deliveries are not signed; keep the Slack URL to yourself.</p>`
 }
 </section>`
@@ -183,7 +173,7 @@ export function webhookRoutes(app: FastifyInstance, deps: PageDeps): void {
     const f = toPageFailure(err, request)
     const listed =
       f.status >= 500 || f.status === 403 || f.status === 404 ? null : await domain.listWebhooks(pageActor(person, request), vaultId).catch(() => null)
-    if (!listed) return sendErrorPage(reply, { ...f, personName: person.name, basePath: deps.opts.basePath })
+    if (!listed) return sendErrorPage(reply, { ...f, ...(await topBar(deps, reply, person)) })
     return render(deps, reply, { ...listed, person, problem: f })
   }
 }

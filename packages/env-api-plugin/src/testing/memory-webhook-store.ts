@@ -6,7 +6,16 @@ import { copyBytes, type DeliveryRow, type MemoryDb, type WebhookRow } from './m
 const EVENT_ORDER: readonly WebhookEvent[] = ['push.created', 'push.decided', 'push.expired']
 
 function record(w: WebhookRow): WebhookRecord {
-  return { id: w.id, vaultId: w.vaultId, url: w.url, format: w.format, events: [...w.events], createdAt: new Date(w.createdAt), createdBy: w.createdBy }
+  return {
+    id: w.id,
+    vaultId: w.vaultId,
+    url: w.url,
+    format: w.format,
+    events: [...w.events],
+    createdAt: new Date(w.createdAt),
+    createdBy: w.createdBy,
+    sealedSecret: w.sealedSecret && copyBytes(w.sealedSecret),
+  }
 }
 
 function delivery(r: DeliveryRow): DeliveryRecord {
@@ -68,6 +77,15 @@ export class MemoryWebhookStore implements WebhookStore {
         .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
         .map(record),
     )
+  }
+
+  sealWebhookUrl(input: { vaultId: string; webhookId: string; ifUrl: string; url: string; sealedSecret: Uint8Array }): Promise<boolean> {
+    return this.#db.write('webhooks', (s) => {
+      const w = s.webhooks.get(input.webhookId)
+      if (!w || w.vaultId !== input.vaultId || w.url !== input.ifUrl) return false
+      s.webhooks.set(w.id, Object.freeze({ ...w, url: input.url, sealedSecret: copyBytes(input.sealedSecret) }))
+      return true
+    })
   }
 
   deleteWebhook(vaultId: string, webhookId: string): Promise<boolean> {

@@ -110,10 +110,33 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
             [b.id, 'slack', 'https://hooks.slack.com/services/T/B/x', at(1000).getTime(), OWNER],
           ],
         )
-        assert.equal(JSON.stringify(list).includes('sealed'), false, 'no secret in a listed webhook')
+        // the sealed secret comes back as stored (bytes, sealed by the domain), null when none
+        assert.deepEqual(
+          list.map((w) => (w.sealedSecret ? Buffer.from(w.sealedSecret).length : w.sealedSecret)),
+          [60, null],
+        )
         assert.deepEqual(await store.listWebhooks(randomUUID()), [])
         await rejects23(store.createWebhook(webhook(randomUUID())), '23503')
         await rejects23(store.createWebhook(webhook(v, { id: a.id })), '23505')
+      })
+    },
+  },
+  {
+    name: 'sealWebhookUrl: compare and set of url and sealed secret, for the vault’s webhook only',
+    async run(make) {
+      await withStore(make, async (store) => {
+        const v = await newVault(store)
+        const w = await store.createWebhook(webhook(v, { url: 'https://hooks.example.com/plain-canary' }))
+        const sealed = new Uint8Array(randomBytes(80))
+        const input = { vaultId: v, webhookId: w.id, ifUrl: 'https://hooks.example.com/plain-canary', url: 'https://hooks.example.com/…', sealedSecret: sealed }
+        assert.equal(await store.sealWebhookUrl({ ...input, vaultId: randomUUID() }), false, 'another vault')
+        assert.equal(await store.sealWebhookUrl({ ...input, ifUrl: 'https://other.example.com/' }), false, 'a url that changed')
+        assert.equal(await store.sealWebhookUrl({ ...input, webhookId: randomUUID() }), false, 'no such webhook')
+        assert.equal(await store.sealWebhookUrl(input), true)
+        assert.equal(await store.sealWebhookUrl(input), false, 'once')
+        const [got] = await store.listWebhooks(v)
+        assert.equal(got?.url, 'https://hooks.example.com/…')
+        assert.deepEqual(Buffer.from(got?.sealedSecret ?? []), Buffer.from(sealed))
       })
     },
   },

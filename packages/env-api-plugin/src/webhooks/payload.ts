@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto'
+import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { ImportRecord } from '../adapters/vault-store.js'
 import type { WebhookEvent } from '../adapters/webhook-store.js'
 
@@ -76,7 +76,35 @@ export function slackBody(f: PushEventFacts): string {
   return JSON.stringify({ text })
 }
 
-/** `sha256=<hex HMAC-SHA256 of the raw body>` under the webhook's secret (its UTF-8 bytes). */
-export function signatureOf(secret: string, body: string): string {
-  return `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`
+/**
+ * `sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">` under the webhook's secret (its UTF-8
+ * bytes), `timestamp` being the `x-envkeep-timestamp` header (Unix seconds). The timestamp is
+ * inside the MAC (issue 25): a captured delivery cannot be replayed later under a fresh time.
+ */
+export function signatureOf(secret: string, timestamp: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`, 'utf8').digest('hex')}`
+}
+
+/** How far a delivery's timestamp may be from the receiver's clock by default (seconds). */
+export const SIGNATURE_TOLERANCE_S = 300
+
+/**
+ * A receiver's check of a generic delivery: the signature matches `timestamp.body` (compared in
+ * constant time), and the timestamp is within `toleranceS` of `now`. Keep the delivery ids seen
+ * within the tolerance to refuse an exact replay too.
+ */
+export function verifyWebhookSignature(o: {
+  secret: string
+  body: string
+  timestamp: string | undefined
+  signature: string | undefined
+  now?: Date
+  toleranceS?: number
+}): boolean {
+  if (typeof o.timestamp !== 'string' || !/^[0-9]{1,12}$/.test(o.timestamp) || typeof o.signature !== 'string') return false
+  const skew = Math.abs((o.now ?? new Date()).getTime() / 1000 - Number(o.timestamp))
+  if (skew > (o.toleranceS ?? SIGNATURE_TOLERANCE_S)) return false
+  const expected = Buffer.from(signatureOf(o.secret, o.timestamp, o.body))
+  const got = Buffer.from(o.signature)
+  return got.length === expected.length && timingSafeEqual(got, expected)
 }

@@ -6,6 +6,7 @@ import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store
 import type { ResolveHost } from '../domain/webhook-url.js'
 import type { ResolvedOptions } from '../options.js'
 import type { VaultCrypto } from '../vault-service.js'
+import { openWebhookCredentials, sealLegacyWebhooks, type WebhookCredentials } from '../domain/webhooks.js'
 import { genericBody, signatureOf, slackBody, type PushEventFacts } from './payload.js'
 import { sendWebhook, type SendOutcome } from './send.js'
 
@@ -43,6 +44,8 @@ export interface WebhookWorkerDeps {
   readonly log: WorkerLog
   readonly timeoutMs?: number
   readonly resolveHost?: ResolveHost
+  /** told how each attempt ended (metrics) */
+  readonly onAttempt?: (outcome: DeliveryAttempt['outcome']) => void
 }
 
 export function reviewUrlOf(baseUrl: string, vaultId: string, pushId: string): string {
@@ -50,7 +53,10 @@ export function reviewUrlOf(baseUrl: string, vaultId: string, pushId: string): s
 }
 
 /** What to send for a claimed delivery, or why it cannot be sent. */
-async function prepare(deps: WebhookWorkerDeps, d: ClaimedDelivery): Promise<{ body: string; headers: Record<string, string> } | { error: string }> {
+async function prepare(
+  deps: WebhookWorkerDeps,
+  d: ClaimedDelivery,
+): Promise<{ url: string; body: string; headers: Record<string, string> } | { error: string }> {
   const push = await deps.storage.getImport(d.pushId, deps.now())
   const [vault] = await deps.storage.findVaults({ id: d.vaultId })
   if (!push || !vault) return { error: 'the push or the vault is gone' }
@@ -71,19 +77,18 @@ async function prepare(deps: WebhookWorkerDeps, d: ClaimedDelivery): Promise<{ b
     'x-envkeep-event': d.event,
     'x-envkeep-delivery': d.id,
   }
-  if (d.webhook.format === 'slack') return { body: slackBody(facts), headers }
-  if (!d.sealedSecret) return { error: 'the webhook has no signing secret' }
-  let secret: string
+  let credentials: WebhookCredentials
   try {
-    secret = await deps.crypto.openWebhookSecret(d.vaultId, d.webhook.id, d.sealedSecret)
+    credentials = await openWebhookCredentials(deps.crypto, d.webhook, d.sealedSecret)
   } catch {
-    return { error: 'the signing secret could not be opened (master key missing or changed)' }
+    return { error: 'the webhook could not be opened (master key missing or changed)' }
   }
+  const { url, secret } = credentials
+  if (d.webhook.format === 'slack') return { url, body: slackBody(facts), headers }
+  if (!secret) return { error: 'the webhook has no signing secret' }
   const body = genericBody(facts)
-  return {
-    body,
-    headers: { ...headers, 'x-envkeep-signature': signatureOf(secret, body), 'x-envkeep-timestamp': String(Math.floor(deps.now().getTime() / 1000)) },
-  }
+  const timestamp = String(Math.floor(deps.now().getTime() / 1000))
+  return { url, body, headers: { ...headers, 'x-envkeep-signature': signatureOf(secret, timestamp, body), 'x-envkeep-timestamp': timestamp } }
 }
 
 async function attempt(deps: WebhookWorkerDeps, d: ClaimedDelivery, token: string): Promise<DeliveryAttempt['outcome']> {
@@ -94,7 +99,7 @@ async function attempt(deps: WebhookWorkerDeps, d: ClaimedDelivery, token: strin
       'error' in ready
         ? { ok: false, status: null, error: ready.error }
         : await sendWebhook({
-            url: d.webhook.url,
+            url: ready.url,
             body: ready.body,
             headers: ready.headers,
             timeoutMs: deps.timeoutMs ?? DELIVERY_TIMEOUT_MS,
@@ -117,6 +122,7 @@ async function attempt(deps: WebhookWorkerDeps, d: ClaimedDelivery, token: strin
     outcome: result,
     nextAttemptAt: result === 'retry' ? new Date(at.getTime() + delay) : null,
   })
+  deps.onAttempt?.(result)
   const facts = { webhook: d.webhook.id, delivery: d.id, event: d.event, attempt: attempts, status: outcome.status }
   if (outcome.ok) deps.log.info(facts, 'webhook delivered')
   else deps.log.warn({ ...facts, error: outcome.error, outcome: result }, 'webhook delivery failed')
@@ -153,14 +159,23 @@ export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOp
     now: opts.now,
     allowPrivate: opts.allowPrivateWebhooks,
     log: app.log,
+    onAttempt: opts.observer.webhookDelivery,
   }
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> | null = null
   let lastSweep = 0
   let sweeps = 0
 
+  let legacySealed = false
+
   async function run(): Promise<void> {
     try {
+      if (!legacySealed && opts.keyring) {
+        // URLs stored plain before issue 25 are sealed once, on the first run with the key
+        const n = await sealLegacyWebhooks(deps)
+        legacySealed = true
+        if (n > 0) app.log.info({ webhooks: n }, 'envkeep sealed the URLs of webhooks stored before they were sealed')
+      }
       if (Date.now() - lastSweep >= SWEEP_EVERY_MS) {
         lastSweep = Date.now()
         await sweepWebhookEvents(deps)

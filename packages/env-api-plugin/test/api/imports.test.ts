@@ -319,3 +319,35 @@ t.test('a database failure while storing a push: server_error with the SQLSTATE,
     t.notOk(b.logs.some((l) => l.includes(CANARY)))
   }
 })
+
+t.test('bytes that are not UTF-8 in a JSON body: 400, no push (issue 25, not stored as U+FFFD)', async (t) => {
+  const b = await build(t)
+  const v = await b.createVault('alice')
+  const token = await b.signIn('alice')
+  const bytes = (inner: number[]) => Buffer.concat([Buffer.from(`{"variables": {"A": "${CANARY}`), Buffer.from(inner), Buffer.from('"}}')])
+  for (const [name, payload] of [
+    ['a 0xFF byte', bytes([0xff])],
+    ['a CESU-8 surrogate (ED A0 80)', bytes([0xed, 0xa0, 0x80])],
+    ['a truncated sequence', bytes([0xe2, 0x82])],
+    ['an overlong encoding', bytes([0xc0, 0xaf])],
+  ] as const) {
+    const res = await b.app.inject({
+      method: 'POST',
+      url: `/api/env/${v}/development/imports`,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      payload,
+    })
+    t.test(name, async (t) => {
+      expectError(t, res, 400, ...BAD, { vault: v, secrets: [CANARY], message: /not UTF-8/ })
+    })
+  }
+  t.same(await b.storage.listImports(v, { limit: 100 }), [], 'no push was created')
+  // valid UTF-8 of the same shape goes through, byte for byte
+  const ok = await b.app.inject({
+    method: 'POST',
+    url: `/api/env/${v}/development/imports`,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    payload: bytes([0xe2, 0x82, 0xac]),
+  })
+  t.equal(ok.statusCode, 201)
+})

@@ -40,6 +40,11 @@ async function confirm(s: ReturnType<typeof session>, url: string) {
 
 t.test('a wrong push applied to production is undone in two clicks, every value byte for byte', async (t) => {
   const b = await setup(t)
+  // with "Require a second person" (production's default) a revert is proposed instead
+  // (second-person.test.ts); here the owners turned it off
+  const settings = session(b.app, 'owner')
+  await settings.get(`/v/${b.vaultId}/settings`)
+  t.equal((await settings.post(`/v/${b.vaultId}/settings/environment`, { environment: 'production', owners_only: 'on' })).statusCode, 303)
   await pushAndApply(b, 'production', V1)
   const before = await b.current('production')
   t.same(before, V1)

@@ -78,7 +78,7 @@ t.test('a POST without a CSRF token, or with a wrong one, is refused with a 403 
     t.match(res.body, /Reference/)
     t.equal(
       res.headers['content-security-policy'],
-      "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
   }
   // no secret cookie at all

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import t from 'tap'
-import type { GenericBody } from '../../src/index.js'
+import { verifyWebhookSignature, type GenericBody } from '../../src/index.js'
 import { build, PEOPLE, session } from '../pages/helpers.js'
 import { attemptsRecorded, domainOf, editorActor, receiver } from './helpers.js'
 
@@ -11,10 +11,15 @@ import { attemptsRecorded, domainOf, editorActor, receiver } from './helpers.js'
 const VALUE = 'canary-value-7f3a9c'
 const PATH = '/hooks/path-canary-51d2'
 
-function verify(secret: string, body: string, header: string | string[] | undefined): boolean {
-  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`)
-  const got = Buffer.from(typeof header === 'string' ? header : '')
-  return got.length === expected.length && timingSafeEqual(got, expected)
+// as a receiver would, by hand: HMAC-SHA256 of "<x-envkeep-timestamp>.<raw body>" (issue 25: the
+// timestamp is inside the MAC, so a delivery replayed under another time fails)
+function verify(secret: string, got: { body: string; headers: Record<string, string | string[] | undefined> }, timestamp?: string): boolean {
+  const ts = timestamp ?? got.headers['x-envkeep-timestamp']
+  const header = got.headers['x-envkeep-signature']
+  if (typeof ts !== 'string' || typeof header !== 'string') return false
+  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(`${ts}.${got.body}`).digest('hex')}`)
+  const sent = Buffer.from(header)
+  return sent.length === expected.length && timingSafeEqual(sent, expected)
 }
 
 t.test('push.created and push.decided are delivered, signed, to a local receiver', async (t) => {
@@ -53,8 +58,27 @@ t.test('push.created and push.decided are delivered, signed, to a local receiver
   t.equal(created!.path, PATH)
   t.equal(created!.headers['content-type'], 'application/json')
   t.equal(created!.headers['x-envkeep-event'], 'push.created')
-  t.ok(verify(secret!, created!.body, created!.headers['x-envkeep-signature']), 'signed with the first webhook’s secret')
-  t.notOk(verify(secret2!, created!.body, created!.headers['x-envkeep-signature']), 'and not with another')
+  t.ok(verify(secret!, created!), 'signed with the first webhook’s secret')
+  t.notOk(verify(secret2!, created!), 'and not with another')
+  const ts = created!.headers['x-envkeep-timestamp'] as string
+  t.notOk(verify(secret!, created!, String(Number(ts) + 3600)), 'the same signature under another timestamp does not verify')
+  const sig = created!.headers['x-envkeep-signature'] as string
+  const now = new Date(Number(ts) * 1000)
+  t.ok(verifyWebhookSignature({ secret: secret!, body: created!.body, timestamp: ts, signature: sig, now }), 'the exported check agrees')
+  t.notOk(
+    verifyWebhookSignature({
+      secret: secret!,
+      body: created!.body,
+      timestamp: String(Number(ts) + 3600),
+      signature: sig,
+      now: new Date(now.getTime() + 3_600_000),
+    }),
+    'a replay under a fresh time fails',
+  )
+  t.notOk(
+    verifyWebhookSignature({ secret: secret!, body: created!.body, timestamp: ts, signature: sig, now: new Date(now.getTime() + 3_600_000) }),
+    'an old delivery is refused',
+  )
   t.match(created!.headers['x-envkeep-timestamp'], /^[0-9]{10}$/)
   const body = JSON.parse(created!.body) as GenericBody
   t.same(body, {
@@ -79,7 +103,7 @@ t.test('push.created and push.decided are delivered, signed, to a local receiver
   t.equal(got.length, 2)
   const decided = got[1]!
   t.equal(decided.path, '/second')
-  t.ok(verify(secret2!, decided.body, decided.headers['x-envkeep-signature']))
+  t.ok(verify(secret2!, decided))
   const d = JSON.parse(decided.body) as GenericBody
   t.same([d.event, d.decision, d.who, d.push.id], ['push.decided', 'applied', { id: PEOPLE.owner!.id, name: 'Olga Owner' }, push.id])
   t.notMatch(decided.body, VALUE)
@@ -131,6 +155,22 @@ t.test('an expired push is swept and delivered as push.expired; the Slack format
   t.ok(deliverDueWebhooks, 'exported for hosts')
 })
 
+t.test('push.expired arrives when the push expires, not a sweep or two later (issue 25)', async (t) => {
+  const hook = await receiver(t)
+  // the expiry runs every 20 ms here (5 s by default); the webhook sweep still once a minute
+  const b = await build(t, { plugin: { allowPrivateWebhooks: true, webhookIntervalMs: 25, expiryIntervalMs: 20 } })
+  const domain = domainOf(b)
+  const owner = (await import('./helpers.js')).ownerActor
+  await domain.addWebhook(owner, { vaultId: b.vaultId, url: `${hook.url}/expired`, format: 'slack', events: ['push.expired'] })
+  const push = await domain.createPush(editorActor, { vaultId: b.vaultId, environment: 'development', body: { variables: { TOKEN: VALUE } } })
+  // past its end: nothing here expires it or sweeps; the plugin's own timers must
+  b.clock.now = new Date(push.expiresAt.getTime() + 1)
+  const [got] = await hook.waitFor(1, 10_000)
+  t.ok(got, 'push.expired delivered without waiting for the minute sweeps')
+  t.match((JSON.parse(got!.body) as { text: string }).text, /expired without a decision/)
+  t.equal((await b.storage.getImport(push.id, b.clock.now))?.status, 'expired')
+})
+
 t.test('after the vault’s data key is rotated, deliveries are still signed with the same secret', async (t) => {
   const hook = await receiver(t)
   const b = await build(t, { plugin: { allowPrivateWebhooks: true, webhookIntervalMs: 3_600_000 } })
@@ -159,5 +199,5 @@ t.test('after the vault’s data key is rotated, deliveries are still signed wit
     log: { info: () => {}, warn: (o) => void logs.push(JSON.stringify(o)), error: () => {} },
   })
   t.same(counts, { delivered: 1, retry: 0, failed: 0 }, logs.join('\n'))
-  t.ok(verify(secret!, hook.got[0]!.body, hook.got[0]!.headers['x-envkeep-signature']))
+  t.ok(verify(secret!, hook.got[0]!))
 })

@@ -3,7 +3,7 @@ import { build, session } from '../pages/helpers.js'
 import { domainOf, ownerActor } from './helpers.js'
 
 // Webhooks are the owners': editors and viewers are refused the page and its forms (403),
-// outsiders see no vault (404); only owners get the link on the vault page.
+// outsiders see no vault (404); only owners get the link, in the vault's Settings (issue 25).
 
 t.test('owners only', async (t) => {
   const b = await build(t, { plugin: { allowPrivateWebhooks: true } })
@@ -11,15 +11,16 @@ t.test('owners only', async (t) => {
   const base = `/v/${b.vaultId}/webhooks`
   const owner = session(b.app, 'owner')
   t.equal((await owner.get(base)).statusCode, 200)
-  t.match((await owner.get(`/v/${b.vaultId}`)).body, `<a href="${base}">Webhooks</a>`, 'the link, for owners')
+  t.match((await owner.get(`/v/${b.vaultId}/settings`)).body, `href="${base}">Webhooks</a>`, 'the link, for owners, in Settings')
+  t.notMatch((await owner.get(`/v/${b.vaultId}`)).body, `${base}"`, 'not on the vault page’s header any more')
   for (const [who, status] of [
     ['editor', 403],
     ['viewer', 403],
     ['outsider', 404],
   ] as const) {
     const s = session(b.app, who)
-    const vault = await s.get(`/v/${b.vaultId}`)
-    if (who !== 'outsider') t.notMatch(vault.body, `${base}"`, `no link for the ${who}`)
+    const settings = await s.get(`/v/${b.vaultId}/settings`)
+    if (who !== 'outsider') t.notMatch(settings.body, `${base}"`, `no link for the ${who}`)
     const page = await s.get(base)
     t.equal(page.statusCode, status, `${who}: the page`)
     t.notMatch(page.body, '127.0.0.1:9', `${who} sees no webhook`)

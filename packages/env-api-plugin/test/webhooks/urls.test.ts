@@ -23,6 +23,17 @@ const PRIVATE = [
   'http://[::ffff:192.168.0.1]/',
   'http://[::ffff:7f00:1]/',
   'https://2130706433/', // 127.0.0.1 as one number
+  // issue 25: IPv6 forms that carry a private or loopback IPv4
+  'http://[::127.0.0.1]/', // IPv4-compatible (URL writes it [::7f00:1])
+  'http://[::10.0.0.1]/',
+  'http://[::ffff:0:127.0.0.1]/', // SIIT
+  'http://[64:ff9b::127.0.0.1]/', // NAT64
+  'http://[64:ff9b:1::10.0.0.1]/', // local-use NAT64
+  'http://[2002:7f00:1::1]/', // 6to4 of 127.0.0.1
+  'http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/', // Teredo, client 10.0.0.1
+  'http://[2607:f8b0::5efe:10.0.0.1]/', // ISATAP over a private IPv4
+  'http://[2607:f8b0::200:5efe:127.0.0.1]/',
+  'http://[::]/',
 ]
 
 t.test('private addresses are refused by default, allowed with allowPrivate', async (t) => {
@@ -32,6 +43,9 @@ t.test('private addresses are refused by default, allowed with allowPrivate', as
   }
   t.equal(await webhookUrlProblem('https://93.184.215.14/hook', { allowPrivate: false }), null, 'a public address')
   t.ok(isPublicAddress('2606:4700:4700::1111'))
+  t.ok(isPublicAddress('::ffff:93.184.215.14'), 'a mapped public IPv4 is public')
+  t.ok(isPublicAddress('2607:f8b0::5efe:93.184.215.14'), 'ISATAP over a public IPv4 is public')
+  t.notOk(isPublicAddress('::93.184.215.14'), 'IPv4-compatible is deprecated: never a public host')
   t.notOk(isPublicAddress('not an address'))
 })
 
@@ -71,6 +85,19 @@ t.test('at delivery: a name that now resolves to a private address is refused, a
   t.same(rebound, { ok: false, status: null, error: 'refused: the host resolves to a private, loopback or link-local address' })
   const literal = await sendWebhook({ url: `${hook.url}/hook`, body: '{}', headers: {}, timeoutMs: 2000, allowPrivate: false })
   t.equal(literal.ok, false)
+  // issue 25: a name resolving to an IPv6 form of a loopback IPv4, and the literal form
+  for (const address of ['::127.0.0.1', '64:ff9b::7f00:1', '::ffff:0:7f00:1']) {
+    const hidden = await sendWebhook({
+      url: `http://hidden.test:${port}/hook`,
+      body: '{}',
+      headers: {},
+      timeoutMs: 2000,
+      allowPrivate: false,
+      resolveHost: async () => [address],
+    })
+    t.equal(hidden.ok, false, address)
+  }
+  t.equal((await sendWebhook({ url: `http://[::127.0.0.1]:${port}/hook`, body: '{}', headers: {}, timeoutMs: 2000, allowPrivate: false })).ok, false)
   t.equal(hook.got.length, 0, 'the receiver saw nothing')
   // the same request with private addresses allowed does arrive (so the refusal above is the check's)
   const direct = await sendWebhook({ url: `${hook.url}/hook`, body: '{}', headers: {}, timeoutMs: 2000, allowPrivate: true })

@@ -73,7 +73,7 @@ export async function adminRotateMasterKey(ctx: CommandContext): Promise<number>
  * under it already, else opened with the old key and wrapped with the new
  * one. A key that opens under neither fails the pass (nothing changes).
  */
-function rewrapUnder(oldRing: Keyring, newRing: Keyring): (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array> {
+export function rewrapUnder(oldRing: Keyring, newRing: Keyring): (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array> {
   return async (wrapped, vaultId) => {
     try {
       await newRing.unwrap(wrapped, vaultId)

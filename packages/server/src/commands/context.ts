@@ -45,13 +45,20 @@ export function report(ctx: CommandContext, human: string, data: Record<string, 
   return EXIT_OK
 }
 
-/** All of stdin as text, without one trailing newline. */
+/**
+ * All of stdin as text, without one trailing newline. Bytes that are not UTF-8 (`0xFF`, a
+ * CESU-8 surrogate) are refused (issue 25): decoding would store U+FFFD, not what was sent.
+ */
 export async function readStdin(stdin: Readable): Promise<string> {
   const chunks: Buffer[] = []
   for await (const c of stdin) chunks.push(typeof c === 'string' ? Buffer.from(c, 'utf8') : (c as Buffer))
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .replace(/\r?\n$/, '')
+  let text: string
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Buffer.concat(chunks))
+  } catch {
+    throw new CommandFailure('stdin is not UTF-8 text; nothing was stored (send the value as UTF-8)')
+  }
+  return text.replace(/\r?\n$/, '')
 }
 
 export type OpenData = Stores

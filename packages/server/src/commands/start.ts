@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import type { Server } from 'node:http'
 import type { DestinationStream } from 'pino'
 import { openStores } from '../stores.js'
 import { buildApp } from '../build-app.js'
@@ -7,13 +8,17 @@ import { loadKeySource } from '../keyring-file.js'
 import { hashToken, newToken } from '../secrets.js'
 import { BACKUP_WARNING, initDataDir } from './init.js'
 import { CommandFailure, EXIT_OK, type CommandContext } from './context.js'
+import { SETTINGS, UsageError } from '../config.js'
+import { disableCoreDumps } from '../ops/core-dumps.js'
+import { createMetrics, serveMetrics } from '../ops/metrics.js'
+import { createAuditStream, type AuditStream } from '../ops/audit-stream.js'
+import { databaseOf } from '../ops/health.js'
+import { effectiveSettings, resolveFileSettings, unknownSettings } from '../ops/settings.js'
 
 /** How long a printed setup link works. */
 export const SETUP_LINK_TTL_MS = 24 * 60 * 60 * 1000
 /** How often pending pushes past their end are expired and old sessions removed. */
 export const SWEEP_INTERVAL_MS = 60 * 1000
-/** How long shutdown waits for in-flight requests before giving up. */
-const SHUTDOWN_GRACE_MS = 10_000
 
 function processSignals(handler: (signal: string) => void): () => void {
   process.on('SIGTERM', handler)
@@ -33,6 +38,21 @@ function processSignals(handler: (signal: string) => void): () => void {
 export async function startCommand(ctx: CommandContext): Promise<number> {
   const { config, deps, now } = ctx
   const log = createLogger(config.logLevel, deps.stdout as unknown as DestinationStream)
+  // before any key is read: no core file, and no memory in one, should the process crash
+  const core = disableCoreDumps()
+  ;(core.limit === '0/0' ? log.info : log.warn).call(log, { coreLimit: core.limit, coredumpFilter: core.filterCleared ? 0 : 'unchanged' }, core.summary)
+  const known = SETTINGS.map((s) => s.env)
+  for (const warning of unknownSettings(deps.env, known)) log.warn(warning)
+  log.info(
+    {
+      settings: effectiveSettings(
+        deps.env,
+        resolveFileSettings(deps.env, deps.cwd, (m) => new UsageError(m)),
+        known,
+      ),
+    },
+    'settings in effect (secrets redacted; the rest are defaults, see --help)',
+  )
 
   if (!existsSync(config.dataDir)) {
     const r = await initDataDir(config)
@@ -49,12 +69,16 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
 
   let stopping = false
   const stores = await openStores(config)
-  const { storage, accounts } = stores
-  let app: Awaited<ReturnType<typeof buildApp>>['app']
+  const { accounts } = stores
+  const metrics = config.metricsAddress ? createMetrics({ storage: stores.storage, now }) : undefined
+  const storage = metrics ? metrics.timeStorage(stores.storage) : stores.storage
+  let app!: Awaited<ReturnType<typeof buildApp>>['app']
+  let metricsServer: Server | null = null
   try {
     ;({ app } = await buildApp({
       config,
       storage,
+      ...(metrics ? { metrics } : {}),
       accounts,
       keyring: source.kind === 'none' ? null : source.keyring,
       logger: log,
@@ -62,13 +86,46 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       isShuttingDown: () => stopping,
     }))
     await app.listen({ host: config.host, port: config.port })
+    if (metrics && config.metricsAddress) {
+      metricsServer = await serveMetrics(metrics.registry, config.metricsAddress).catch((err: unknown) => {
+        const code = (err as NodeJS.ErrnoException).code
+        throw new CommandFailure(`cannot listen for metrics on ${config.metricsAddress!.host}:${config.metricsAddress!.port} (${code})`, { cause: err })
+      })
+      log.info(
+        {
+          metrics: `http://${config.metricsAddress.host.includes(':') ? `[${config.metricsAddress.host}]` : config.metricsAddress.host}:${config.metricsAddress.port}/metrics`,
+        },
+        'metrics served on their own listener',
+      )
+    }
   } catch (err) {
+    // the metrics listener failed after the app listened: close the app first
+    await (app as typeof app | undefined)?.close().catch(() => {})
     await stores.close()
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
       throw new CommandFailure(`cannot listen on ${config.host}:${config.port} (${code})`, { cause: err })
     throw err
   }
+  let audit: AuditStream | null = null
+  const database = databaseOf(stores.storage)
+  if (config.auditStream && database) {
+    audit = createAuditStream({
+      db: database.db,
+      kind: database.kind,
+      sink: config.auditStream,
+      log,
+      ...(metrics ? { onSent: metrics.auditStream.sent, onFailed: metrics.auditStream.failed } : {}),
+    })
+    await audit.start()
+    log.info({ auditStream: config.auditStream.kind }, 'audit stream on: every access-log entry and server audit event is sent')
+  }
+  // SIGHUP: logrotate moved the audit file; never the default (which would end the process)
+  const onHangup = () => {
+    audit?.reopen()
+    log.info('SIGHUP: the audit stream file is opened again on its next write')
+  }
+  process.on('SIGHUP', onHangup)
   log.info({ baseUrl: config.baseUrl, dataDir: config.dataDir, masterKey: source.kind }, 'envkeep-server started')
 
   if ((await accounts.countAccounts()) === 0) {
@@ -103,23 +160,39 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
       stopping = true
       log.info({ signal }, 'shutting down: no new connections, in-flight requests finish')
       clearInterval(timer)
+      let forced = false
+      let lastResort: NodeJS.Timeout | undefined
       const force = setTimeout(() => {
-        log.error('shutdown took too long; closing anyway')
-        void stores.close().finally(() => resolve(1))
-      }, SHUTDOWN_GRACE_MS)
+        forced = true
+        log.error({ graceSeconds: config.shutdownGraceSeconds }, 'requests still in flight after the grace period (ENVKEEP_SHUTDOWN_GRACE); closing anyway')
+        // their connections are cut, so the close below can finish (and the process end)
+        app.server.closeAllConnections()
+        lastResort = setTimeout(() => void stores.close().finally(() => resolve(1)), 5_000)
+        lastResort.unref()
+      }, config.shutdownGraceSeconds * 1000)
       force.unref()
       void (async () => {
         try {
           await app.close()
+          if (metricsServer) await new Promise((r) => metricsServer!.close(r))
           await sweeping
+          process.off('SIGHUP', onHangup)
+          // what the last requests logged goes out before the database closes (or waits there for the next start)
+          if (audit) {
+            await audit.flush()
+            await audit.stop()
+          }
           await stores.close()
           log.info('envkeep-server stopped; database closed')
+          log.flush()
           clearTimeout(force)
+          clearTimeout(lastResort)
           unsubscribe()
-          resolve(EXIT_OK)
+          resolve(forced ? 1 : EXIT_OK)
         } catch (err) {
           log.error({ kind: err instanceof Error ? err.name : typeof err }, 'shutdown failed')
           clearTimeout(force)
+          clearTimeout(lastResort)
           unsubscribe()
           resolve(1)
         }

@@ -7,10 +7,13 @@ import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
 import { createRateLimitHook } from '../../hooks/rate-limit.js'
 import type { ResolvedOptions } from '../../options.js'
 import { apiErrorOf } from './context.js'
+import { outcomeOf, type ApiOperation } from '../../adapters/observer.js'
 import { importsRoutes } from './imports.js'
 import { collectDeclaredPaths, matchDeclaredPath, notAllowedRoutes, resourcePhrase } from './not-allowed.js'
 import { variablesRoutes } from './variables.js'
 import { vaultsRoutes } from './vaults.js'
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -40,8 +43,15 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   // Bodies are validated as they are (no type coercion); only JSON is parsed.
   api.setValidatorCompiler(TypeBoxValidatorCompiler)
   api.removeAllContentTypeParsers()
-  api.addContentTypeParser('application/json', { parseAs: 'string' }, function parseApiJson(_request, body: string, done) {
-    if (body.length === 0) return done(errors.invalidRequest('the body is empty; it must be a JSON object'), undefined)
+  api.addContentTypeParser('application/json', { parseAs: 'buffer' }, function parseApiJson(_request, bytes: Buffer, done) {
+    if (bytes.length === 0) return done(errors.invalidRequest('the body is empty; it must be a JSON object'), undefined)
+    let body: string
+    try {
+      // bytes that are not UTF-8 would become U+FFFD: refused, so nothing but what was sent is stored (issue 25)
+      body = STRICT_UTF8.decode(bytes)
+    } catch {
+      return done(errors.invalidRequest('the body is not UTF-8 text; nothing was stored (JSON must be sent as UTF-8)'), undefined)
+    }
     try {
       done(null, sjson.parse(body, undefined, { protoAction: 'error', constructorAction: 'error' }))
     } catch (err) {
@@ -86,6 +96,18 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
     for (const name of Object.keys(reply.getHeaders())) {
       if (name.toLowerCase().startsWith('access-control-')) reply.removeHeader(name)
     }
+  })
+
+  const operations: Record<string, ApiOperation> = {
+    'GET /vaults': 'list',
+    'GET /:vault/:environment': 'read',
+    'POST /:vault/:environment/imports': 'push',
+    'GET /imports/:import': 'push_status',
+  }
+  api.addHook('onResponse', async function observeOperation(request: FastifyRequest, reply: FastifyReply) {
+    const route = request.routeOptions.url
+    const op = route?.startsWith(prefix) ? operations[`${request.method} ${route.slice(prefix.length)}`] : undefined
+    opts.observer.apiOperation(op ?? 'other', outcomeOf(reply.statusCode))
   })
 
   api.setErrorHandler(function envApiErrors(err, request, reply) {

@@ -196,6 +196,7 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
       action: path,
       hidden: hiddenFields(r, person.id),
       basePath: opts.basePath,
+      signOutHref: opts.people.signOutUrl?.() ?? null,
     })
     return reply.code(200).headers(consentHeaders(r.redirect.host, r.redirect.port)).type('text/html; charset=utf-8').send(page)
   })
