@@ -25,7 +25,8 @@ async function setUp(t: Parameters<typeof buildTestApp>[0]) {
       environments: [
         { name: 'development', ownersOnly: false },
         { name: 'preview', ownersOnly: false },
-        { name: 'production', ownersOnly: true },
+        // no second person here (they would turn the page's changes into pushes): references are the subject
+        { name: 'production', ownersOnly: true, secondPerson: false },
       ],
       now,
     },
