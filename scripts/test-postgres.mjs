@@ -31,6 +31,11 @@ const files = [
   'packages/server/test/references.test.ts',
   'packages/server/test/overrides.test.ts',
   'packages/server/test/invitations.test.ts',
+  'packages/server/test/invitation-hijack.test.ts',
+  'packages/server/test/session-tossing.test.ts',
+  'packages/server/test/second-factor.test.ts',
+  'packages/server/test/passkeys.test.ts',
+  'packages/server/test/oidc-sso.test.ts',
   // the server's pages and API over buildTestApp (accounts, sessions, CSRF, not-found, proxies)
   'packages/server/test/account-pages.test.ts',
   'packages/server/test/build-app.test.ts',

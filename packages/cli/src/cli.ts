@@ -18,6 +18,7 @@ import { get, set } from './commands/get-set.js'
 import { unset } from './commands/personal.js'
 import { link, unlink } from './commands/link.js'
 import { open } from './commands/open.js'
+import { mcp } from './commands/mcp.js'
 import { whoami } from './commands/whoami.js'
 import { didYouMean } from './suggest.js'
 import { createContext, type CliDeps } from './context.js'
@@ -44,6 +45,7 @@ export const COMMANDS: readonly Command[] = [
   diff,
   status,
   open,
+  mcp,
   fallback,
   completionCommand(() => COMMANDS),
 ]

@@ -45,14 +45,16 @@ function isStorageError(err: unknown): err is StorageError {
 }
 
 /**
- * The domain's failures of the keys as the spec's errors: 503 not_configured
- * and 500 decrypt_failed, `where: encryption`, the same on every surface.
+ * The domain's failures of the keys as the spec's errors: 503 not_configured,
+ * 500 decrypt_failed and 503 server_error while the master key is rotated,
+ * `where: encryption`, the same on every surface.
  * (The domain's refusals by a rule are each surface's own: see
  * routes/api/context.ts, pages/domain.ts.)
  */
 function keyFailure(err: DomainFailure): ApiError | null {
   if (err.kind === 'not_configured') return errors.notConfigured()
   if (err.kind === 'decrypt_failed') return errors.decryptFailed(err.cause)
+  if (err.kind === 'key_rotating') return errors.keyRotating(err.cause)
   return null
 }
 

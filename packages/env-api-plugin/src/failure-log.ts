@@ -19,7 +19,7 @@ export interface Failure {
  * method, status, where and reason (plus kind, code and stack for 5xx),
  * never a body, value, token or password. Returns the ref for the answer.
  */
-export function logFailure(request: FastifyRequest, surface: 'request' | 'OAuth request' | 'page', f: Failure): string {
+export function logFailure(request: FastifyRequest, surface: 'request' | 'OAuth request' | 'page' | 'MCP request', f: Failure): string {
   const ref = newRef()
   const record = {
     ref,

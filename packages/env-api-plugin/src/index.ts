@@ -6,6 +6,7 @@ import { resolveOptions, type EnvApiOptions } from './options.js'
 import { apiRoutes } from './routes/api/index.js'
 import { oauthRoutes } from './routes/oauth/index.js'
 import { pageRoutes } from './pages/index.js'
+import { mcpRoutes } from './mcp/endpoint.js'
 import { csrfPlugin } from './pages/csrf.js'
 import { scheduleWebhookDeliveries } from './webhooks/worker.js'
 
@@ -82,6 +83,7 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
   await app.register(apiRoutes, { opts })
   await app.register(oauthRoutes, { opts })
   await app.register(pageRoutes, { opts })
+  if (opts.mcp) await app.register(mcpRoutes, { opts })
 }
 
 export default fp(envApi, { name: '@envkeep/env-api-plugin', fastify: '5.x', encapsulate: true })

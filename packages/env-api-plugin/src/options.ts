@@ -58,6 +58,25 @@ export interface EnvApiOptions {
   expiryIntervalMs?: number
   /** Told about token checks, API outcomes and webhook deliveries (for metrics). Default: nobody. */
   observer?: EnvApiObserver
+  /**
+   * The MCP endpoint at `{baseUrl}/mcp` with its own OAuth resource, client
+   * registration (metadata documents and RFC 7591) and consent. Default off
+   * in the plugin (an embedding app opts in); `envkeep-server` turns it on.
+   * `allowHttpLoopbackClients` (`ENVKEEP_MCP_ALLOW_HTTP_CLIENTS=loopback`)
+   * admits client metadata documents at `http://127.0.0.1:<port>`: for tests only.
+   */
+  mcp?: boolean | { allowHttpLoopbackClients?: boolean }
+}
+
+/** The MCP endpoint's settings, once on. */
+export interface McpSettings {
+  /** `{baseUrl}/mcp`: the resource its tokens are bound to */
+  readonly resource: string
+  /** the route path: `{basePath}/mcp` */
+  readonly path: string
+  /** `{origin}/.well-known/oauth-protected-resource{path}/mcp` */
+  readonly resourceMetadataUrl: string
+  readonly allowHttpLoopbackClients: boolean
 }
 
 export interface ResolvedOptions {
@@ -92,6 +111,8 @@ export interface ResolvedOptions {
   readonly secureCookies: boolean
   /** the path part of baseUrl ('' at the root), for routes served by the plugin */
   readonly basePath: string
+  /** the MCP endpoint, or null when it is off */
+  readonly mcp: McpSettings | null
 }
 
 const DAY = 24 * 60 * 60 * 1000
@@ -171,5 +192,13 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
     resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/api/env`,
     secureCookies: url.protocol === 'https:',
     basePath,
+    mcp: o.mcp
+      ? Object.freeze({
+          resource: `${baseUrl}/mcp`,
+          path: `${basePath}/mcp`,
+          resourceMetadataUrl: `${url.origin}/.well-known/oauth-protected-resource${basePath}/mcp`,
+          allowHttpLoopbackClients: typeof o.mcp === 'object' && o.mcp.allowHttpLoopbackClients === true,
+        })
+      : null,
   })
 }

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto'
 import type { Keyring } from './adapters/keyring.js'
 import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
 import { fail } from './domain/failure.js'
-import { errors } from './errors.js'
 import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
@@ -142,10 +141,10 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
             rememberOpened(vaultId, again)
             return { wrapped: again, key }
           } catch (rotating) {
-            throw errors.keyRotating(rotating)
+            throw fail.keyRotating(rotating)
           }
         }
-        throw moved(wrapped) ? errors.keyRotating(cause) : fail.decryptFailed(cause)
+        throw moved(wrapped) ? fail.keyRotating(cause) : fail.decryptFailed(cause)
       }
     })()
     keys.set(vaultId, p)

@@ -33,8 +33,6 @@ const KNOWN: readonly (readonly string[])[] = [
     'packages/storage-sqlite/src/vault-admin-store.ts',
     'packages/storage-sqlite/src/vault-store.ts',
   ],
-  // the vault page and its History and Settings pages link each other (harden-app's pages/vault-header.ts takes their paths out)
-  ['packages/env-api-plugin/src/pages/history.ts', 'packages/env-api-plugin/src/pages/settings.ts', 'packages/env-api-plugin/src/pages/vault.ts'],
   ['packages/cli/src/api-client.ts', 'packages/cli/src/context.ts', 'packages/cli/src/fallback.ts', 'packages/cli/src/target.ts'],
   ['packages/server/src/accounts/account-store.ts', 'packages/server/src/accounts/invitation-store.ts'],
 ]

@@ -1,13 +1,26 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
-import envApi, { createEnvkeepCore, csrfPlugin, envkeepFrameworkErrors, envkeepNotFound, type Keyring, type Storage } from '@envkeep/env-api-plugin'
+import envApi, {
+  createEnvkeepCore,
+  csrfCookieName,
+  csrfPlugin,
+  envkeepFrameworkErrors,
+  envkeepNotFound,
+  type Keyring,
+  type Storage,
+} from '@envkeep/env-api-plugin'
 import type { AccountStore } from './accounts/account-store.js'
 import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
-import { createLocalPeople, type LocalPeople } from './people-local.js'
+import { createCookieTossGuard, createLocalPeople, PENDING_COOKIE, sessionCookieName, type LocalPeople } from './people-local.js'
 import { attemptCounters } from './pages/attempt-limiter.js'
 import { accountPages } from './pages/account-pages.js'
+import { createOidcClient, type OidcClient } from './oidc/oidc-client.js'
+import { oidcPages } from './oidc/oidc-pages.js'
+import { accountSettingsPages } from './pages/account-settings-pages.js'
+import { createPasskeyKit, passkeyPages } from './pages/passkey-pages.js'
+import { secondFactorPages } from './pages/second-factor-pages.js'
 import { invitePages } from './pages/invite-pages.js'
 import type { Metrics } from './ops/metrics.js'
 import { createReadinessProbe, healthRoutes, type ReadinessProbe } from './ops/health.js'
@@ -26,6 +39,8 @@ export interface AppDeps {
   readonly isShuttingDown?: () => boolean
   /** sends invitation emails; default: nodemailer over config.smtp when set, else none */
   readonly mailer?: Mailer | null
+  /** the OpenID Connect client (tests wait on its discovery); default: made from config.oidc */
+  readonly oidcClient?: OidcClient
   /** what /readyz checks; default: the key is loaded and the storage's database answers with its schema unchanged */
   readonly readiness?: ReadinessProbe
   /** counts requests and outcomes (ENVKEEP_METRICS_ADDRESS); the storage given should be `metrics.timeStorage(…)` */
@@ -88,24 +103,21 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   // one not-found answer for the whole server: a page or the error record, never quoting the query
   app.setNotFoundHandler(envkeepNotFound(config.baseUrl))
   await app.register(fastifyCookie)
+  // a session or CSRF cookie sent twice (one planted by a sibling origin over http): signed out, all copies expired
+  app.addHook(
+    'onRequest',
+    createCookieTossGuard({
+      names: [sessionCookieName(secureCookies), csrfCookieName(config.baseUrl), secureCookies ? `__Host-${PENDING_COOKIE}` : PENDING_COOKIE],
+      basePath: config.basePath,
+      secureCookies,
+    }),
+  )
   const mailer = deps.mailer !== undefined ? deps.mailer : config.smtp ? createMailer(config.smtp) : null
   if (mailer && deps.mailer === undefined) app.addHook('onClose', async () => mailer.close())
   const people: LocalPeople = {
     ...createLocalPeople({ accounts: deps.accounts, basePath: config.basePath, secureCookies, now }),
     ...createInvitationHooks({ accounts: deps.accounts, baseUrl: config.baseUrl, now, mailer, log: app.log }),
   }
-  // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
-  await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
-  // sign-in limits in the storage's shared counters when it has them: every process counts alike
-  const counters = attemptCounters(deps.storage)
-  await app.register(accountPages, {
-    accounts: deps.accounts,
-    attemptCounters: counters,
-    people,
-    basePath: config.basePath,
-    now,
-    ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
-  })
   // one core for the plugin and the server's own pages: an invitation's membership goes through
   // the same domain layer (its rules, its log, its caches)
   const core = createEnvkeepCore({
@@ -118,6 +130,70 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     plans: { ...config.plans },
     ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
     allowPrivateWebhooks: config.webhookAllowPrivate,
+  })
+  // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
+  await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
+  // sign-in limits in the storage's shared counters when it has them: every process counts alike
+  const counters = attemptCounters(deps.storage)
+  await app.register(accountPages, {
+    accounts: deps.accounts,
+    attemptCounters: counters,
+    people,
+    basePath: config.basePath,
+    now,
+    ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }),
+    requireSecondFactor: config.requireSecondFactor,
+    ssoName: config.oidc?.name ?? null,
+    passwordLogin: config.passwordLogin,
+  })
+  const attempts = { attemptCounters: counters, ...(deps.loginAttemptsPerMinute === undefined ? {} : { attemptsPerMinute: deps.loginAttemptsPerMinute }) }
+  // the second step of a sign-in, and the Account page (issue 22)
+  const passkeys = createPasskeyKit({ accounts: deps.accounts, baseUrl: config.baseUrl, basePath: config.basePath, now })
+  await app.register(passkeyPages, { accounts: deps.accounts, people, baseUrl: config.baseUrl, basePath: config.basePath, now, ...attempts })
+  await app.register(secondFactorPages, {
+    accounts: deps.accounts,
+    people,
+    keyring: deps.keyring,
+    basePath: config.basePath,
+    now,
+    passkeyForm: passkeys.factorForm,
+    ...attempts,
+  })
+  await app.register(accountSettingsPages, {
+    accounts: deps.accounts,
+    domain: core.domain,
+    people,
+    keyring: deps.keyring,
+    basePath: config.basePath,
+    now,
+    requireSecondFactor: config.requireSecondFactor,
+    sso: config.oidc ? { name: config.oidc.name, issuer: config.oidc.issuer } : null,
+    passwordLogin: config.passwordLogin,
+    ...attempts,
+  })
+  // single sign-on (discovery in the background, never blocking start-up) and the break-glass link
+  if (
+    !config.passwordLogin &&
+    config.oidc &&
+    !config.oidc.autoCreate &&
+    config.oidc.allowedDomains.length === 0 &&
+    (await deps.accounts.countIdentities()) === 0
+  )
+    throw new Error(
+      'envkeep-server: ENVKEEP_PASSWORD_LOGIN=false refused: no account can sign in by single sign-on yet (none is linked, and ENVKEEP_OIDC_ALLOWED_DOMAINS lets none be adopted or created)',
+    )
+  const oidcClient = config.oidc ? (deps.oidcClient ?? createOidcClient(config.oidc, app.log)) : null
+  if (oidcClient) app.addHook('onClose', async () => oidcClient.stop())
+  await app.register(oidcPages, {
+    oidc: config.oidc,
+    client: oidcClient,
+    accounts: deps.accounts,
+    storage: deps.storage,
+    people,
+    baseUrl: config.baseUrl,
+    basePath: config.basePath,
+    secureCookies,
+    now,
   })
   await app.register(invitePages, {
     accounts: deps.accounts,
@@ -141,6 +217,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     plans: { ...config.plans },
     ciAllowHttpLoopbackIssuers: config.ciAllowHttpLoopbackIssuers,
     allowPrivateWebhooks: config.webhookAllowPrivate,
+    mcp: config.mcp ? { allowHttpLoopbackClients: config.mcpAllowHttpLoopbackClients } : false,
     ...(deps.metrics ? { observer: deps.metrics.observer } : {}),
   })
   return { app, people }

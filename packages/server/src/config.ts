@@ -1,3 +1,4 @@
+import { OIDC_SETTINGS, OidcConfigError, parseOidcConfig, type OidcConfig } from './oidc/oidc-config.js'
 import { isIP } from 'node:net'
 import { isAbsolute, resolve } from 'node:path'
 import type { StorageLimit } from '@envkeep/env-api-plugin'
@@ -43,8 +44,18 @@ export interface ServerConfig {
   readonly trustProxy: false | number | readonly string[]
   /** ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback: CI identities may name http://127.0.0.1:* issuers (tests only) */
   readonly ciAllowHttpLoopbackIssuers: boolean
+  /** ENVKEEP_MCP=off turns the MCP endpoint at {base_url}/mcp off (default on) */
+  readonly mcp: boolean
+  /** ENVKEEP_MCP_ALLOW_HTTP_CLIENTS=loopback: MCP client metadata documents at http://127.0.0.1:* (tests only) */
+  readonly mcpAllowHttpLoopbackClients: boolean
   /** ENVKEEP_WEBHOOK_ALLOW_PRIVATE=true: webhooks may call private, loopback and link-local addresses */
   readonly webhookAllowPrivate: boolean
+  /** ENVKEEP_REQUIRE_SECOND_FACTOR=true: every password account adds a second factor at its next sign-in */
+  readonly requireSecondFactor: boolean
+  /** single sign-on by OpenID Connect (ENVKEEP_OIDC_*), or null */
+  readonly oidc: OidcConfig | null
+  /** ENVKEEP_PASSWORD_LOGIN=false: sign-in by single sign-on only */
+  readonly passwordLogin: boolean
   /** --allow-insecure-key-file: use a master key file that group or others can read */
   readonly allowInsecureKeyFile: boolean
   /** the SQLite file inside the data directory (used when no databaseUrl is given) */
@@ -123,6 +134,12 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     default: '(none)',
     meaning: 'loopback: CI identities may name http://127.0.0.1:* OIDC issuers (tests only; https otherwise)',
   },
+  { env: 'ENVKEEP_MCP', default: 'on', meaning: 'off turns the MCP endpoint at {base_url}/mcp off (names only, never values; see docs/mcp.md)' },
+  {
+    env: 'ENVKEEP_MCP_ALLOW_HTTP_CLIENTS',
+    default: '(none)',
+    meaning: 'loopback: MCP client metadata documents may be at http://127.0.0.1:* (tests only; https otherwise)',
+  },
   {
     env: 'ENVKEEP_SMTP_URL',
     default: '(none: invitations are links to copy)',
@@ -151,6 +168,12 @@ export const SETTINGS: readonly Setting[] = Object.freeze([
     default: '(none; needed with an https stream)',
     meaning: 'HMAC key signing each batch sent to an https audit stream (16+ characters)',
   },
+  {
+    env: 'ENVKEEP_REQUIRE_SECOND_FACTOR',
+    default: 'false',
+    meaning: 'true: every password account adds a second factor (an authenticator app or a passkey) at its next sign-in',
+  },
+  ...OIDC_SETTINGS,
   {
     env: 'ENVKEEP_TRUST_PROXY',
     default: 'false',
@@ -382,9 +405,26 @@ export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig
   const ciHttp = envValue(env, 'ENVKEEP_CI_ALLOW_HTTP_ISSUERS')
   if (ciHttp !== undefined && ciHttp !== 'loopback') throw new UsageError('ENVKEEP_CI_ALLOW_HTTP_ISSUERS can only be loopback (for tests), or unset')
 
+  const mcp = envValue(env, 'ENVKEEP_MCP') ?? 'on'
+  if (mcp !== 'on' && mcp !== 'off') throw new UsageError('ENVKEEP_MCP must be on or off')
+  const mcpHttp = envValue(env, 'ENVKEEP_MCP_ALLOW_HTTP_CLIENTS')
+  if (mcpHttp !== undefined && mcpHttp !== 'loopback') throw new UsageError('ENVKEEP_MCP_ALLOW_HTTP_CLIENTS can only be loopback (for tests), or unset')
+
   const webhookPrivate = envValue(env, 'ENVKEEP_WEBHOOK_ALLOW_PRIVATE')
   if (webhookPrivate !== undefined && webhookPrivate !== 'true' && webhookPrivate !== 'false')
     throw new UsageError('ENVKEEP_WEBHOOK_ALLOW_PRIVATE must be true or false')
+
+  const requireFactor = envValue(env, 'ENVKEEP_REQUIRE_SECOND_FACTOR')
+  if (requireFactor !== undefined && requireFactor !== 'true' && requireFactor !== 'false')
+    throw new UsageError('ENVKEEP_REQUIRE_SECOND_FACTOR must be true or false')
+
+  let sso: ReturnType<typeof parseOidcConfig>
+  try {
+    sso = parseOidcConfig(env, cwd)
+  } catch (err) {
+    if (err instanceof OidcConfigError) throw new UsageError(err.message)
+    throw err
+  }
 
   return Object.freeze({
     host,
@@ -403,7 +443,12 @@ export function loadConfig(flags: Flags, rawEnv: Env, cwd: string): ServerConfig
     logLevel,
     trustProxy: parseTrustProxy(envValue(env, 'ENVKEEP_TRUST_PROXY')),
     ciAllowHttpLoopbackIssuers: ciHttp === 'loopback',
+    mcp: mcp === 'on',
+    mcpAllowHttpLoopbackClients: mcpHttp === 'loopback',
     webhookAllowPrivate: webhookPrivate === 'true',
+    requireSecondFactor: requireFactor === 'true',
+    oidc: sso.oidc,
+    passwordLogin: sso.passwordLogin,
     allowInsecureKeyFile: flags['allow-insecure-key-file'] === true,
     databaseFile: resolve(dataDir, 'envkeep.db'),
     databaseUrl: parseDatabaseUrl(pick(flags, 'database-url', env, 'ENVKEEP_DATABASE_URL')),

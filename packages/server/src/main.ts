@@ -10,7 +10,7 @@ import { adminMemberAdd, adminMemberRemove } from './commands/admin-member.js'
 import { adminRotateDataKeys } from './commands/admin-rotate-data-keys.js'
 import { adminRotateMasterKey } from './commands/admin-rotate-master-key.js'
 import { adminSigninsRevoke } from './commands/admin-signins.js'
-import { adminUserCreate } from './commands/admin-user.js'
+import { adminLoginLink, adminUserCreate, adminUserResetFactors } from './commands/admin-user.js'
 import { adminHistory, adminRestore } from './commands/admin-history.js'
 import { adminVarList, adminVarSet } from './commands/admin-var.js'
 import { adminAudit, adminVaultCreate } from './commands/admin-vault.js'
@@ -67,6 +67,20 @@ const COMMANDS: readonly CommandSpec[] = [
     run: adminUserCreate,
   },
   {
+    words: ['admin', 'user', 'reset-factors'],
+    usage: 'admin user reset-factors --email E',
+    summary: 'remove every second factor and recovery code of an account (a lost phone), ending its web sessions; logged',
+    strings: ['email'],
+    run: adminUserResetFactors,
+  },
+  {
+    words: ['admin', 'login-link'],
+    usage: 'admin login-link --email E',
+    summary: 'print a one-time sign-in link for an account (break-glass when password sign-in is off); logged',
+    strings: ['email'],
+    run: adminLoginLink,
+  },
+  {
     words: ['admin', 'vault', 'create'],
     usage: 'admin vault create --name N --owner EMAIL',
     summary: 'create a vault with development, preview and production (owners only)',
@@ -120,7 +134,7 @@ const COMMANDS: readonly CommandSpec[] = [
   {
     words: ['admin', 'audit'],
     usage: 'admin audit',
-    summary: 'the server-level audit log: which vault was deleted, by whom, when (newest first)',
+    summary: 'the server-level audit log: deleted vaults, and sign-in events (success, failure, factors, links), newest first',
     strings: [],
     run: adminAudit,
   },

@@ -98,8 +98,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     const { accounts } = opened
     const owner = await accounts.createAccount(account('o@example.com'), NOW)
     const [v1, v2] = [randomUUID(), randomUUID()]
-    const inv = (id: string, tokenHash: string, vaultId: string, email: string, ttl = 60_000) =>
-      accounts.createInvitation({ id, tokenHash, vaultId, email, role: 'editor', invitedBy: owner.id, createdAt: NOW, expiresAt: later(ttl) })
+    const inv = (id: string, tokenHash: string, vaultId: string, email: string, ttl = 60_000, provesEmail = false) =>
+      accounts.createInvitation({ id, tokenHash, vaultId, email, role: 'editor', invitedBy: owner.id, createdAt: NOW, expiresAt: later(ttl), provesEmail })
     await inv('i1', 'h1', v1, 'Nina@example.com')
     await inv('i2', 'h2', v1, 'nina@EXAMPLE.com') // replaces i1: only the newest link works
     await inv('i3', 'h3', v2, 'nina@example.com')
@@ -113,11 +113,29 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       invitedBy: owner.id,
       createdAt: NOW,
       expiresAt: later(60_000),
+      provesEmail: false,
     })
     t.same(
       (await accounts.listInvitations(v1, NOW)).map((i) => i.id),
       ['i2', 'i4'],
     )
+    // issue 25: the notice at sign-in, and taking one up as the account with that email
+    t.same(
+      (await accounts.listInvitationsForEmail('NINA@example.com', NOW)).map((i) => i.id),
+      ['i2', 'i3'],
+    )
+    const nina = await accounts.createAccount({ ...account('nina@example.com'), emailConfirmed: false }, NOW)
+    t.equal(nina.emailConfirmed, false)
+    const [v3, v4] = [randomUUID(), randomUUID()]
+    await inv('i6', 'h6', v3, 'nina@example.com')
+    t.equal(await accounts.takeInvitationFor(owner.id, { id: 'i6' }, NOW), null, 'not for another email')
+    t.equal(await accounts.takeInvitationFor(nina.id, { id: 'i6' }, later(60_000)), null, 'not once expired')
+    t.equal((await accounts.takeInvitationFor(nina.id, { id: 'i6' }, NOW))?.id, 'i6')
+    t.equal(await accounts.takeInvitationFor(nina.id, { id: 'i6' }, NOW), null, 'once')
+    t.equal((await accounts.getAccount(nina.id))?.emailConfirmed, false, 'a link shown to an inviter proves nothing')
+    await inv('i7', 'h7', v4, 'nina@example.com', 60_000, true)
+    t.equal((await accounts.takeInvitationFor(nina.id, { tokenHash: 'h7' }, NOW))?.provesEmail, true)
+    t.equal((await accounts.getAccount(nina.id))?.emailConfirmed, true, 'a mailed link proves the address')
     t.same(
       (await accounts.listInvitations(v1, later(1000))).map((i) => i.id),
       ['i2'],
@@ -143,7 +161,17 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     const owner = await accounts.createAccount(account('o@example.com'), NOW)
     const vaultId = randomUUID()
     const inv = (id: string, tokenHash: string, email: string) =>
-      accounts.createInvitation({ id, tokenHash, vaultId, email, role: 'viewer', invitedBy: owner.id, createdAt: NOW, expiresAt: later(60_000) })
+      accounts.createInvitation({
+        id,
+        tokenHash,
+        vaultId,
+        email,
+        role: 'viewer',
+        invitedBy: owner.id,
+        createdAt: NOW,
+        expiresAt: later(60_000),
+        provesEmail: false,
+      })
     await inv('i1', 'h1', 'Nina@example.com')
     const newcomer = () => ({ id: randomUUID(), name: 'Nina', passwordHash: '$argon2id$n' })
     t.same(await accounts.acceptInvitation('h1', newcomer(), later(60_000)), { ok: false, reason: 'not_live' }, 'expired')

@@ -49,8 +49,8 @@ t.test('a data directory made before the accounts moved keeps its accounts, sess
   const applied = storage.database.sqlite.prepare(`select name from ${MIGRATION_TABLE}`).all() as { name: string }[]
   t.same(
     applied.map((r) => r.name),
-    ['001_accounts', '002_invitations'],
-    "the server's own migrations ran: adopted the tables, then added invitations",
+    ['001_accounts', '002_invitations', '003_email_proof', '004_factors', '005_sso', '006_webauthn_challenges'],
+    "the server's own migrations ran: adopted the tables, then added invitations and email proof",
   )
   const tables = storage.database.sqlite.prepare("select count(*) as n from sqlite_master where type = 'table' and name = 'accounts'").get() as { n: number }
   t.equal(tables.n, 1)

@@ -81,14 +81,39 @@ async function invitationRows(storage: TestApp['storage']): Promise<Record<strin
   return (await sql`select * from invitations`.execute(db)).rows as Record<string, unknown>[]
 }
 
-t.test('an owner invites someone with an account: added at once, no invitation', async (t) => {
+t.test('an owner invites someone with an account: an invitation they accept, not a membership at once (issue 25)', async (t) => {
   const s = await setUp(t)
-  const { res } = await s.invite('OSCAR@example.com', 'viewer')
-  t.equal(res.statusCode, 303)
-  t.equal(res.headers.location, `${s.url}/members?done=member_added`)
+  const { res, path } = await s.invite('OSCAR@example.com', 'viewer')
+  t.equal(res.statusCode, 200, 'the same answer as for an email without an account')
+  t.match(res.body, 'Invitation link')
+  t.notOk(
+    (await s.storage.listMembers(s.vaultId)).some((m) => m.personId === s.people.other.id),
+    'not added at once',
+  )
+  t.equal((await invitationRows(s.storage)).length, 1)
+  // the link, signed out: sign in as that account to join; there is no form to make another account
+  const page = await browser(s.app).get(path)
+  t.equal(page.statusCode, 200)
+  t.match(page.body, 'sign in as that account to join')
+  t.notMatch(page.body, 'name="password"')
+  // Oscar's next sign-in tells him, and he joins from there
+  const b = browser(s.app)
+  const login = await b.get('/login')
+  const signedIn = await b.post('/login', { _csrf: csrfOf(login.body), email: 'oscar@example.com', password: OWNER_PASSWORD, return_to: '/' })
+  t.equal(signedIn.headers.location, '/invitations?return_to=%2F', 'the notice comes first')
+  const notice = await b.get(signedIn.headers.location!)
+  t.equal(notice.statusCode, 200)
+  t.match(notice.body, '<strong>Acme</strong> as <span class="role role-viewer">viewer</span>, from Olga Owner')
+  const id = /name="invitation" value="([^"]+)"/.exec(notice.body)?.[1]
+  const joined = await b.post('/invitations/join', { _csrf: csrfOf(notice.body), invitation: id ?? '' })
+  t.equal(joined.statusCode, 303)
+  t.equal(joined.headers.location, s.url)
   const roles = Object.fromEntries((await s.storage.listMembers(s.vaultId)).map((m) => [m.personId, m.role]))
   t.equal(roles[s.people.other.id], 'viewer')
-  t.same(await invitationRows(s.storage), [])
+  const [entry] = await s.storage.listAccessLog(s.vaultId, { action: 'member_added', limit: 1 })
+  t.equal(entry?.personId, s.people.owner.id, 'added as the inviter')
+  t.same(await invitationRows(s.storage), [], 'used up')
+  t.equal((await browser(s.app).get(path)).statusCode, 404, 'the link is used up too')
 })
 
 t.test('a new email: link shown once → page → account and membership with the role → signed in on the vault', async (t) => {
@@ -227,11 +252,17 @@ t.test('the form: passwords asked twice and the setup rules; an inviter who is n
   t.equal(noCsrf.statusCode, 403)
   t.equal(await s.accounts.findAccountByEmail('nina@example.com'), null, 'no account yet')
 
-  // an account with that email appears meanwhile (e.g. `admin user create`)
+  // an account with that email appears meanwhile (e.g. `admin user create`): sign in to join
+  const early = browser(s.app)
+  const form = await early.get(path)
   await addAccount(s.accounts, 'NINA@example.com', OWNER_PASSWORD, 'Nina')
-  const taken = await s.accept(path)
-  t.equal(taken.page.statusCode, 409)
-  t.match(taken.page.body, 'You already have an account')
+  const taken = await browser(s.app).get(path)
+  t.equal(taken.statusCode, 200)
+  t.match(taken.body, 'sign in as that account to join')
+  t.notMatch(taken.body, 'name="password"')
+  const late = await early.post(path, { _csrf: csrfOf(form.body), name: 'Late', password: NEW_PASSWORD, password2: NEW_PASSWORD })
+  t.equal(late.statusCode, 409)
+  t.match(late.body, 'You already have an account')
 
   // the inviter steps down: their invitation stops working
   const t2 = await setUp(t)
@@ -247,12 +278,14 @@ t.test('the form: passwords asked twice and the setup rules; an inviter who is n
   t.equal((await browser(t2.app).get(p2)).statusCode, 404)
 })
 
-t.test('by email through a local SMTP server; the SMTP password never reaches the log', async (t) => {
+t.test('by email through a local SMTP server: the link goes only to the address; the SMTP password never reaches the log', async (t) => {
   const sink = await smtpSink(t, { user: 'mailer', password: SMTP_PASSWORD })
   const s = await setUp(t, { ENVKEEP_SMTP_URL: `smtp://mailer:${SMTP_PASSWORD}@127.0.0.1:${sink.port}`, ENVKEEP_SMTP_FROM: 'envkeep <envkeep@example.com>' })
-  const { res, token, link } = await s.invite('nina@example.com', 'viewer')
+  const { res, token } = await s.invite('nina@example.com', 'viewer')
   t.equal(res.statusCode, 200)
-  t.match(res.body, 'It was also sent to that address.')
+  t.equal(token, '', 'the inviter never sees the link (issue 25)')
+  t.match(res.body, 'Invitation sent')
+  t.match(res.body, 'was sent to that address')
   t.same(sink.logins, ['mailer'])
   t.equal(sink.messages.length, 1)
   const mail = sink.messages[0]!
@@ -260,17 +293,22 @@ t.test('by email through a local SMTP server; the SMTP password never reaches th
   t.equal(mail.from, 'envkeep@example.com')
   t.match(mail.text, /Subject: Olga Owner invited you to Acme on envkeep/)
   t.match(mail.text, 'as viewer')
-  t.ok(mail.text.includes(link), 'the message has the link')
+  const link = /http:\/\/\S+\/invite\/([A-Za-z0-9_-]{43})/.exec(mail.text)
+  t.ok(link, 'the message has the link')
   t.match(s.log.text, 'invitation sent by email')
-  for (const secret of [SMTP_PASSWORD, token]) t.notOk(s.log.text.includes(secret), 'not in the log')
+  for (const secret of [SMTP_PASSWORD, link?.[1] ?? 'none']) t.notOk(s.log.text.includes(secret), 'not in the log')
+  // taking up the mailed link proves the address
+  const accepted = await s.accept(new URL(link![0]).pathname)
+  t.equal(accepted.res.statusCode, 303)
+  t.equal((await s.accounts.findAccountByEmail('nina@example.com'))?.emailConfirmed, true)
 
-  // an SMTP server that is not there: the owner still gets the link; the log says why in codes
+  // an SMTP server that is not there: no invitation, no link; the owner is told to retry; the log says why in codes
   const down = await setUp(t, { ENVKEEP_SMTP_URL: `smtp://mailer:${SMTP_PASSWORD}@127.0.0.1:${await freePort()}`, ENVKEEP_SMTP_FROM: 'envkeep@example.com' })
   const r2 = await down.invite('nina@example.com')
-  t.equal(r2.res.statusCode, 200)
-  t.ok(r2.token, 'the link is shown')
-  t.match(r2.res.body, 'Send it to them yourself.')
+  t.equal(r2.res.statusCode, 409)
+  t.equal(r2.token, '', 'no link is shown')
+  t.match(r2.res.body, 'the invitation email could not be sent')
+  t.same(await invitationRows(down.storage), [], 'no invitation is left behind')
   t.match(down.log.text, 'invitation email not sent')
   t.notOk(down.log.text.includes(SMTP_PASSWORD))
-  t.notOk(down.log.text.includes(r2.token))
 })

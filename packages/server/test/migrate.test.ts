@@ -6,6 +6,9 @@ import { mintSignIn } from '@envkeep/env-api-plugin/testing'
 import { createPostgresStorage } from '@envkeep/storage-postgres'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { freePort, spawnNode, withTestDatabase } from '@envkeep/test-support'
+import { createHash, randomUUID } from 'node:crypto'
+import { createPostgresAccountStore } from '../src/accounts/postgres-account-store.js'
+import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
 import { verifyPassword } from '../src/secrets.js'
 import { runCli, tempDir } from './helpers.js'
 
@@ -14,6 +17,9 @@ import { runCli, tempDir } from './helpers.js'
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
 const PASSWORD = 'canary-migrate-password'
 const VALUE = 'line one\nline "two" ünïcødé 🔑 canary-migrate'
+const FIRST = 'canary-migrate-first-version'
+/** Tables migrate may leave behind: migration bookkeeping (the target's own migrations made its schema) and counters that restart. */
+const NOT_COPIED = /^(sqlite_.*|.*migration.*|rate_counters)$/
 
 t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQL reads it with the same key and sign-in', async (t) => {
   const url = await withTestDatabase(t)
@@ -28,7 +34,12 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
   t.equal((await cli(['admin', 'user', 'create', '--email', 'ana@example.com', '--name', 'Ana', '--password-stdin'], PASSWORD)).code, 0)
   const vault = await cli(['admin', 'vault', 'create', '--name', 'shop', '--owner', 'ana@example.com', '--json'])
   const vaultId = (JSON.parse(vault.stdout.trim().split('\n').pop()!) as { vault: { id: string } }).vault.id
+  // history: a first version, then the value read later
+  t.equal((await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'production', 'DB'], FIRST)).code, 0)
   t.equal((await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'production', 'DB'], VALUE)).code, 0)
+  // a server audit line: a deleted vault
+  const old = await cli(['admin', 'vault', 'create', '--name', 'old-shop', '--owner', 'ana@example.com', '--json'])
+  const oldId = (JSON.parse(old.stdout.trim().split('\n').pop()!) as { vault: { id: string } }).vault.id
   t.equal(
     (
       await cli([
@@ -55,6 +66,34 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
   const sqlite = await createSqliteStorage({ filename: join(data, 'envkeep.db') })
   const ana = ((await sqlite.database.sqlite.prepare('select id from accounts').get()) as { id: string }).id
   const signIn = await mintSignIn(sqlite, { baseUrl: base, personId: ana })
+  t.ok(await sqlite.deleteVault({ vaultId: oldId, by: ana, at: new Date() }))
+  // a webhook and a pending invitation
+  const hookId = randomUUID()
+  await sqlite.createWebhook({
+    id: hookId,
+    vaultId,
+    url: 'https://hooks.example/migrate',
+    format: 'slack',
+    events: ['push.created'],
+    sealedSecret: null,
+    createdAt: new Date(),
+    createdBy: ana,
+  })
+  const accounts = await createSqliteAccountStore(sqlite.database)
+  const invited = await accounts.createInvitation({
+    id: randomUUID(),
+    vaultId,
+    email: 'bo@example.com',
+    role: 'viewer',
+    invitedBy: ana,
+    createdAt: new Date(),
+    expiresAt: new Date(Date.now() + 86_400_000),
+    provesEmail: false,
+    tokenHash: createHash('sha256').update('canary-migrate-invitation').digest('hex'),
+  })
+  const sourceTables = (sqlite.database.sqlite.prepare(`select name from sqlite_master where type = 'table' order by name`).all() as { name: string }[])
+    .map((r) => r.name)
+    .filter((n) => !NOT_COPIED.test(n))
   await sqlite.close()
 
   // a failure half-way leaves the target empty, and the command can be run again
@@ -69,9 +108,21 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
 
   const moved = await cli(['migrate', '--to', url, '--json'])
   t.equal(moved.code, 0, moved.stderr)
-  const tables = (JSON.parse(moved.stdout.trim().split('\n').pop()!) as { tables: Record<string, number> }).tables
+  const result = JSON.parse(moved.stdout.trim().split('\n').pop()!) as { tables: Record<string, number>; dropped: string[] }
+  const tables = result.tables
+  t.same(
+    [...result.dropped].sort(),
+    ['access_tokens.created_at', 'refresh_tokens.created_at'],
+    'only the times SQLite keeps and PostgreSQL has no column for are left out',
+  )
   t.match(tables, { vaults: 1, members: 1, environments: 3, variables: 1, ci_identities: 1, accounts: 1, sign_ins: 1, access_tokens: 1, refresh_tokens: 1 })
   t.ok(tables.access_log! >= 3, 'the access log came along')
+  t.match(tables, { change_sets: 2, webhooks: 1, invitations: 1, audit_log: 1 }, 'history, webhooks, invitations and the server audit came along')
+  t.same(
+    sourceTables.filter((n) => !(n in tables)),
+    [],
+    'every table of a migrated SQLite database is copied (a new table needs no change to migrate)',
+  )
   t.notOk(moved.stdout.includes('canary') || moved.stderr.includes('canary'), 'no value or password printed')
 
   const again = await cli(['migrate', '--to', url])
@@ -98,7 +149,31 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
   await next.arrayBuffer()
   const after = await pg.listAccessLog(vaultId, { limit: 100 })
   t.ok(after[0]!.id > log[0]!.id, 'new log entries continue after the copied ids')
+  t.same(
+    (await pg.listWebhooks(vaultId)).map((w) => [w.id, w.url, w.format]),
+    [[hookId, 'https://hooks.example/migrate', 'slack']],
+    'the webhook came along',
+  )
+  const pgAccounts = await createPostgresAccountStore(pg.database)
+  t.same(
+    (await pgAccounts.listInvitations(vaultId, new Date())).map((i) => [i.id, i.email, i.role]),
+    [[invited.id, 'bo@example.com', 'viewer']],
+    'the pending invitation came along',
+  )
   await pg.close()
+  const pgEnv = { ...sqliteEnv, ENVKEEP_DATABASE_URL: url }
+  const audit = await cli(['admin', 'audit', '--json'], '', pgEnv)
+  t.equal(audit.code, 0, audit.stderr)
+  t.match(JSON.parse(audit.stdout), { entries: [{ action: 'vault_deleted', vault: { id: oldId, name: 'old-shop' } }] }, 'the server audit came along')
+  // the history opens with the key: back to the first version
+  const history = await cli(['admin', 'history', '--vault', 'shop', '--env', 'production', '--json'], '', pgEnv)
+  t.equal(history.code, 0, history.stderr)
+  const changes = (JSON.parse(history.stdout) as { changes: { id: string }[] }).changes
+  t.equal(changes.length, 2)
+  const restored = await cli(['admin', 'restore', '--vault', 'shop', '--env', 'production', '--change', changes[1]!.id], '', pgEnv)
+  t.equal(restored.code, 0, restored.stderr)
+  const first = await fetch(`${base}/api/env/${vaultId}/production`, { headers: { authorization: `Bearer ${signIn.accessToken}` } })
+  t.same(((await first.json()) as { variables: Record<string, string> }).variables, { DB: FIRST }, 'the first version, opened from the history')
   server.child.kill('SIGTERM')
   await server.done
 })

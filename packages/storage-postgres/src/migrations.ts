@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration'
+import { m007ClientRegistrations } from './migration-007-client-registrations.js'
 
 /**
  * The schema, as versioned migrations (kysely's Migrator, table `envkeep_storage_migration`).
@@ -302,9 +303,9 @@ const m006: Migration = {
  * constant (`ACCESS_ACTIONS` in @envkeep/env-api-plugin), so no CHECK repeats it and a new
  * action needs no migration.
  */
-const m007: Migration = {
+const m008: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
-    await sql`alter table access_log drop constraint if exists access_log_action`.execute(db)
+    await sql`alter table access_log drop constraint access_log_action`.execute(db)
   },
 }
 
@@ -313,7 +314,7 @@ const m007: Migration = {
  * sealed value of a name there. Both go with their environment; turning the switch off
  * deletes the rows (cascade).
  */
-const m008: Migration = {
+const m009: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await sql`
       create table override_environments (
@@ -343,8 +344,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_vault_admin': m004,
   '005_webhooks': m005,
   '006_access_log_issue_25': m006,
-  '007_access_log_actions': m007,
-  '008_overrides': m008,
+  '007_client_registrations': m007ClientRegistrations,
+  '008_access_log_actions': m008,
+  '009_overrides': m009,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

@@ -9,6 +9,7 @@ import { PostgresOverrideStore } from './override-store.js'
 import { PostgresVaultStore } from './vault-store.js'
 import { PostgresRateCounters } from './rate-counters.js'
 import { PostgresWebhookStore } from './webhook-store.js'
+import { PostgresClientRegistrationStore } from './client-registration-store.js'
 
 export interface PostgresStorage extends Storage, CiIdentityStore {
   countRequest: NonNullable<Storage['countRequest']>
@@ -32,6 +33,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     ...boundMethods(new PostgresWebhookStore(database.db)),
     ...boundMethods(new PostgresOverrideStore(database.db)),
     ...boundMethods(new PostgresRateCounters(database.db)),
+    ...boundMethods(new PostgresClientRegistrationStore(database.db)),
     database,
     close: () => database.close(),
   } satisfies PostgresStorage

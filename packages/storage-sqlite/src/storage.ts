@@ -1,6 +1,7 @@
 import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteCiIdentityStore } from './ci-identity-store.js'
+import { createSqliteClientRegistrationStore } from './client-registration-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteOverrideStore } from './override-store.js'
@@ -22,6 +23,7 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
     ...createSqliteCiIdentityStore(database),
     ...boundMethods(createSqliteHistoryStore(database)),
     ...boundMethods(createSqliteWebhookStore(database)),
+    ...createSqliteClientRegistrationStore(database),
     ...boundMethods(createSqliteOverrideStore(database)),
     database,
     close: () => database.close(),

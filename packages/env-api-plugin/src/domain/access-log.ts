@@ -1,4 +1,4 @@
-import type { Role, AccessAction, AccessLogRow } from '../adapters/vault-store.js'
+import type { AccessAction, AccessLogRow, Role } from '../adapters/vault-store.js'
 import type { Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { locateVault } from './vaults.js'
@@ -16,7 +16,8 @@ export async function listAccessLog(
 ): Promise<AccessLogRow[]> {
   const vault = await locateVault(d, actor, input.vaultId)
   const { vaultId: _vaultId, personId, ...filter } = input
-  if (!personId) return (await d.storage.listAccessLog(vault.id, filter)).map((e) => shownAccessEntry(e, vault.role))
+  const shown = (rows: readonly AccessLogRow[]): AccessLogRow[] => rows.map((e) => shownAccessEntry(e, vault.role))
+  if (!personId) return shown(await d.storage.listAccessLog(vault.id, filter))
   // a person filter reads further back (entries of others are skipped), at most PERSON_ROUNDS pages
   const wanted: AccessLogRow[] = []
   let before = filter.before
@@ -26,7 +27,7 @@ export async function listAccessLog(
     if (page.length < filter.limit) break
     before = page[page.length - 1]?.id
   }
-  return wanted.slice(0, filter.limit).map((e) => shownAccessEntry(e, vault.role))
+  return shown(wanted.slice(0, filter.limit))
 }
 
 const INVITATION_ACTIONS: readonly string[] = ['invitation_sent', 'invitation_revoked']

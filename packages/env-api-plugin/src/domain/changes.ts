@@ -4,6 +4,7 @@ import { authorOf, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { DomainFailure, fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
+import { AGAIN, retryOptimistic } from './retry.js'
 import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
 
 /** What a change makes of an environment: name → its new value, or null to delete it. */
@@ -11,7 +12,7 @@ export type Target = Readonly<Record<string, string | null>>
 
 export const ENVIRONMENT_CHANGED = 'the environment changed since this page was shown; check the list again'
 
-/** How many times a change is computed again when another writer changed the environment meanwhile. */
+/** How many times a change is computed when another writer changed the environment meanwhile. */
 const ATTEMPTS = 5
 
 export interface ChangeOutcome {
@@ -124,59 +125,65 @@ export async function changeEnvironment(
 ): Promise<ChangeOutcome> {
   // the one door of direct changes: with "Require a second person", a person proposes instead
   if (mustPropose(actor, vault, env)) throw fail.forbidden(PROPOSE_INSTEAD)
-  for (let attempt = 1; ; attempt++) {
-    const state = await d.storage.readCurrent(vault.id, env.name, o.names)
-    if (o.expectVersion !== undefined && state.version !== o.expectVersion) throw fail.conflict(ENVIRONMENT_CHANGED)
-    const { values: current, unreadable, failure } = await openCurrent(d, vault.id, env.name, state.variables)
-    const target = await o.plan(current, unreadable)
-    const entries = entriesOf(current, target, unreadable)
-    if (entries.length === 0) return { changeSetId: null, entries: [], version: state.version }
-    // a value that no longer opens: an owner may overwrite or delete it, recorded as such (issue 25)
-    const replaced = entries.filter((e) => unreadable.has(e.name)).map((e) => e.name)
-    if (replaced.length > 0 && !mayReplaceUnreadable(actor, vault)) throw failure
-    const id = randomUUID()
-    const now = d.now()
-    const sets: Record<string, string> = {}
-    for (const e of entries) if (e.after !== null) sets[e.name] = e.after
-    const sealed = await d.crypto.seal(vault.id, env.name, sets)
-    const kept = await d.crypto.sealHistory(vault.id, env.name, id, entries)
-    const names = entries.map((e) => e.name)
-    const r = await d.storage.changeVariables(
-      {
-        vaultId: vault.id,
-        environment: env.name,
-        set: sealed.values,
-        delete: entries.filter((e) => e.after === null).map((e) => e.name),
-        ifVersion: state.version,
-        by: authorOf(actor),
-        now,
-        limit: limitOf(d.plans, vault.plan),
-        sealedUnder: sealed.sealedUnder,
-        changeSet: {
-          id,
+  let lastReason = ''
+  return retryOptimistic(
+    ATTEMPTS,
+    () => `the environment kept changing while a change was written (${lastReason})`,
+    async (): Promise<ChangeOutcome | typeof AGAIN> => {
+      const state = await d.storage.readCurrent(vault.id, env.name, o.names)
+      if (o.expectVersion !== undefined && state.version !== o.expectVersion) throw fail.conflict(ENVIRONMENT_CHANGED)
+      const { values: current, unreadable, failure } = await openCurrent(d, vault.id, env.name, state.variables)
+      const target = await o.plan(current, unreadable)
+      const entries = entriesOf(current, target, unreadable)
+      if (entries.length === 0) return { changeSetId: null, entries: [], version: state.version }
+      // a value that no longer opens: an owner may overwrite or delete it, recorded as such (issue 25)
+      const replaced = entries.filter((e) => unreadable.has(e.name)).map((e) => e.name)
+      if (replaced.length > 0 && !mayReplaceUnreadable(actor, vault)) throw failure
+      const id = randomUUID()
+      const now = d.now()
+      const sets: Record<string, string> = {}
+      for (const e of entries) if (e.after !== null) sets[e.name] = e.after
+      const sealed = await d.crypto.seal(vault.id, env.name, sets)
+      const kept = await d.crypto.sealHistory(vault.id, env.name, id, entries)
+      const names = entries.map((e) => e.name)
+      const r = await d.storage.changeVariables(
+        {
           vaultId: vault.id,
           environment: env.name,
-          at: now,
+          set: sealed.values,
+          delete: entries.filter((e) => e.after === null).map((e) => e.name),
+          ifVersion: state.version,
           by: authorOf(actor),
-          how: o.how,
-          ref: o.ref,
-          entries: kept.map(
-            (k, i): ChangeEntry => ({
-              ...k,
-              kind: (entries[i] as { kind: ChangeKind }).kind,
-              ...(unreadable.has(k.name) ? { before: UNREADABLE_BEFORE } : {}),
-            }),
-          ),
+          now,
+          limit: limitOf(d.plans, vault.plan),
+          sealedUnder: sealed.sealedUnder,
+          changeSet: {
+            id,
+            vaultId: vault.id,
+            environment: env.name,
+            at: now,
+            by: authorOf(actor),
+            how: o.how,
+            ref: o.ref,
+            entries: kept.map(
+              (k, i): ChangeEntry => ({
+                ...k,
+                kind: (entries[i] as { kind: ChangeKind }).kind,
+                ...(unreadable.has(k.name) ? { before: UNREADABLE_BEFORE } : {}),
+              }),
+            ),
+          },
         },
-      },
-      replaced.length > 0 ? { ...o.log(names, now), detail: `replaced a value that could not be opened: ${replaced.join(', ')}` } : o.log(names, now),
-    )
-    if (r.ok) return { changeSetId: id, entries: entries.map((e) => ({ name: e.name, kind: e.kind })), version: r.version }
-    if (r.reason === 'storage_limit') throw overLimit(vault, r, 'this change')
-    if (r.reason === 'changed' && o.expectVersion !== undefined) throw fail.conflict(ENVIRONMENT_CHANGED)
-    if (r.reason === 'stale_key') d.crypto.forget(vault.id)
-    if (attempt >= ATTEMPTS) throw new Error(`envkeep: the environment kept changing while a change was written (${r.reason})`)
-  }
+        replaced.length > 0 ? { ...o.log(names, now), detail: `replaced a value that could not be opened: ${replaced.join(', ')}` } : o.log(names, now),
+      )
+      if (r.ok) return { changeSetId: id, entries: entries.map((e) => ({ name: e.name, kind: e.kind })), version: r.version }
+      if (r.reason === 'storage_limit') throw overLimit(vault, r, 'this change')
+      if (r.reason === 'changed' && o.expectVersion !== undefined) throw fail.conflict(ENVIRONMENT_CHANGED)
+      if (r.reason === 'stale_key') d.crypto.forget(vault.id)
+      lastReason = r.reason
+      return AGAIN
+    },
+  )
 }
 
 /** How a change by this actor came about, when it is not a push, revert or restore. */

@@ -18,7 +18,7 @@ export interface DomainDeps {
   /** days versions are kept in history (housekeeping's retention) */
   readonly historyDays?: number
   /** finds the person to add as a member; the optional invitation hooks, when the host has them */
-  readonly people: Pick<PeopleAdapter, 'findPersonByEmail' | 'invite' | 'listInvitations' | 'revokeInvitation'>
+  readonly people: Pick<PeopleAdapter, 'findPersonByEmail' | 'invite' | 'invitesAccounts' | 'listInvitations' | 'revokeInvitation'>
   /** `ENVKEEP_CI_ALLOW_HTTP_ISSUERS=loopback`: CI identities may name `http://127.0.0.1:*` issuers (tests only) */
   readonly ciAllowHttpLoopback?: boolean
   /** `ENVKEEP_WEBHOOK_ALLOW_PRIVATE=true`: webhooks may call private, loopback and link-local addresses */

@@ -21,9 +21,11 @@ export type FailureKind =
   | 'not_configured'
   /** a sealed value (or a data key) did not open: nothing is delivered */
   | 'decrypt_failed'
+  /** a data key was rewrapped while it was read (`admin rotate-master-key` under way): nothing changed, try again */
+  | 'key_rotating'
 
 /** The kinds that are failures of the server's keys, not refusals by a rule. */
-export const KEY_FAILURES: readonly FailureKind[] = Object.freeze(['not_configured', 'decrypt_failed'])
+export const KEY_FAILURES: readonly FailureKind[] = Object.freeze(['not_configured', 'decrypt_failed', 'key_rotating'])
 
 export class DomainFailure extends Error {
   readonly kind: FailureKind
@@ -57,6 +59,13 @@ export const fail = {
   notConfigured: (): DomainFailure => new DomainFailure('not_configured', 'the server has no key for variables'),
   decryptFailed: (cause?: unknown): DomainFailure =>
     new DomainFailure('decrypt_failed', 'a value did not decrypt; nothing was delivered', undefined, cause === undefined ? undefined : { cause }),
+  keyRotating: (cause?: unknown): DomainFailure =>
+    new DomainFailure(
+      'key_rotating',
+      'the master key is being rotated; nothing was changed, try again in a moment',
+      undefined,
+      cause === undefined ? undefined : { cause },
+    ),
 } as const
 
 /** The vault as messages name it: the first 8 characters of its id. */

@@ -9,8 +9,20 @@ import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import { canInvite, inviteMember, listInvitations, revokeInvitation } from './invitations.js'
 import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
-import { createPush, decidePush, listPushes, loadPush, mayDecide, pushesWaiting, pushStatus, revealPush, vaultOfPush, type PushView } from './pushes.js'
-import { listSignIns, revokeAllSignIns, revokeSignIn } from './sign-ins.js'
+import {
+  createPush,
+  decidePush,
+  listPushes,
+  loadPush,
+  mayDecide,
+  pendingPushes,
+  pushesWaiting,
+  pushStatus,
+  revealPush,
+  vaultOfPush,
+  type PushView,
+} from './pushes.js'
+import { listSignIns, revokeAllSignIns, revokeOwnSignIns, revokeSignIn } from './sign-ins.js'
 import {
   deleteVariable,
   listReferences,
@@ -86,6 +98,7 @@ export function createDomain(d: DomainDeps) {
     pushesWaiting: (personId: string, vaults?: readonly VaultAccess[]) => pushesWaiting(d, personId, vaults),
     listPushes: (actor: Actor, input: Parameters<typeof listPushes>[2]) => listPushes(d, actor, input),
     vaultOfPush: (importId: string) => vaultOfPush(d, importId),
+    pendingPushes: (vault: VaultAccess) => pendingPushes(d, vault),
     // history
     listHistory: (actor: Actor, input: Parameters<typeof listHistory>[2]) => listHistory(d, actor, input),
     loadChange: (actor: Actor, input: { vaultId: string; changeSetId: string }) => loadChange(d, actor, input),
@@ -107,6 +120,7 @@ export function createDomain(d: DomainDeps) {
     // sign-ins
     listSignIns: (actor: PersonActor) => listSignIns(d, actor),
     revokeSignIn: (actor: PersonActor, signInId: string) => revokeSignIn(d, actor, signInId),
+    revokeOwnSignIns: (actor: PersonActor) => revokeOwnSignIns(d, actor),
     revokeAllSignIns: (actor: AdministratorActor, personId: string) => revokeAllSignIns(d, actor, personId),
     // the server administrator's own
     listAudit: (actor: AdministratorActor, input: { limit: number }) => listAudit(d, actor, input),

@@ -4,7 +4,7 @@ import { entryFor, type PersonActor } from './actor.js'
 import { invitationDetail } from './access-log.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { addMember, NEEDS_ACCOUNT, type MemberChangeOutcome } from './members.js'
+import { ALREADY_MEMBER, addMember, NEEDS_ACCOUNT, type MemberChangeOutcome } from './members.js'
 import { canManageVault } from './permissions.js'
 import { isRole, ROLES } from './rules.js'
 import { locateVault } from './vaults.js'
@@ -26,8 +26,8 @@ export type InviteOutcome =
       readonly vault: VaultAccess
       readonly email: string
       readonly role: Role
-      /** shown once on the page; never stored or logged by the plugin */
-      readonly link: string
+      /** shown once on the page; never stored or logged by the plugin. null: it went only to `email` */
+      readonly link: string | null
       readonly emailed: boolean
     }
 
@@ -56,17 +56,22 @@ export async function inviteMember(
   const role = input.role
   const email = input.email.trim()
   if (email.length === 0 || email.length > 320) throw fail.invalid('an email address is needed')
-  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw fail.invalid('the email address is not valid')
+  if (!/^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u.test(email)) throw fail.invalid('the email address is not valid')
   const invite = d.people.invite
-  if (!invite || (await d.people.findPersonByEmail(email))) {
+  const who = await d.people.findPersonByEmail(email)
+  if (invite && who && d.people.invitesAccounts === true) {
+    // the owner sees the members already: only a member is refused, anyone else is invited alike
+    if ((await d.storage.listMembers(vault.id)).some((m) => m.personId === who.id)) throw fail.conflict(ALREADY_MEMBER)
+  } else if (!invite || who) {
     // an account exists (or the host cannot invite): the member rules decide, and say "needs an account first"
     return { kind: 'added', member: await addMember(d, actor, { vaultId: vault.id, email, role, mode: 'new' }) }
   }
   const r = await invite.call(d.people, { email, role, vaultId: vault.id, vaultName: vault.name, invitedBy: input.invitedBy })
-  if (!r || typeof r.link !== 'string' || r.link === '') throw new Error('envkeep: people.invite returned no link')
+  const emailed = r?.emailed === true
+  if (!r || (r.link === null ? !emailed : typeof r.link !== 'string' || r.link === '')) throw new Error('envkeep: people.invite returned no link')
   // issue 25: logged with the role and the email (owners see it), never the link or its token
   await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'invitation_sent', at: d.now(), detail: invitationDetail(role, email) }))
-  return { kind: 'invited', vault, email, role, link: r.link, emailed: r.emailed === true }
+  return { kind: 'invited', vault, email, role, link: r.link, emailed }
 }
 
 /** The pending invitations of a vault (owners); null when the host keeps none (no `listInvitations`). */

@@ -16,6 +16,7 @@ import { locateVault } from './vaults.js'
  */
 
 export const NEEDS_ACCOUNT = 'there is no account with that email address; the person needs an account first'
+export const ALREADY_MEMBER = 'that person is already a member; change their role instead'
 export const MEMBER_NOT_FOUND = 'that person is not a member of this vault'
 export const LAST_OWNER_DEMOTED = 'a vault must keep at least one owner; make someone else owner first'
 export const LAST_OWNER_REMOVED = 'a vault must keep at least one owner; the last owner cannot be removed'
@@ -82,7 +83,7 @@ export async function changeRole(d: DomainDeps, actor: Actor, input: { vaultId: 
 function outcome(vault: VaultAccess, personId: string, role: Role, r: SetMemberResult): MemberChangeOutcome {
   if (r.ok) return { vault, personId, role, previous: r.previous }
   if (r.reason === 'not_member') throw fail.notFound(MEMBER_NOT_FOUND)
-  if (r.reason === 'already_member') throw fail.conflict('that person is already a member; change their role instead')
+  if (r.reason === 'already_member') throw fail.conflict(ALREADY_MEMBER)
   throw fail.conflict(LAST_OWNER_DEMOTED)
 }
 

@@ -165,6 +165,15 @@ export async function vaultOfPush(d: DomainDeps, importId: string): Promise<stri
   return (await d.storage.getImport(importId, d.now()))?.vaultId ?? null
 }
 
+/** How many pushes of a located vault wait for a decision (the tab bar's count), looking at the newest `PENDING_SHOWN`. */
+export async function pendingPushes(d: DomainDeps, vault: VaultAccess): Promise<number> {
+  const now = d.now().getTime()
+  return (await d.storage.listImports(vault.id, { status: 'pending', limit: PENDING_SHOWN })).filter((p) => isWaiting(p, now)).length
+}
+
+/** Pending pushes a vault's pages list and count. */
+export const PENDING_SHOWN = 50
+
 export interface PushView {
   readonly vault: VaultAccess
   readonly push: ImportRecord

@@ -24,6 +24,11 @@ export async function revokeSignIn(d: DomainDeps, actor: PersonActor, signInId: 
     throw fail.notFound(SIGN_IN_NOT_FOUND, 'the sign-in')
 }
 
+/** Revokes every sign-in of the actor's own ("sign out everywhere"); how many were live. */
+export async function revokeOwnSignIns(d: DomainDeps, actor: PersonActor): Promise<number> {
+  return d.storage.revokeSignIns({ personId: actor.personId }, d.now())
+}
+
 /** Revokes every sign-in of a person (the administrator's `signins revoke`); how many were live. */
 export async function revokeAllSignIns(d: DomainDeps, actor: AdministratorActor, personId: string): Promise<number> {
   requireAdministrator(actor, 'revoke the sign-ins of a person')

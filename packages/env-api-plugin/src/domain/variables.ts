@@ -14,7 +14,7 @@ import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
 export const VARIABLE_NOT_FOUND = 'that variable does not exist in this environment'
 const EXISTS = 'a variable with that name exists in this environment; use Change to give it a new value'
 
-export type { Located } from './vaults.js'
+export type { Located }
 
 export interface ReadResult {
   readonly vault: VaultAccess

@@ -4,9 +4,6 @@ import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { ciVault, isCiPrincipal } from './ci-vault.js'
 
-/** Called once the vault and environment are found, before any refusal (the API names them in its messages). */
-export type Located = (vault: VaultAccess, env: EnvironmentInfo) => void
-
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export const VAULT_NOT_FOUND = 'this vault does not exist or is not shared with you'
@@ -35,6 +32,9 @@ async function findVault(d: DomainDeps, actor: Actor, id: string): Promise<Vault
   const [v] = await d.storage.findVaults({ id })
   return v ? { ...v, role: 'owner' } : null
 }
+
+/** Called once the vault and environment are found, before any refusal (the API names them in its messages). */
+export type Located = (vault: VaultAccess, env: EnvironmentInfo) => void
 
 /** An environment of a located vault, or not_found. */
 export function environmentOf(vault: VaultAccess, name: string): EnvironmentInfo {

@@ -36,21 +36,8 @@ export function createAuthenticate(opts: ResolvedOptions) {
   const unauthorized = (): ApiError => errors.invalidToken(opts.serviceName, opts.resourceMetadataUrl)
 
   async function resolve(request: FastifyRequest): Promise<SignInRecord | null> {
-    const raw = request.raw.rawHeaders
-    let count = 0
-    for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === 'authorization') count++
-    if (count !== 1) return null
-    if (hasQueryToken(request.url)) return null
-    const header = request.headers.authorization
-    if (typeof header !== 'string') return null
-    const m = BEARER_RE.exec(header)
-    if (!m) return null
-    const now = opts.now()
-    const grant = await opts.storage.findAccessToken(tokenHash(m[1] as string), now, new Date(now.getTime() - opts.signInIdleMs))
-    if (!grant) return null
-    const s = grant.signIn
-    if (s.clientId !== opts.cliClientId || s.resource !== opts.resource || !s.scopes.includes(SCOPE_READ)) return null
-    if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || now.getTime() >= grant.tokenExpiresAt.getTime()) return null
+    const s = await liveSignInOf(request, opts)
+    if (!s || s.clientId !== opts.cliClientId || s.resource !== opts.resource || !s.scopes.includes(SCOPE_READ)) return null
     return s
   }
 
@@ -59,6 +46,38 @@ export function createAuthenticate(opts: ResolvedOptions) {
     request.envkeepAuthFailure = request.signIn ? null : unauthorized()
     opts.observer.tokenCheck(request.signIn ? 'valid' : request.headers.authorization === undefined ? 'missing' : 'invalid')
   }
+}
+
+/**
+ * The bearer token of `Authorization: Bearer <token>`, or null: a token in
+ * the query, any other scheme, the header given twice or none at all is no token.
+ */
+export function bearerTokenOf(request: FastifyRequest): string | null {
+  const raw = request.raw.rawHeaders
+  let count = 0
+  for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === 'authorization') count++
+  if (count !== 1) return null
+  if (hasQueryToken(request.url)) return null
+  const header = request.headers.authorization
+  if (typeof header !== 'string') return null
+  const m = BEARER_RE.exec(header)
+  return m ? (m[1] as string) : null
+}
+
+/**
+ * The live sign-in behind the request's bearer token, whatever its client and
+ * resource (each surface checks those): null when there is no token, or it is
+ * unknown, expired, or its sign-in revoked, ended or idle.
+ */
+export async function liveSignInOf(request: FastifyRequest, opts: ResolvedOptions): Promise<SignInRecord | null> {
+  const token = bearerTokenOf(request)
+  if (token === null) return null
+  const now = opts.now()
+  const grant = await opts.storage.findAccessToken(tokenHash(token), now, new Date(now.getTime() - opts.signInIdleMs))
+  if (!grant) return null
+  const s = grant.signIn
+  if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || now.getTime() >= grant.tokenExpiresAt.getTime()) return null
+  return s
 }
 
 function hasQueryToken(url: string): boolean {

@@ -14,6 +14,9 @@ export type OAuthErrorCode =
   | 'method_not_allowed'
   | 'rate_limited'
   | 'server_error'
+  /** RFC 7591 §3.2.2, the MCP client registration endpoint */
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata'
 
 /** Headers of every token endpoint answer (OAuth 2.1 §3.2.3). */
 export const OAUTH_HEADERS: Readonly<Record<string, string>> = Object.freeze({

@@ -79,6 +79,7 @@ export async function sendPage(
         personName: input.person?.name ?? null,
         basePath: deps.opts.basePath,
         signOutHref: input.person ? (deps.opts.people.signOutUrl?.() ?? null) : null,
+        accountHref: input.person ? (deps.opts.people.accountUrl?.() ?? null) : null,
         waiting,
       }),
     )

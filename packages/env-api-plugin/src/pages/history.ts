@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { referenceOf, targetText } from '../domain/references.js'
 import type { Person } from '../adapters/people.js'
 import type { ChangeSetSummary, VaultAccess } from '../adapters/storage.js'
-import { canReadEnvironment } from '../domain/permissions.js'
+import { mayAccess } from '../domain/permissions.js'
 import type { ChangeView, RollbackPlan } from '../domain/history.js'
 import { vaultTag } from '../errors.js'
 import { csrfField, field, pagePath, personCache, personLabel, personOrSignIn, seeOther, sendPage, when, type PageDeps, topBar } from './context.js'
@@ -77,7 +77,7 @@ export function historyRoutes(app: FastifyInstance, deps: PageDeps): void {
    * (History switches between them), and, below an environment's history, the way back to it.
    */
   async function crumbs(vault: VaultAccess, env: string, back = true): Promise<SafeHtml> {
-    const readable = vault.environments.filter((e) => canReadEnvironment(vault.role, e))
+    const readable = vault.environments.filter((e) => mayAccess(vault, e, 'read'))
     return html`${await vaultHeader(deps, vault, 'history', { env, ownHeading: true })}
 <nav class="envs" aria-label="Environments">${readable.map(
       (e) =>

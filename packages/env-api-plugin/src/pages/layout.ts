@@ -9,6 +9,8 @@ export interface LayoutInput {
   readonly basePath?: string
   /** where the "Sign out" link goes (PeopleAdapter.signOutUrl); no link when absent */
   readonly signOutHref?: string | null
+  /** where the person's own account page is (PeopleAdapter.accountUrl): their name links there */
+  readonly accountHref?: string | null
   /** pending pushes waiting for the person, shown with a link to the vault list when there are some */
   readonly waiting?: { readonly total: number; readonly more: boolean } | null
 }
@@ -43,7 +45,7 @@ export function layout(input: LayoutInput): string {
           input.waiting && input.waiting.total > 0
             ? html`<a class="waiting" href="${base}/">${pushesWaitingText(input.waiting.total, input.waiting.more)}</a>`
             : ''
-        }<span class="who">${input.personName}</span>${input.signOutHref ? html`<a class="sign-out" href="${input.signOutHref}">Sign out</a>` : ''}`
+        }${input.accountHref ? html`<a class="who" href="${input.accountHref}" title="Your account">${input.personName}</a>` : html`<span class="who">${input.personName}</span>`}${input.signOutHref ? html`<a class="sign-out" href="${input.signOutHref}">Sign out</a>` : ''}`
       : ''
   }</header>
 <main id="main" tabindex="-1">

@@ -9,7 +9,8 @@ import { html, type SafeHtml } from './html.js'
 export interface InvitationShown {
   readonly email: string
   readonly role: Role
-  readonly link: string
+  /** null: sent only to the address by email */
+  readonly link: string | null
   readonly emailed: boolean
 }
 
@@ -29,6 +30,8 @@ export interface MembersView {
   /** whether the host can invite people who have no account (people.invite) */
   readonly canInvite: boolean
   readonly invited: InvitationShown | null
+  /** (owners) members who sign in without a second factor; null when the host does not say */
+  readonly noSecondFactor?: ReadonlySet<string> | null
 }
 
 /** The Members section of the vault page: members, (owners) roles, invite, pending invitations. */
@@ -40,7 +43,9 @@ export function membersSection(v: MembersView): SafeHtml {
     const p = v.memberPeople[i] ?? null
     const lastOwner = m.role === 'owner' && owners <= 1
     return html`<tr>
-<td data-label="Member">${personLabel(p, m.personId)}${m.personId === person.id ? html` <span class="muted">(you)</span>` : ''}</td>
+<td data-label="Member">${personLabel(p, m.personId)}${m.personId === person.id ? html` <span class="muted">(you)</span>` : ''}${
+      v.noSecondFactor?.has(m.personId) ? html` <span class="badge" title="Signs in with a password alone">no second factor</span>` : ''
+    }</td>
 <td data-label="Role"><span class="role role-${m.role}">${m.role}</span></td>
 ${
   owner
@@ -87,6 +92,11 @@ ${csrf}
 }
 
 function invitationLink(i: InvitationShown): SafeHtml {
+  if (i.link === null)
+    return html`<section class="card" id="invitation" role="status" aria-labelledby="invitation-title">
+<h3 id="invitation-title">Invitation sent</h3>
+<p>An invitation for <span class="email">${i.email}</span> as <span class="role role-${i.role}">${i.role}</span> was sent to that address. Its link works once, only from that email.</p>
+</section>`
   return html`<section class="card" id="invitation" role="status" aria-labelledby="invitation-title">
 <h3 id="invitation-title">Invitation link</h3>
 <p>For <span class="email">${i.email}</span> as <span class="role role-${i.role}">${i.role}</span>. ${

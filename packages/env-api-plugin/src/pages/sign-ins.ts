@@ -10,8 +10,23 @@ import { html } from './html.js'
 /** The scope that lets a sign-in send .env files. */
 export const PUSH_SCOPE = 'env:push'
 
-function clientLabel(deps: PageDeps, s: SignInRecord): string {
-  return s.clientId === deps.opts.cliClientId ? 'envkeep command line' : s.clientId
+function clientLabel(deps: PageDeps, s: SignInRecord, names: ReadonlyMap<string, string>): string {
+  if (s.clientId === deps.opts.cliClientId) return 'envkeep command line'
+  const name = names.get(s.clientId)
+  return name ? `${name} (MCP)` : s.clientId
+}
+
+/** The names of the MCP clients among the sign-ins, from the client registration store (no request made). */
+async function mcpClientNames(deps: PageDeps, signIns: readonly SignInRecord[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>()
+  const find = deps.opts.storage.findClientRegistration?.bind(deps.opts.storage)
+  if (!find) return out
+  for (const id of new Set(signIns.map((s) => s.clientId))) {
+    if (id === deps.opts.cliClientId) continue
+    const r = await find(id)
+    if (r) out.set(id, r.name)
+  }
+  return out
 }
 
 /** `/sign-ins`: the person's command-line sign-ins, each with "Revoke". */
@@ -19,14 +34,15 @@ export function signInRoutes(app: FastifyInstance, deps: PageDeps): void {
   async function render(reply: FastifyReply, person: Person, problem: PageFailure | null, notice: string | null): Promise<FastifyReply> {
     const now = deps.opts.now()
     const signIns = await deps.domain.listSignIns(pageActor(person, reply.request))
+    const names = await mcpClientNames(deps, signIns)
     const token = reply.generateCsrf()
     const rows = signIns.map((s) => {
       const state = signInState(s, now)
       return html`<tr>
-<td data-label="Client">${clientLabel(deps, s)}</td>
+<td data-label="Client">${clientLabel(deps, s, names)}</td>
 <td data-label="Created">${when(s.createdAt)}</td>
 <td data-label="Last used">${when(s.lastUsedAt)}</td>
-<td data-label="Can push">${s.scopes.includes(PUSH_SCOPE) ? 'yes' : 'no'}</td>
+<td data-label="Can push">${s.scopes.includes(PUSH_SCOPE) || s.scopes.includes('mcp:propose') ? 'yes' : 'no'}</td>
 <td data-label="Status"><span class="status status-${state}">${state}</span>${state === 'revoked' ? html` ${when(s.revokedAt)}` : state === 'active' ? html` <span class="muted small">until ${when(s.expiresAt)}</span>` : ''}</td>
 <td>${
         state === 'active'
@@ -42,7 +58,7 @@ ${csrfField(token)}<input type="hidden" name="sign_in" value="${s.id}">
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <p class="crumbs"><a href="${pagePath(deps, '/')}">Your vaults</a></p>
 <h1>Sign-ins</h1>
-<p class="hint">Each time you run <code>envkeep login</code> and allow it, a sign-in is made. Revoke the ones you no longer use.</p>
+<p class="hint">Each time you run <code>envkeep login</code>, or connect an AI assistant (MCP), and allow it, a sign-in is made. Revoke the ones you no longer use.</p>
 ${
   signIns.length === 0
     ? html`<p class="muted">You have no command-line sign-ins.</p>`

@@ -1,5 +1,5 @@
 import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
-import { canReadEnvironment } from '../domain/permissions.js'
+import { mayAccess } from '../domain/permissions.js'
 import { pagePath, type PageDeps } from './context.js'
 import { html, type SafeHtml } from './html.js'
 
@@ -39,11 +39,9 @@ export async function vaultHeader(
     readonly ownHeading?: boolean
   } = {},
 ): Promise<SafeHtml> {
-  const pending =
-    o.pending ??
-    (await deps.opts.storage.listImports(vault.id, { status: 'pending', limit: 50 })).filter((p) => p.expiresAt.getTime() > deps.opts.now().getTime()).length
-  const readable = vault.environments.find((e) => canReadEnvironment(vault.role, e))
-  const shown: EnvironmentInfo | undefined = vault.environments.find((e) => e.name === o.env && canReadEnvironment(vault.role, e)) ?? readable
+  const pending = o.pending ?? (await deps.domain.pendingPushes(vault))
+  const readable = vault.environments.find((e) => mayAccess(vault, e, 'read'))
+  const shown: EnvironmentInfo | undefined = vault.environments.find((e) => e.name === o.env && mayAccess(vault, e, 'read')) ?? readable
   const tabs: [VaultTabId, string, string][] = [
     ['variables', 'Variables', tabPath(vault.id, 'variables')],
     ['pushes', pending ? `Pushes (${pending})` : 'Pushes', tabPath(vault.id, 'pushes')],

@@ -5,6 +5,11 @@ import { isCiPrincipal } from '../domain/ci-identities.js'
 import { field, pagePath, personLabel, when, type PageDeps, type personCache } from './context.js'
 import { html, type SafeHtml } from './html.js'
 
+/** An entry made through the MCP endpoint: its detail names the client and the tool ("MCP <client>: <tool> (names only)"). */
+function viaMcp(detail: string | null): boolean {
+  return detail?.startsWith('MCP ') === true
+}
+
 /** The Pushes and Access log pages of a vault (vault.ts renders the header and the tab bar). */
 
 function vaultBase(deps: PageDeps, vaultId: string): string {
@@ -69,6 +74,7 @@ export async function accessLogTab(
   const members = await deps.domain.listMembers(actor, vault.id)
   const memberPeople = await Promise.all(members.map((m) => people(m.personId)))
   const who = members.some((m) => m.personId === personFilter) ? personFilter : ''
+  // the domain reads further back for a person filter, and shows an invitation's email to owners only
   const log: AccessLogRow[] = await deps.domain.listAccessLog(actor, { vaultId: vault.id, ...filter, ...(who ? { personId: who } : {}), limit: LOG_PAGE })
   const logPeople = await Promise.all(log.map((l) => people(l.personId)))
   const logSubjects = await Promise.all(log.map((l) => people(l.subject)))
@@ -79,10 +85,12 @@ export async function accessLogTab(
       l.personId && isCiPrincipal(l.personId)
         ? html`<span class="muted">CI identity</span>`
         : l.personId
-          ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via command line</span>` : ''}`
+          ? html`${personLabel(logPeople[i] ?? null, l.personId)}${l.clientId ? html` <span class="muted">via ${viaMcp(l.detail) ? 'an AI assistant (MCP)' : 'command line'}</span>` : ''}`
           : l.clientId === ADMINISTRATOR_CLIENT
             ? html`<span class="muted">server administrator</span>`
-            : html`<span class="muted">—</span>`
+            : l.clientId?.startsWith('group-rule:')
+              ? html`<span class="muted">group rule ${l.clientId.slice('group-rule:'.length)}</span>`
+              : html`<span class="muted">—</span>`
     }</td>
 <td data-label="Action"><span class="action">${l.action.replace(/_/g, ' ')}</span></td>
 <td data-label="Environment">${l.environment ?? ''}</td>

@@ -5,6 +5,7 @@ import type { PersonActor } from '../domain/actor.js'
 import type { ReferenceInfo } from '../domain/references.js'
 import { overrideForms, overrideMarks, overridesShown, type OverridesShown } from './overrides.js'
 import { canManageVault, mayAccess } from '../domain/permissions.js'
+import { PENDING_SHOWN } from '../domain/pushes.js'
 import { secondPersonRequired } from '../domain/vault-admin.js'
 import { ENVIRONMENT_NAME_RE, MAX_NAME_LENGTH, NAME_RE, ROLES } from '../domain/rules.js'
 import { vaultTag } from '../errors.js'
@@ -72,7 +73,7 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
   const people = personCache(deps)
 
   // a push past its expiry is left out (listPushes): it is never offered for review
-  const pushes = await deps.domain.listPushes(actor, { vaultId: vault.id, status: 'pending', limit: 50 })
+  const pushes = await deps.domain.listPushes(actor, { vaultId: vault.id, status: 'pending', limit: PENDING_SHOWN })
   const readableEnv = vault.environments.find((e) => mayAccess(vault, e, 'read'))
   const shownEnv = vault.environments.find((e) => e.name === view.env) ?? readableEnv ?? vault.environments[0]
 
@@ -86,8 +87,17 @@ async function renderVault(deps: PageDeps, reply: FastifyReply, view: VaultView)
     // pending invitations: owners only, when the host keeps them (people.listInvitations)
     const invitations = owner ? await domain.listInvitations(actor, vault.id) : null
     const inviters = await Promise.all((invitations ?? []).map((inv) => people(inv.invitedBy)))
+    // owners see who signs in with a password alone (when the host knows: people.withoutSecondFactor)
+    const hook = deps.opts.people.withoutSecondFactor
+    const noSecondFactor =
+      owner && hook
+        ? await hook.call(
+            deps.opts.people,
+            members.map((m) => m.personId),
+          )
+        : null
     section = html`<section id="members">
-${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null })}
+${membersSection({ base, vault, person, csrf, members, memberPeople, invitations, inviters, canInvite: domain.canInvite(), invited: view.invited ?? null, noSecondFactor })}
 </section>`
   } else section = await accessLogTab(deps, actor, vault, view.query, people)
 
@@ -419,28 +429,28 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     return seeOther(deps, reply, back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=variable_deleted#env-${r.env.name}`))
   })
 
+  async function invite({ request, reply, person, actor, vaultId }: FormContext): Promise<FastifyReply> {
+    const r = await domain.inviteMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), invitedBy: person })
+    if (r.kind === 'added') return seeOther(deps, reply, backTo(r.member.vault.id, 'members', 'done=member_added'))
+    // the link is in this answer only (never in a URL or the log): no redirect
+    const invited = { email: r.email, role: r.role, link: r.link, emailed: r.emailed }
+    return renderVault(deps, reply, { vault: r.vault, person, invited, tab: 'members' })
+  }
+
   vaultForm(
     '/members/add',
     (tag) => `adding a member to vault ${tag}`,
-    async ({ request, reply, actor, vaultId }) => {
-      const r = await domain.addMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), mode: 'new' })
-      return seeOther(deps, reply, backTo(r.vault.id, 'members', 'done=member_added'))
-    },
+    // a host that invites people with accounts too adds nobody at once (nor says who has an account)
+    deps.opts.people.invitesAccounts === true
+      ? invite
+      : async ({ request, reply, actor, vaultId }) => {
+          const r = await domain.addMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), mode: 'new' })
+          return seeOther(deps, reply, backTo(r.vault.id, 'members', 'done=member_added'))
+        },
     'members',
   )
 
-  vaultForm(
-    '/members/invite',
-    (tag) => `inviting someone to vault ${tag}`,
-    async ({ request, reply, person, actor, vaultId }) => {
-      const r = await domain.inviteMember(actor, { vaultId, email: field(request.body, 'email'), role: field(request.body, 'role'), invitedBy: person })
-      if (r.kind === 'added') return seeOther(deps, reply, backTo(r.member.vault.id, 'members', 'done=member_added'))
-      // the link is in this answer only (never in a URL or the log): no redirect
-      const invited = { email: r.email, role: r.role, link: r.link, emailed: r.emailed }
-      return renderVault(deps, reply, { vault: r.vault, person, invited, tab: 'members' })
-    },
-    'members',
-  )
+  vaultForm('/members/invite', (tag) => `inviting someone to vault ${tag}`, invite, 'members')
 
   vaultForm(
     '/members/invitations/revoke',

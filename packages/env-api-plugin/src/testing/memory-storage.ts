@@ -1,5 +1,6 @@
 import type { Storage } from '../adapters/storage.js'
 import { MemoryDb, varKey, type MemoryDbOptions, type State } from './memory-state.js'
+import { MemoryClientRegistrationStore } from './memory-client-registration-store.js'
 import { MemoryCiIdentityStore } from './memory-ci-identity-store.js'
 import { MemoryHistoryStore } from './memory-history-store.js'
 import { MemoryImportStore } from './memory-import-store.js'
@@ -45,6 +46,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
     bindAll(new MemoryHistoryStore(db)),
     bindAll(new MemoryImportStore(db)),
     bindAll(new MemoryWebhookStore(db)),
+    bindAll(new MemoryClientRegistrationStore()),
     bindAll(new MemoryOverrideStore(db)),
     {
       probe: memoryProbe(db),

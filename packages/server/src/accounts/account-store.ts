@@ -1,3 +1,5 @@
+import type { FactorStore } from './factor-store.js'
+import type { IdentityStore } from './identity-store.js'
 import type { InvitationStore } from './invitation-store.js'
 
 /** A local account of the self-hosting server. */
@@ -8,6 +10,11 @@ export interface AccountRecord {
   /** argon2id PHC string; never logged, never shown */
   readonly passwordHash: string
   readonly createdAt: Date
+  /**
+   * Whether the email is proven: false for an account made from an invitation link that was
+   * shown to the inviter (no SMTP), which anyone could have opened (issue 25: pre-hijacking).
+   */
+  readonly emailConfirmed: boolean
 }
 
 export interface NewAccount {
@@ -15,6 +22,8 @@ export interface NewAccount {
   readonly email: string
   readonly name: string
   readonly passwordHash: string
+  /** default true (the setup page, the administrator's `user create`) */
+  readonly emailConfirmed?: boolean
 }
 
 export interface WebSession {
@@ -33,7 +42,7 @@ export interface WebSession {
  *
  * On SQLite: sqlite-account-store.ts; on PostgreSQL: postgres-account-store.ts.
  */
-export interface AccountStore extends InvitationStore {
+export interface AccountStore extends InvitationStore, FactorStore, IdentityStore {
   /** Creates an account. A taken email throws StorageError 23505 (accounts.email). */
   createAccount(account: NewAccount, now: Date): Promise<AccountRecord>
   /**

@@ -12,6 +12,8 @@ export interface InvitationRecord {
   readonly invitedBy: string
   readonly createdAt: Date
   readonly expiresAt: Date
+  /** the link went only to `email`, by email: taking it up proves the address */
+  readonly provesEmail: boolean
 }
 
 export interface NewInvitation extends InvitationRecord {
@@ -46,4 +48,12 @@ export interface InvitationStore {
    * creates the account with the invitation's email. On `email_taken` nothing changes.
    */
   acceptInvitation(tokenHash: string, account: { id: string; name: string; passwordHash: string }, now: Date): Promise<AcceptInvitationResult>
+  /** The live invitations to this email (case-insensitive), oldest first: the notice at sign-in. */
+  listInvitationsForEmail(email: string, now: Date): Promise<InvitationRecord[]>
+  /**
+   * Atomically: consumes the live invitation (by its link's token hash, or by id) when its
+   * email is the account's (case-insensitive), and marks the account's email proven when the
+   * invitation proves it. Null (nothing changes) when there is no such live invitation.
+   */
+  takeInvitationFor(accountId: string, which: { tokenHash: string } | { id: string }, now: Date): Promise<InvitationRecord | null>
 }

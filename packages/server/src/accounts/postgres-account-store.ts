@@ -3,6 +3,8 @@ import { sql } from 'kysely'
 import type { AccountRecord, AccountStore } from './account-store.js'
 import { migrateAccountsPostgres } from './migrations/postgres.js'
 import { postgresInvitations } from './postgres-invitations.js'
+import { sqlFactorStore } from './factor-store.js'
+import { sqlIdentityStore } from './identity-store.js'
 
 interface AccountRow {
   id: string
@@ -10,10 +12,11 @@ interface AccountRow {
   name: string
   password_hash: string
   created_at: string
+  email_confirmed: boolean
 }
 
 function toAccount(r: AccountRow): AccountRecord {
-  return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: new Date(Number(r.created_at)) }
+  return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: new Date(Number(r.created_at)), emailConfirmed: r.email_confirmed }
 }
 
 async function guard<T>(work: () => Promise<T>): Promise<T> {
@@ -34,10 +37,13 @@ export async function createPostgresAccountStore(database: OpenPostgres, schema?
   const rows = async <T>(q: ReturnType<typeof sql>): Promise<T[]> => (await q.execute(db)).rows as T[]
   return {
     ...postgresInvitations(db),
+    ...sqlFactorStore(db, (_detail, work) => guard(work)),
+    ...sqlIdentityStore(db, (_detail, work) => guard(work)),
     createAccount: (a, now) =>
       guard(async () => {
         const [r] = await rows<AccountRow>(
-          sql`insert into accounts (id, email, name, password_hash, created_at) values (${a.id}, ${a.email}, ${a.name}, ${a.passwordHash}, ${now.getTime()}) returning *`,
+          sql`insert into accounts (id, email, name, password_hash, created_at, email_confirmed)
+            values (${a.id}, ${a.email}, ${a.name}, ${a.passwordHash}, ${now.getTime()}, ${a.emailConfirmed !== false}) returning *`,
         )
         return toAccount(r!)
       }),

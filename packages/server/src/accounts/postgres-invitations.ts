@@ -12,6 +12,7 @@ interface InvitationRow {
   invited_by: string
   created_at: string
   expires_at: string
+  proves_email: boolean
 }
 
 function toInvitation(r: InvitationRow): InvitationRecord {
@@ -23,6 +24,7 @@ function toInvitation(r: InvitationRow): InvitationRecord {
     invitedBy: r.invited_by,
     createdAt: new Date(Number(r.created_at)),
     expiresAt: new Date(Number(r.expires_at)),
+    provesEmail: r.proves_email,
   }
 }
 
@@ -37,7 +39,7 @@ async function guard<T>(work: () => Promise<T>): Promise<T> {
 /** Thrown inside acceptInvitation's transaction to roll it back (the email has an account). */
 class EmailTaken extends Error {}
 
-const COLUMNS = sql`id, vault_id, email, role, invited_by, created_at, expires_at`
+const COLUMNS = sql`id, vault_id, email, role, invited_by, created_at, expires_at, proves_email`
 
 /** The invitation half of the PostgreSQL account store (the same contract as on SQLite). */
 export function postgresInvitations(db: Kysely<unknown>): InvitationStore {
@@ -46,8 +48,8 @@ export function postgresInvitations(db: Kysely<unknown>): InvitationStore {
     createInvitation: (inv) =>
       inTransaction(db, async (trx) => {
         await sql`delete from invitations where vault_id = ${inv.vaultId} and lower(email) = lower(${inv.email})`.execute(trx)
-        const r = await sql`insert into invitations (id, token_hash, vault_id, email, role, invited_by, created_at, expires_at)
-          values (${inv.id}, ${inv.tokenHash}, ${inv.vaultId}, ${inv.email}, ${inv.role}, ${inv.invitedBy}, ${inv.createdAt.getTime()}, ${inv.expiresAt.getTime()})
+        const r = await sql`insert into invitations (id, token_hash, vault_id, email, role, invited_by, created_at, expires_at, proves_email)
+          values (${inv.id}, ${inv.tokenHash}, ${inv.vaultId}, ${inv.email}, ${inv.role}, ${inv.invitedBy}, ${inv.createdAt.getTime()}, ${inv.expiresAt.getTime()}, ${inv.provesEmail === true})
           returning ${COLUMNS}`.execute(trx)
         return toInvitation(r.rows[0] as InvitationRow)
       }),
@@ -73,10 +75,16 @@ export function postgresInvitations(db: Kysely<unknown>): InvitationStore {
             | undefined
           if (!inv || Number(inv.expires_at) <= now.getTime()) return { ok: false as const, reason: 'not_live' as const }
           if ((await sql`select 1 from accounts where lower(email) = lower(${inv.email})`.execute(trx)).rows.length > 0) throw new EmailTaken()
-          await sql`insert into accounts (id, email, name, password_hash, created_at) values (${a.id}, ${inv.email}, ${a.name}, ${a.passwordHash}, ${now.getTime()})`.execute(
-            trx,
-          )
-          const account: AccountRecord = { id: a.id, email: inv.email, name: a.name, passwordHash: a.passwordHash, createdAt: now }
+          await sql`insert into accounts (id, email, name, password_hash, created_at, email_confirmed)
+            values (${a.id}, ${inv.email}, ${a.name}, ${a.passwordHash}, ${now.getTime()}, ${inv.proves_email})`.execute(trx)
+          const account: AccountRecord = {
+            id: a.id,
+            email: inv.email,
+            name: a.name,
+            passwordHash: a.passwordHash,
+            createdAt: now,
+            emailConfirmed: inv.proves_email,
+          }
           return { ok: true as const, invitation: toInvitation(inv), account }
         })
       } catch (err) {
@@ -86,5 +94,22 @@ export function postgresInvitations(db: Kysely<unknown>): InvitationStore {
         throw err
       }
     },
+    listInvitationsForEmail: (email, now) =>
+      guard(async () =>
+        (
+          await rows(sql`select ${COLUMNS} from invitations where lower(email) = lower(${email}) and expires_at > ${now.getTime()} order by created_at, id`)
+        ).map(toInvitation),
+      ),
+    takeInvitationFor: (accountId, which, now) =>
+      inTransaction(db, async (trx) => {
+        const by = 'tokenHash' in which ? sql`token_hash = ${which.tokenHash}` : sql`id = ${which.id}`
+        const inv = (
+          await sql`delete from invitations where ${by} and expires_at > ${now.getTime()}
+            and lower(email) = (select lower(email) from accounts where id = ${accountId}) returning ${COLUMNS}`.execute(trx)
+        ).rows[0] as InvitationRow | undefined
+        if (!inv) return null
+        if (inv.proves_email) await sql`update accounts set email_confirmed = true where id = ${accountId}`.execute(trx)
+        return toInvitation(inv)
+      }),
   }
 }

@@ -4,6 +4,8 @@ import type { Kysely } from 'kysely'
 import type { AccountRecord, AccountStore } from './account-store.js'
 import { migrateAccounts, type AccountsDB } from './migrations/sqlite.js'
 import { sqliteInvitations } from './sqlite-invitations.js'
+import { sqlFactorStore } from './factor-store.js'
+import { sqlIdentityStore } from './identity-store.js'
 
 interface AccountRow {
   id: string
@@ -11,10 +13,11 @@ interface AccountRow {
   name: string
   password_hash: string
   created_at: number
+  email_confirmed: number
 }
 
 function toAccount(r: AccountRow): AccountRecord {
-  return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: new Date(r.created_at) }
+  return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: new Date(r.created_at), emailConfirmed: r.email_confirmed === 1 }
 }
 
 const ms = (d: Date): number => d.getTime()
@@ -50,9 +53,18 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
   await migrateAccounts(database.db as unknown as Kysely<unknown>)
   return {
     ...sqliteInvitations(db, guard),
+    ...sqlFactorStore(database.db as unknown as Kysely<unknown>, guard),
+    ...sqlIdentityStore(database.db as unknown as Kysely<unknown>, guard),
     createAccount: (a, now) =>
       guard('accounts.email', async () => {
-        const row = { id: a.id, email: a.email, name: a.name, password_hash: a.passwordHash, created_at: ms(now) }
+        const row = {
+          id: a.id,
+          email: a.email,
+          name: a.name,
+          password_hash: a.passwordHash,
+          created_at: ms(now),
+          email_confirmed: a.emailConfirmed === false ? 0 : 1,
+        }
         await db.insertInto('accounts').values(row).execute()
         return toAccount(row)
       }),
@@ -66,7 +78,7 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
           if (!token || token.expires_at <= ms(now)) return null
           const existing = await trx.selectFrom('accounts').select('id').limit(1).executeTakeFirst()
           if (existing) return null
-          const row = { id: a.id, email: a.email, name: a.name, password_hash: a.passwordHash, created_at: ms(now) }
+          const row = { id: a.id, email: a.email, name: a.name, password_hash: a.passwordHash, created_at: ms(now), email_confirmed: 1 }
           await trx.insertInto('accounts').values(row).execute()
           await trx.deleteFrom('setup_tokens').execute()
           return toAccount(row)
@@ -147,7 +159,16 @@ export async function createSqliteAccountStore(database: OpenDatabase): Promise<
         const r = await db
           .selectFrom('web_sessions as s')
           .innerJoin('accounts as a', 'a.id', 's.account_id')
-          .select(['a.id', 'a.email', 'a.name', 'a.password_hash', 'a.created_at', 's.created_at as session_created_at', 's.expires_at as session_expires_at'])
+          .select([
+            'a.id',
+            'a.email',
+            'a.name',
+            'a.password_hash',
+            'a.created_at',
+            'a.email_confirmed',
+            's.created_at as session_created_at',
+            's.expires_at as session_expires_at',
+          ])
           .where('s.token_hash', '=', tokenHash)
           .where('s.expires_at', '>', ms(now))
           .executeTakeFirst()

@@ -15,10 +15,11 @@ function toInvitation(r: InvitationRow): InvitationRecord {
     invitedBy: r.invited_by,
     createdAt: new Date(r.created_at),
     expiresAt: new Date(r.expires_at),
+    provesEmail: r.proves_email === 1,
   }
 }
 
-const COLUMNS = ['id', 'vault_id', 'email', 'role', 'invited_by', 'created_at', 'expires_at', 'token_hash'] as const
+const COLUMNS = ['id', 'vault_id', 'email', 'role', 'invited_by', 'created_at', 'expires_at', 'token_hash', 'proves_email'] as const
 
 /** Thrown inside acceptInvitation's transaction to roll it back (the email has an account). */
 class EmailTaken extends Error {}
@@ -42,6 +43,7 @@ export function sqliteInvitations(db: Kysely<AccountsDB>, guard: <T>(detail: str
             invited_by: inv.invitedBy,
             created_at: inv.createdAt.getTime(),
             expires_at: inv.expiresAt.getTime(),
+            proves_email: inv.provesEmail ? 1 : 0,
           }
           await trx.insertInto('invitations').values(row).execute()
           return toInvitation(row)
@@ -87,9 +89,24 @@ export function sqliteInvitations(db: Kysely<AccountsDB>, guard: <T>(detail: str
             if (!inv || inv.expires_at <= now.getTime()) return { ok: false as const, reason: 'not_live' as const }
             const taken = await trx.selectFrom('accounts').select('id').where('email', '=', inv.email).executeTakeFirst()
             if (taken) throw new EmailTaken()
-            const row = { id: a.id, email: inv.email, name: a.name, password_hash: a.passwordHash, created_at: now.getTime() }
+            const confirmed = inv.proves_email === 1
+            const row = {
+              id: a.id,
+              email: inv.email,
+              name: a.name,
+              password_hash: a.passwordHash,
+              created_at: now.getTime(),
+              email_confirmed: confirmed ? 1 : 0,
+            }
             await trx.insertInto('accounts').values(row).execute()
-            const account: AccountRecord = { id: row.id, email: row.email, name: row.name, passwordHash: row.password_hash, createdAt: now }
+            const account: AccountRecord = {
+              id: row.id,
+              email: row.email,
+              name: row.name,
+              passwordHash: row.password_hash,
+              createdAt: now,
+              emailConfirmed: confirmed,
+            }
             return { ok: true as const, invitation: toInvitation(inv), account }
           }),
         )
@@ -100,5 +117,32 @@ export function sqliteInvitations(db: Kysely<AccountsDB>, guard: <T>(detail: str
         throw err
       }
     },
+
+    listInvitationsForEmail: (email, now) =>
+      guard('invitations', async () => {
+        const rows = await db
+          .selectFrom('invitations')
+          .select(COLUMNS)
+          .where('email', '=', email)
+          .where('expires_at', '>', now.getTime())
+          .orderBy('created_at')
+          .orderBy('id')
+          .execute()
+        return rows.map(toInvitation)
+      }),
+
+    takeInvitationFor: (accountId, which, now) =>
+      guard('invitations', () =>
+        db.transaction().execute(async (trx) => {
+          const account = await trx.selectFrom('accounts').select(['email']).where('id', '=', accountId).executeTakeFirst()
+          if (!account) return null
+          let q = trx.deleteFrom('invitations').where('email', '=', account.email).where('expires_at', '>', now.getTime())
+          q = 'tokenHash' in which ? q.where('token_hash', '=', which.tokenHash) : q.where('id', '=', which.id)
+          const inv = await q.returning(COLUMNS).executeTakeFirst()
+          if (!inv) return null
+          if (inv.proves_email === 1) await trx.updateTable('accounts').set({ email_confirmed: 1 }).where('id', '=', accountId).execute()
+          return toInvitation(inv)
+        }),
+      ),
   }
 }

@@ -30,8 +30,24 @@ export async function adminAudit(ctx: CommandContext): Promise<number> {
     const entries = await Promise.all(
       rows.map(async (r) => ({ at: r.at.toISOString(), by: await who(r.personId), action: r.action, vault: { id: r.vaultId, name: r.vaultName } })),
     )
-    const text = entries.length === 0 ? 'no audit entry' : entries.map((e) => `${e.at}  ${e.action}  ${e.vault.name} (${e.vault.id})  by ${e.by}`).join('\n')
-    return report(ctx, text, { entries })
+    const events = await Promise.all(
+      (await data.accounts.listSigninEvents(500)).map(async (e) => ({
+        at: e.at.toISOString(),
+        event: e.event,
+        account: e.accountId === null ? null : await who(e.accountId),
+        detail: e.detail,
+        address: e.address,
+      })),
+    )
+    const lines = [
+      ...entries.map((e) => ({ at: e.at, line: `${e.at}  ${e.action}  ${e.vault.name} (${e.vault.id})  by ${e.by}` })),
+      ...events.map((e) => ({
+        at: e.at,
+        line: `${e.at}  ${e.event}  ${e.account ?? '(no such account)'}${e.detail ? `  ${e.detail}` : ''}${e.address ? `  from ${e.address}` : ''}`,
+      })),
+    ].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0))
+    const text = lines.length === 0 ? 'no audit entry' : lines.map((l) => l.line).join('\n')
+    return report(ctx, text, { entries, signinEvents: events })
   } finally {
     await data.close()
   }

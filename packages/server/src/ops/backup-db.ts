@@ -1,6 +1,6 @@
 import type { OpenDatabase } from '@envkeep/storage-sqlite'
 import { sql, type Kysely, type Transaction } from 'kysely'
-import { encodeValue, type BackupWriter } from './backup-file.js'
+import { encodeValue } from './backup-file.js'
 
 /**
  * Copies every table of an envkeep database into a backup and back, between SQLite and
@@ -18,12 +18,18 @@ type Statement = ReturnType<SqliteHandle['prepare']>
 
 export type Source = { kind: 'sqlite'; sqlite: SqliteHandle } | { kind: 'postgres'; db: Kysely<unknown> }
 
+/** Where a dump goes: a backup file, or (for \`migrate\`) straight into another database's loader. */
+export interface DumpSink {
+  table(name: string, columns: readonly string[]): void | Promise<void>
+  row(values: readonly unknown[]): void | Promise<void>
+}
+
 /**
  * Writes every row of the source into the backup, from one consistent snapshot: on SQLite a
  * read transaction (WAL: the server's writers go on, the reader sees the database as it was
  * at its first read); on PostgreSQL one REPEATABLE READ, READ ONLY transaction.
  */
-export async function dumpDatabase(source: Source, out: BackupWriter): Promise<void> {
+export async function dumpDatabase(source: Source, out: DumpSink): Promise<void> {
   if (source.kind === 'sqlite') {
     const s = source.sqlite
     s.prepare('begin').run()
@@ -34,8 +40,11 @@ export async function dumpDatabase(source: Source, out: BackupWriter): Promise<v
       for (const table of tables) {
         const stmt = s.prepare(`select * from "${table.replace(/"/g, '""')}"`).raw(true)
         const columns = stmt.columns().map((c) => c.name)
-        out.table(table, columns)
-        for (const row of stmt.iterate() as Iterable<unknown[]>) out.row(row.map((v) => encodeValue(v, false)))
+        await out.table(table, columns)
+        for (const row of stmt.iterate() as Iterable<unknown[]>) {
+          const wrote = out.row(row.map((v) => encodeValue(v, false)))
+          if (wrote) await wrote // the iterator holds this connection only: a sink must not read the source
+        }
       }
     } finally {
       s.prepare('commit').run()
@@ -58,12 +67,12 @@ export async function dumpDatabase(source: Source, out: BackupWriter): Promise<v
         .filter((n) => !SKIP(n))
       for (const table of tables) {
         const cols = await pgColumns(trx, table)
-        out.table(
+        await out.table(
           table,
           cols.map((c) => c.name),
         )
         const rows = (await sql`select * from ${sql.id(table)}`.execute(trx)).rows as Record<string, unknown>[]
-        for (const r of rows) out.row(cols.map((c) => encodeValue(r[c.name], c.type === 'jsonb' || c.type === 'json')))
+        for (const r of rows) await out.row(cols.map((c) => encodeValue(r[c.name], c.type === 'jsonb' || c.type === 'json')))
       }
     })
 }

@@ -1,14 +1,16 @@
 import type {} from '@envkeep/env-api-plugin'
 import { randomUUID } from 'node:crypto'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import { field, html, refusalBox, StorageError, type SafeHtml } from '@envkeep/env-api-plugin'
+import { field, html, refusalBox, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { LocalPeople } from '../people-local.js'
+import { signinEvent } from '../factors.js'
 import { hashPassword, hashToken, verifyPassword } from '../secrets.js'
 import { createAttemptLimiter, createLoginBackoff, type AttemptCounters } from './attempt-limiter.js'
+import { afterSignIn } from './invitation-notices.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
-import { failure, safeReturnTo, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+import { failure, formErrorHandler, safeReturnTo, sendFailurePage, sendPage } from './page-kit.js'
 
 export interface AccountPagesOptions {
   readonly accounts: AccountStore
@@ -17,19 +19,27 @@ export interface AccountPagesOptions {
   readonly now: () => Date
   /** sign-in and setup attempts per client address per minute. Default 10. */
   readonly attemptsPerMinute?: number
+  /** ENVKEEP_REQUIRE_SECOND_FACTOR: a password account without a factor adds one at sign-in */
+  readonly requireSecondFactor?: boolean
+  /** single sign-on: the button's label (ENVKEEP_OIDC_NAME), or null without SSO */
+  readonly ssoName?: string | null
+  /** ENVKEEP_PASSWORD_LOGIN=false: the password form is gone and its POST refused */
+  readonly passwordLogin?: boolean
   /** the storage's shared counters (PostgreSQL): limits and back-off hold across processes */
   readonly attemptCounters?: AttemptCounters | null
 }
 
-const EMAIL_RE = /^[^\s@]+@[^\s@]+$/
+const EMAIL_RE = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u
 
-function emailProblem(email: string): string | null {
+export function emailProblem(email: string): string | null {
   if (email.length < 3 || email.length > 254 || !EMAIL_RE.test(email)) return 'the email address is not valid'
   return null
 }
 
 export function nameProblem(name: string): string | null {
   if (name.length < 1 || name.length > 100) return 'a name must be 1 to 100 characters'
+  // it goes into emails and pages: no line breaks, tabs or invisible direction marks (issue 25)
+  if (/[\p{Cc}\p{Cf}\u2028\u2029]/u.test(name)) return 'a name cannot hold line breaks, tabs or other control characters'
   return null
 }
 
@@ -45,22 +55,11 @@ export async function accountPages(app: FastifyInstance, o: AccountPagesOptions)
   const backoff = createLoginBackoff({ kind: 'login', now: o.now, counters })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
-  app.setErrorHandler(function accountPageError(err: FastifyError, request, reply) {
-    const what = request.url.startsWith(`${base}/setup`)
-      ? 'creating the first account'
-      : request.url.startsWith(`${base}/logout`)
-        ? 'signing out'
-        : 'signing in'
-    let f: Failure
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
-      f = failure(request, 403, what, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
-    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') f = failure(request, 413, what, 'web app', 'the form is larger than the server accepts')
-    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-      f = failure(request, 400, what, 'web app', 'the form must be sent as application/x-www-form-urlencoded')
-    else if (err instanceof StorageError) f = failure(request, err.status, what, 'database', err.message, err)
-    else f = failure(request, 500, what, 'web app', 'an internal error occurred; quote the reference in a report', err)
-    return sendFailurePage(reply, f, base)
-  })
+  app.setErrorHandler(
+    formErrorHandler(base, (request) =>
+      request.url.startsWith(`${base}/setup`) ? 'creating the first account' : request.url.startsWith(`${base}/logout`) ? 'signing out' : 'signing in',
+    ),
+  )
 
   async function tooMany(request: FastifyRequest, reply: FastifyReply, what: string): Promise<FastifyReply | null> {
     const r = await limiter.take(request.ip)
@@ -132,8 +131,14 @@ ${newPasswordFields()}
 
   // ---- /login ------------------------------------------------------------------
 
+  const passwordLogin = o.passwordLogin !== false
   function loginForm(csrf: string, returnTo: string, email: string, top: SafeHtml | null): SafeHtml {
-    return html`${top}<h1>Sign in</h1>
+    const sso = o.ssoName
+      ? html`<p><a class="button" id="sso" href="${`${base}/login/oidc?return_to=${encodeURIComponent(returnTo)}`}">Sign in with ${o.ssoName}</a></p>`
+      : ''
+    const passkey = html`<p><a class="button" id="passkey" href="${base}/login/passkey">Sign in with a passkey</a></p>`
+    if (!passwordLogin) return html`${top}<h1>Sign in</h1>${sso}${passkey}`
+    return html`${top}<h1>Sign in</h1>${sso}
 <form method="post" action="${base}/login" class="stack">
 <input type="hidden" name="_csrf" value="${csrf}">
 <input type="hidden" name="return_to" value="${returnTo}">
@@ -142,7 +147,8 @@ ${newPasswordFields()}
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
-</form>`
+</form>
+${passkey}`
   }
 
   app.get(`${base}/login`, async function loginPage(request, reply) {
@@ -153,6 +159,10 @@ ${newPasswordFields()}
   app.post(`${base}/login`, { preHandler: app.csrfProtection }, async function loginSubmit(request, reply) {
     const limited = await tooMany(request, reply, 'signing in')
     if (limited) return limited
+    if (!passwordLogin) {
+      const f = failure(request, 403, 'signing in', 'web app', `password sign-in is turned off on this server; sign in with ${o.ssoName ?? 'single sign-on'}`)
+      return sendPage(reply, 403, 'Sign in', loginForm(reply.generateCsrf(), `${base}/`, '', refusalBox(f)), base)
+    }
     const email = field(request.body, 'email').trim()
     const password = field(request.body, 'password')
     const returnTo = safeReturnTo(field(request.body, 'return_to'), base)
@@ -168,12 +178,23 @@ ${newPasswordFields()}
     const ok = (await verifyPassword(account?.passwordHash ?? null, password)) && account !== null
     if (!ok || !account) {
       await backoff.failed(email)
+      await signinEvent(o.accounts, request, account?.id ?? null, 'signin_failed', account ? 'password' : 'unknown email', o.now())
       const f = failure(request, 401, 'signing in', 'web app', 'the email or the password is wrong')
       return sendPage(reply, 401, 'Sign in', loginForm(reply.generateCsrf(), returnTo, email, refusalBox(f)), base)
     }
     await backoff.succeeded(email)
+    // a second factor is asked (or, when the server requires one, added) before any session exists
+    if (o.requireSecondFactor || (await o.accounts.listFactors(account.id)).length > 0) {
+      await o.people.startPending(reply, account.id, returnTo)
+      return reply.code(303).header('location', `${base}/login/second-factor`).send()
+    }
     await o.people.startSession(request, reply, account.id)
-    return reply.code(303).header('location', returnTo).send()
+    await signinEvent(o.accounts, request, account.id, 'signin_succeeded', 'password', o.now())
+    // invitations waiting for this email: the person is told before going on (issue 25)
+    return reply
+      .code(303)
+      .header('location', await afterSignIn(o.accounts, base, account.email, returnTo, o.now()))
+      .send()
   })
 
   // ---- /logout -----------------------------------------------------------------

@@ -1,19 +1,8 @@
 import type {} from '@envkeep/env-api-plugin'
 import { randomUUID } from 'node:crypto'
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import {
-  canManageVault,
-  DomainFailure,
-  field,
-  html,
-  personActor,
-  refusalBox,
-  StorageError,
-  type Domain,
-  type PersonActor,
-  type SafeHtml,
-} from '@envkeep/env-api-plugin'
+import { canManageVault, DomainFailure, field, html, personActor, refusalBox, type Domain, type Person, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { InvitationRecord } from '../accounts/invitation-store.js'
 import type { LocalPeople } from '../people-local.js'
@@ -21,7 +10,8 @@ import { hashPassword, hashToken } from '../secrets.js'
 import { nameProblem } from './account-pages.js'
 import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js'
 import { newPasswordFields, newPasswordProblem } from './new-password.js'
-import { failure, sendFailurePage, sendPage, type Failure } from './page-kit.js'
+import { invitationNotices, type Live } from './invitation-notices.js'
+import { failure, formErrorHandler, sendFailurePage, sendPage } from './page-kit.js'
 
 export interface InvitePagesOptions {
   readonly accounts: AccountStore
@@ -38,14 +28,6 @@ export interface InvitePagesOptions {
 
 const TOKEN_RE = /^[A-Za-z0-9_-]{43}$/
 const WHAT = 'accepting an invitation'
-
-interface Live {
-  readonly invitation: InvitationRecord
-  readonly vaultName: string
-  readonly inviterName: string
-  /** who adds the membership: the inviter (see below) */
-  readonly actor: PersonActor
-}
 
 /**
  * `/invite/<token>`: the page of an invitation link (people.invite in invitations.ts). The
@@ -71,23 +53,23 @@ export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): 
   })
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
 
-  app.setErrorHandler(function invitePageError(err: FastifyError, request, reply) {
-    let f: Failure
-    if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET')
-      f = failure(request, 403, WHAT, 'web app', 'the form was not sent from this site or has gone stale; reload the page and try again')
-    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') f = failure(request, 413, WHAT, 'web app', 'the form is larger than the server accepts')
-    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-      f = failure(request, 400, WHAT, 'web app', 'the form must be sent as application/x-www-form-urlencoded')
-    else if (err instanceof StorageError) f = failure(request, err.status, WHAT, 'database', err.message, err)
-    else f = failure(request, 500, WHAT, 'web app', 'an internal error occurred; quote the reference in a report', err)
-    return sendFailurePage(reply, f, base)
-  })
+  app.setErrorHandler(formErrorHandler(base, WHAT))
+
+  async function tooMany(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | null> {
+    const r = await limiter.take(request.ip)
+    if (r.ok) return null
+    reply.header('retry-after', String(r.retryAfterSeconds))
+    return sendFailurePage(reply, failure(request, 429, WHAT, 'rate limit', `too many attempts from this address; wait ${r.retryAfterSeconds} seconds`), base)
+  }
 
   /** The live invitation of this token whose inviter may still add members to its vault, or null. */
   async function live(token: string): Promise<Live | null> {
     if (!TOKEN_RE.test(token)) return null
     const invitation = await o.accounts.findInvitation(hashToken(token), o.now())
-    if (!invitation) return null
+    return invitation ? liveInvitation(invitation) : null
+  }
+
+  async function liveInvitation(invitation: InvitationRecord): Promise<Live | null> {
     const actor = personActor({ personId: invitation.invitedBy, address: null })
     try {
       const vault = await o.domain.locateVault(actor, invitation.vaultId)
@@ -107,11 +89,35 @@ export async function invitePages(app: FastifyInstance, o: InvitePagesOptions): 
     return sendPage(reply, 404, 'Invitation not valid', body, base)
   }
 
-  function emailTaken(reply: FastifyReply, l: Live): FastifyReply {
-    const body = html`<h1>You already have an account</h1>
-<p>An account with the email address <span class="email">${l.invitation.email}</span> exists already, so this invitation cannot create one.</p>
-<p><a href="${base}/login">Sign in</a>, and ask ${l.inviterName} to add you to ${l.vaultName}.</p>`
-    return sendPage(reply, 409, 'You already have an account', body, base)
+  /** The invitation is for an email with an account: its owner joins signed in as themselves. */
+  function signInToJoin(reply: FastifyReply, token: string, l: Live, status: number, signedInAs: Person | null): FastifyReply {
+    const back = `${base}/login?return_to=${encodeURIComponent(`${base}/invite/${token}`)}`
+    const body = html`<h1>Join ${l.vaultName}</h1>
+<p>${l.inviterName} invited <span class="email">${l.invitation.email}</span> to the vault <strong>${l.vaultName}</strong> as <span class="role role-${l.invitation.role}">${l.invitation.role}</span>. That address has an account already: sign in as that account to join.</p>
+${signedInAs ? html`<p>You are signed in as <span class="email">${signedInAs.email}</span>. <a href="${base}/logout">Sign out</a> first.</p>` : html`<p><a href="${back}">Sign in to join</a></p>`}
+<p class="hint">If you never made an account with this address, someone else may have: do not use it, and tell ${l.inviterName} and the server's administrator.</p>`
+    return sendPage(reply, status, 'You already have an account', body, base)
+  }
+
+  function joinForm(csrf: string, token: string, l: Live): SafeHtml {
+    return html`<h1>Join ${l.vaultName}</h1>
+<p>${l.inviterName} invited you to the vault <strong>${l.vaultName}</strong> as <span class="role role-${l.invitation.role}">${l.invitation.role}</span>.</p>
+<form method="post" action="${`${base}/invite/${token}/join`}" class="stack">
+<input type="hidden" name="_csrf" value="${csrf}">
+<button type="submit">Join ${l.vaultName}</button>
+</form>`
+  }
+
+  /** Adds the member as the inviter; false when the inviter lost the right meanwhile (the invitation is used up anyway). */
+  async function addAsInviter(request: FastifyRequest, l: Live, invitation: InvitationRecord, email: string): Promise<boolean> {
+    try {
+      await o.domain.addMember(l.actor, { vaultId: invitation.vaultId, email, role: invitation.role, mode: 'new' })
+      return true
+    } catch (err) {
+      if (!(err instanceof DomainFailure)) throw err
+      request.log.warn({ invitation: invitation.id, kind: err.kind }, 'invitation accepted, membership refused')
+      return false
+    }
   }
 
   function form(csrf: string, token: string, l: Live, name: string, top: SafeHtml | null): SafeHtml {
@@ -130,18 +136,21 @@ ${newPasswordFields()}
   }
 
   app.get<{ Params: { token: string } }>(`${base}/invite/:token`, async function invitePage(request, reply) {
-    const l = await live(request.params.token)
+    const token = request.params.token
+    const l = await live(token)
     if (!l) return notLive(reply)
-    if (await o.accounts.findAccountByEmail(l.invitation.email)) return emailTaken(reply, l)
+    const account = await o.accounts.findAccountByEmail(l.invitation.email)
+    if (account) {
+      const me = await o.people.currentPerson(request)
+      if (me?.id === account.id) return sendPage(reply, 200, `Join ${l.vaultName}`, joinForm(reply.generateCsrf(), token, l), base)
+      return signInToJoin(reply, token, l, 200, me)
+    }
     return sendPage(reply, 200, `Join ${l.vaultName}`, form(reply.generateCsrf(), request.params.token, l, '', null), base)
   })
 
   app.post<{ Params: { token: string } }>(`${base}/invite/:token`, { preHandler: app.csrfProtection }, async function acceptInvitation(request, reply) {
-    const r = await limiter.take(request.ip)
-    if (!r.ok) {
-      reply.header('retry-after', String(r.retryAfterSeconds))
-      return sendFailurePage(reply, failure(request, 429, WHAT, 'rate limit', `too many attempts from this address; wait ${r.retryAfterSeconds} seconds`), base)
-    }
+    const limited = await tooMany(request, reply)
+    if (limited) return limited
     const token = request.params.token
     const l = await live(token)
     if (!l) return notLive(reply)
@@ -153,22 +162,38 @@ ${newPasswordFields()}
       return sendPage(reply, 400, `Join ${l.vaultName}`, form(reply.generateCsrf(), token, l, name, refusalBox(f)), base)
     }
     const accepted = await o.accounts.acceptInvitation(hashToken(token), { id: randomUUID(), name, passwordHash: await hashPassword(password) }, o.now())
-    if (!accepted.ok) return accepted.reason === 'email_taken' ? emailTaken(reply, l) : notLive(reply)
+    if (!accepted.ok) return accepted.reason === 'email_taken' ? signInToJoin(reply, token, l, 409, await o.people.currentPerson(request)) : notLive(reply)
     const { account, invitation } = accepted
-    let joined = true
-    try {
-      await o.domain.addMember(l.actor, { vaultId: invitation.vaultId, email: account.email, role: invitation.role, mode: 'new' })
-    } catch (err) {
-      // the inviter lost the right between the check and now: the account stays, without the vault
-      if (!(err instanceof DomainFailure)) throw err
-      joined = false
-      request.log.warn({ invitation: invitation.id, kind: err.kind }, 'invitation accepted, membership refused')
-    }
-    request.log.info({ account: account.id, invitation: invitation.id, vault: invitation.vaultId }, 'invitation accepted')
+    // the inviter may have lost the right between the check and now: the account stays, without the vault
+    const joined = await addAsInviter(request, l, invitation, account.email)
+    request.log.info(
+      { account: account.id, invitation: invitation.id, vault: invitation.vaultId, emailConfirmed: account.emailConfirmed },
+      'invitation accepted',
+    )
     await o.people.startSession(request, reply, account.id)
     return reply
       .code(303)
       .header('location', joined ? `${base}/v/${encodeURIComponent(invitation.vaultId)}` : `${base}/`)
       .send()
   })
+
+  // someone with an account joins, signed in as that account (the invitation names their email)
+  app.post<{ Params: { token: string } }>(`${base}/invite/:token/join`, { preHandler: app.csrfProtection }, async function joinByLink(request, reply) {
+    const limited = await tooMany(request, reply)
+    if (limited) return limited
+    const token = request.params.token
+    const l = await live(token)
+    if (!l) return notLive(reply)
+    const me = await o.people.currentPerson(request)
+    const invitation = me ? await o.accounts.takeInvitationFor(me.id, { tokenHash: hashToken(token) }, o.now()) : null
+    if (!me || !invitation) return signInToJoin(reply, token, l, 403, me)
+    const joined = await addAsInviter(request, l, invitation, me.email)
+    request.log.info({ account: me.id, invitation: invitation.id, vault: invitation.vaultId }, 'invitation accepted')
+    return reply
+      .code(303)
+      .header('location', joined ? `${base}/v/${encodeURIComponent(invitation.vaultId)}` : `${base}/`)
+      .send()
+  })
+
+  await invitationNotices(app, { ...o, live: liveInvitation, tooMany, addAsInviter })
 }

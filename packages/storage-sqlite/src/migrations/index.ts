@@ -7,9 +7,10 @@ import { m005CiIdentities } from './005-ci-identities.js'
 import { m006History } from './006-history.js'
 import { m007VaultAdmin } from './007-vault-admin.js'
 import { m008Webhooks } from './008-webhooks.js'
-import { m009AccessLogActions } from './009-access-log-actions.js'
 import { m009AccessLogIssue25 } from './009-access-log-issue-25.js'
-import { m011Overrides } from './011-overrides.js'
+import { m010ClientRegistrations } from './010-client-registrations.js'
+import { m011AccessLogActions } from './011-access-log-actions.js'
+import { m012Overrides } from './012-overrides.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -25,7 +26,7 @@ export const migrations: Record<string, Migration> = {
   '007_vault_admin': m007VaultAdmin,
   '008_webhooks': m008Webhooks,
   '009_access_log_issue_25': m009AccessLogIssue25,
-  // core-sql's 009, renumbered when main's 009 came first: it drops the CHECK main's added to
-  '010_access_log_actions': m009AccessLogActions,
-  '011_overrides': m011Overrides,
+  '010_client_registrations': m010ClientRegistrations,
+  '011_access_log_actions': m011AccessLogActions,
+  '012_overrides': m012Overrides,
 }

@@ -4,7 +4,7 @@ import { oauthErrors } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
 import { isWellFormedVerifier, verifierMatches } from '../pkce.js'
 import { tokenHash } from '../../crypto/token-hash.js'
-import { mintTokens, personShown, type TokenResponse } from './issue.js'
+import { cliGrantTarget, mintTokens, personShown, type GrantTarget, type TokenResponse } from './issue.js'
 
 export interface AuthorizationCodeParams {
   readonly clientId: string
@@ -20,12 +20,16 @@ export interface AuthorizationCodeParams {
  * URI) is refused without revoking anything (OAuth 2.1 §7.5.2); a replay
  * that is otherwise valid revokes what the code issued (§4.1.3).
  */
-export async function authorizationCodeGrant(p: AuthorizationCodeParams, opts: ResolvedOptions): Promise<TokenResponse> {
-  if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
+export async function authorizationCodeGrant(
+  p: AuthorizationCodeParams,
+  opts: ResolvedOptions,
+  target: GrantTarget = cliGrantTarget(opts),
+): Promise<TokenResponse> {
+  if (!(await target.knowsClient(p.clientId))) throw oauthErrors.invalidClient(target.unknownClient)
   if (typeof p.code !== 'string') throw oauthErrors.invalidRequest('code is required')
   if (typeof p.codeVerifier !== 'string') throw oauthErrors.invalidRequest('code_verifier is required')
   if (!isWellFormedVerifier(p.codeVerifier)) throw oauthErrors.invalidRequest('code_verifier must be 43 to 128 unreserved characters')
-  if (p.resource !== opts.resource) throw oauthErrors.invalidTarget('resource must be exactly the env API of this service')
+  if (p.resource !== target.resource) throw oauthErrors.invalidTarget(target.wrongResource)
 
   const codeHash = tokenHash(p.code)
   const code = await opts.storage.findAuthorizationCode(codeHash)
@@ -58,5 +62,5 @@ export async function authorizationCodeGrant(p: AuthorizationCodeParams, opts: R
     throw oauthErrors.invalidGrant('the code was already used; the sign-in it started is revoked')
   }
   if (result.outcome !== 'issued') throw invalid()
-  return tokens.respond(result.signIn.scopes, await personShown(opts, result.signIn.personId))
+  return tokens.respond(result.signIn.scopes, target.showsPerson ? await personShown(opts, result.signIn.personId) : undefined)
 }

@@ -1,7 +1,22 @@
 import type { IssuedTokens } from '../../adapters/oauth-store.js'
 import { tokenHash } from '../../crypto/token-hash.js'
 import type { ResolvedOptions } from '../../options.js'
+import { parseScope } from '../scopes.js'
 import { newAccessToken, newRefreshToken } from '../tokens.js'
+
+/**
+ * Which client and resource a code or refresh grant is for: the CLI with
+ * `{baseUrl}/api/env` (the default), or an MCP client with `{baseUrl}/mcp`.
+ */
+export interface GrantTarget {
+  knowsClient(clientId: string): boolean | Promise<boolean>
+  readonly unknownClient: string
+  readonly resource: string
+  readonly wrongResource: string
+  parseScope(scope: string | undefined): string[] | null
+  /** whether the token response names the person (`envkeep_person`): the CLI shows it; an MCP client is not told */
+  readonly showsPerson: boolean
+}
 
 /** A successful token response (OAuth 2.1 §3.2.3). */
 export interface TokenResponse {
@@ -50,5 +65,17 @@ export function mintTokens(
       scope: scopes.join(' '),
       ...(person ? { envkeep_person: person } : {}),
     }),
+  }
+}
+
+/** The CLI's: its one client id and `{baseUrl}/api/env`. */
+export function cliGrantTarget(opts: ResolvedOptions): GrantTarget {
+  return {
+    knowsClient: (id) => id === opts.cliClientId,
+    unknownClient: 'this service knows only its own command-line client',
+    resource: opts.resource,
+    wrongResource: 'resource must be exactly the env API of this service',
+    parseScope,
+    showsPerson: true,
   }
 }

@@ -1,9 +1,8 @@
 import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
-import { parseScope } from '../scopes.js'
 import { tokenHash } from '../../crypto/token-hash.js'
-import { mintTokens, personShown, type TokenResponse } from './issue.js'
+import { cliGrantTarget, mintTokens, personShown, type GrantTarget, type TokenResponse } from './issue.js'
 
 export interface RefreshTokenParams {
   readonly clientId: string
@@ -19,13 +18,13 @@ export interface RefreshTokenParams {
  * token usable; only the store's atomic rotation consumes it, and a second
  * use there revokes the whole sign-in.
  */
-export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOptions): Promise<TokenResponse> {
+export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOptions, target: GrantTarget = cliGrantTarget(opts)): Promise<TokenResponse> {
   if (typeof p.refreshToken !== 'string') throw oauthErrors.invalidRequest('refresh_token is required')
   // RFC 6749 §5.2: a client this service does not know is invalid_client,
   // for a refresh exactly as for the code grant, before the token is looked at.
-  if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
-  if (p.resource !== opts.resource) throw oauthErrors.invalidTarget('resource must be exactly the env API of this service')
-  const requested = parseScope(typeof p.scope === 'string' ? p.scope : undefined)
+  if (!(await target.knowsClient(p.clientId))) throw oauthErrors.invalidClient(target.unknownClient)
+  if (p.resource !== target.resource) throw oauthErrors.invalidTarget(target.wrongResource)
+  const requested = target.parseScope(typeof p.scope === 'string' ? p.scope : undefined)
   if (requested === null) throw oauthErrors.invalidScope('the scope names a scope this service does not have')
 
   const refreshHash = tokenHash(p.refreshToken)
@@ -49,5 +48,5 @@ export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOpt
     throw oauthErrors.invalidGrant('the refresh token was already used; the whole sign-in is revoked')
   }
   if (result.outcome !== 'rotated') throw invalid()
-  return tokens.respond(result.signIn.scopes, await personShown(opts, result.signIn.personId))
+  return tokens.respond(result.signIn.scopes, target.showsPerson ? await personShown(opts, result.signIn.personId) : undefined)
 }

@@ -13,12 +13,13 @@ import { consentHeaders, renderAuthorizeErrorPage, renderConsentPage } from '../
 import { PAGE_HEADERS } from '../../pages/html.js'
 import { newRef } from '../../ref.js'
 import { cliClientName } from './client-metadata.js'
+import { createMcpAuthorize } from '../../mcp/authorize.js'
 
 /** A checked authorization request. */
-export interface AuthorizeRequest {
+export interface AuthorizeRequest<R = LoopbackRedirect> {
   readonly clientId: string
   readonly redirectUri: string
-  readonly redirect: LoopbackRedirect
+  readonly redirect: R
   readonly codeChallenge: string
   readonly resource: string
   /** as asked for (validated); what is granted is decided on the consent page */
@@ -27,12 +28,25 @@ export interface AuthorizeRequest {
   readonly state: string
 }
 
-export type AuthorizeCheck =
+export type AuthorizeCheck<R = LoopbackRedirect> =
   /** client or redirect URI not acceptable: an error page, never a redirect */
   | { readonly kind: 'page'; readonly why: string }
   /** anything else: back to the client with error, error_description, state, iss */
   | { readonly kind: 'redirect'; readonly redirectUri: string; readonly state: string | undefined; readonly error: string; readonly description: string }
-  | { readonly kind: 'ok'; readonly request: AuthorizeRequest }
+  | { readonly kind: 'ok'; readonly request: AuthorizeRequest<R> }
+
+/** What the rest of the checks need once the client and its redirect URI are known good. */
+export interface AuthorizeTarget<R> {
+  readonly clientId: string
+  readonly redirectUri: string
+  readonly redirect: R
+  /** the one resource this client may ask for */
+  readonly resource: string
+  readonly resourceRefusal: string
+  readonly parseScope: (scope: string | undefined) => string[] | null
+  /** MCP clients may leave out `state` (PKCE protects the code; the official SDK sends none); the CLI must send it */
+  readonly stateOptional?: boolean
+}
 
 /**
  * Checks an authorization request (query of the GET, or the consent form's
@@ -51,12 +65,24 @@ export function checkAuthorizeRequest(p: RawParams, opts: ResolvedOptions): Auth
   if (!redirect) {
     return { kind: 'page', why: 'the redirect_uri is not http://127.0.0.1:<port>/callback or http://[::1]:<port>/callback' }
   }
+  return checkAuthorizeParams(p, {
+    clientId,
+    redirectUri,
+    redirect,
+    resource: opts.resource,
+    resourceRefusal: 'resource must be exactly the env API of this service',
+    parseScope,
+  })
+}
 
+/** The checks after client_id and redirect_uri (which the caller checked): every refusal goes back by redirect. */
+export function checkAuthorizeParams<R>(p: RawParams, target: AuthorizeTarget<R>): AuthorizeCheck<R> {
+  const { clientId, redirectUri, redirect } = target
   const stateValue = param(p, 'state')
   const state = typeof stateValue === 'string' ? stateValue : undefined
-  const fail = (error: string, description: string): AuthorizeCheck => ({ kind: 'redirect', redirectUri, state, error, description })
+  const fail = (error: string, description: string): AuthorizeCheck<R> => ({ kind: 'redirect', redirectUri, state, error, description })
   if (hasRepeated(p)) return fail('invalid_request', 'a parameter is given more than once')
-  if (state === undefined) return fail('invalid_request', 'state is required')
+  if (state === undefined && target.stateOptional !== true) return fail('invalid_request', 'state is required')
   const responseType = param(p, 'response_type')
   if (responseType === undefined) return fail('invalid_request', 'response_type is required')
   if (responseType !== 'code') return fail('unsupported_response_type', 'only response_type=code is supported')
@@ -69,13 +95,13 @@ export function checkAuthorizeRequest(p: RawParams, opts: ResolvedOptions): Auth
     return fail('invalid_request', 'code_challenge must be 43 base64url characters')
   }
   const resource = param(p, 'resource')
-  if (resource !== opts.resource) return fail('invalid_target', 'resource must be exactly the env API of this service')
+  if (resource !== target.resource) return fail('invalid_target', target.resourceRefusal)
   const scope = param(p, 'scope')
-  const scopes = parseScope(scope === REPEATED ? undefined : scope)
+  const scopes = target.parseScope(scope === REPEATED ? undefined : scope)
   if (scopes === null) return fail('invalid_scope', 'the scope names a scope this service does not have')
   return {
     kind: 'ok',
-    request: { clientId, redirectUri, redirect, codeChallenge: challenge, resource, scopes, scope: scope === REPEATED ? undefined : scope, state },
+    request: { clientId, redirectUri, redirect, codeChallenge: challenge, resource, scopes, scope: scope === REPEATED ? undefined : scope, state: state ?? '' },
   }
 }
 
@@ -87,8 +113,8 @@ export function callbackUrl(redirectUri: string, params: Record<string, string |
   return `${redirectUri}?${q.toString()}`
 }
 
-/** The parameters the consent form carries to its POST, unchanged. */
-function hiddenFields(r: AuthorizeRequest, personId: string): Record<string, string> {
+/** The parameters the consent form carries to its POST, unchanged (`state` only when sent: an MCP client may send none). */
+export function hiddenFields(r: AuthorizeRequest<unknown>, personId: string): Record<string, string> {
   const out: Record<string, string> = {
     response_type: 'code',
     client_id: r.clientId,
@@ -96,7 +122,7 @@ function hiddenFields(r: AuthorizeRequest, personId: string): Record<string, str
     code_challenge: r.codeChallenge,
     code_challenge_method: 'S256',
     resource: r.resource,
-    state: r.state,
+    ...(r.state === '' ? {} : { state: r.state }),
     person: personId,
   }
   if (r.scope !== undefined) out['scope'] = r.scope
@@ -111,6 +137,8 @@ function hiddenFields(r: AuthorizeRequest, personId: string): Record<string, str
  */
 export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: ResolvedOptions }): Promise<void> {
   const path = `${opts.basePath}/oauth/authorize`
+  // MCP clients (any client id but the CLI's) are answered by the MCP endpoint's own consent
+  const mcp = opts.mcp ? createMcpAuthorize(opts) : null
 
   // The consent form posts form-encoded fields only.
   app.removeAllContentTypeParsers()
@@ -126,7 +154,7 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
       .send(renderAuthorizeErrorPage({ status, why, ref, basePath: opts.basePath, serviceName: opts.serviceName }))
   }
 
-  function answer(request: FastifyRequest, reply: FastifyReply, check: Exclude<AuthorizeCheck, { kind: 'ok' }>): FastifyReply {
+  function answer(request: FastifyRequest, reply: FastifyReply, check: Exclude<AuthorizeCheck<unknown>, { kind: 'ok' }>): FastifyReply {
     if (check.kind === 'page') return errorPage(request, reply, 400, check.why)
     const ref = newRef()
     request.log.info(
@@ -145,6 +173,10 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
   function signInRedirect(reply: FastifyReply, r: AuthorizeRequest): FastifyReply {
     const q = new URLSearchParams(Object.entries(hiddenFields(r, '')).filter(([k]) => k !== 'person'))
     return reply.headers(PAGE_HEADERS).redirect(opts.people.signInUrl(`${path}?${q.toString()}`), 303)
+  }
+
+  function mcpSignIn(reply: FastifyReply, fields: Record<string, string>): FastifyReply {
+    return reply.headers(PAGE_HEADERS).redirect(opts.people.signInUrl(`${path}?${new URLSearchParams(fields).toString()}`), 303)
   }
 
   app.setErrorHandler(function authorizeErrorHandler(err: FastifyError, request, reply) {
@@ -178,6 +210,7 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
   })
 
   app.get(path, async function authorizeRequest(request: FastifyRequest, reply: FastifyReply) {
+    if (mcp?.handles(asParams(request.query))) return mcp.show(request, reply, { errorPage, answer, signInRedirect: mcpSignIn })
     const check = checkAuthorizeRequest(asParams(request.query), opts)
     if (check.kind !== 'ok') return answer(request, reply, check)
     const r = check.request
@@ -203,6 +236,7 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
 
   app.post(path, { preValidation: app.csrfProtection }, async function consentAnswer(request: FastifyRequest, reply: FastifyReply) {
     const body = asParams(request.body)
+    if (mcp?.handles(body)) return mcp.decide(request, reply, { errorPage, answer, signInRedirect: mcpSignIn })
     const check = checkAuthorizeRequest(body, opts)
     if (check.kind !== 'ok') return answer(request, reply, check)
     const r = check.request
@@ -220,20 +254,26 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
         description: 'the person denied the sign-in',
       })
     }
-    const now = opts.now()
-    const code = newAuthorizationCode()
-    await opts.storage.saveAuthorizationCode({
-      codeHash: tokenHash(code),
-      clientId: r.clientId,
-      redirectUri: r.redirectUri,
-      codeChallenge: r.codeChallenge,
-      resource: r.resource,
-      scopes: grantedScopes(r.scopes, param(body, 'allow_push') === 'yes'),
-      personId: person.id,
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + opts.codeTtlMs),
-      consumedAt: null,
-    })
+    const code = await issueCode(opts, r, grantedScopes(r.scopes, param(body, 'allow_push') === 'yes'), person.id)
     return reply.headers(PAGE_HEADERS).redirect(callbackUrl(r.redirectUri, { code, state: r.state }, opts.baseUrl), 303)
   })
+}
+
+/** Stores a new authorization code for an allowed request (only its hash) and returns the code. */
+export async function issueCode(opts: ResolvedOptions, r: AuthorizeRequest<unknown>, scopes: readonly string[], personId: string): Promise<string> {
+  const now = opts.now()
+  const code = newAuthorizationCode()
+  await opts.storage.saveAuthorizationCode({
+    codeHash: tokenHash(code),
+    clientId: r.clientId,
+    redirectUri: r.redirectUri,
+    codeChallenge: r.codeChallenge,
+    resource: r.resource,
+    scopes,
+    personId,
+    createdAt: now,
+    expiresAt: new Date(now.getTime() + opts.codeTtlMs),
+    consumedAt: null,
+  })
+  return code
 }

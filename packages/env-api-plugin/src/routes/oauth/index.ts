@@ -9,6 +9,7 @@ import { clientMetadataRoutes } from './client-metadata.js'
 import { metadataRoutes } from './metadata.js'
 import { revokeRoutes } from './revoke.js'
 import { tokenRoutes } from './token.js'
+import { registrationRoutes } from '../../mcp/register.js'
 
 /** A JSON body as parameters (the revocation endpoint accepts it); anything unparsable is no parameters. */
 function parseJsonLeniently(_request: FastifyRequest, body: string | Buffer, done: (err: null, body: unknown) => void): void {
@@ -64,6 +65,7 @@ export async function oauthRoutes(app: FastifyInstance, { opts }: { opts: Resolv
   await app.register(metadataRoutes, { opts })
   await app.register(clientMetadataRoutes, { opts })
   await app.register(authorizeRoutes, { opts })
+  await app.register(registrationRoutes, { opts })
   await app.register(async function oauthFormEndpoints(form: FastifyInstance) {
     form.removeAllContentTypeParsers()
     await form.register(fastifyFormbody)

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedOptions } from '../../options.js'
 import { SUPPORTED_SCOPES } from '../../oauth/scopes.js'
 import { GRANT_TOKEN_EXCHANGE } from '../../oauth/grants/token-exchange.js'
+import { mcpAuthorizationServerMetadata, mcpProtectedResourceMetadata } from '../../mcp/metadata.js'
 
 /** Public documents: cacheable for a few minutes, no cookies involved. */
 const DISCOVERY_HEADERS = Object.freeze({ 'cache-control': 'public, max-age=300' })
@@ -24,6 +25,7 @@ export function authorizationServerMetadata(opts: ResolvedOptions): Record<strin
     authorization_response_iss_parameter_supported: true,
     client_id_metadata_document_supported: true,
     protected_resources: [opts.resource],
+    ...(opts.mcp ? mcpAuthorizationServerMetadata(opts) : {}),
   }
 }
 
@@ -58,4 +60,14 @@ export async function metadataRoutes(app: FastifyInstance, { opts }: { opts: Res
       return reply.headers(DISCOVERY_HEADERS).type('application/json').send(prmBody)
     },
   )
+
+  if (opts.mcp) {
+    const mcpPrmBody = JSON.stringify(mcpProtectedResourceMetadata(opts))
+    app.get(
+      `/.well-known/oauth-protected-resource${opts.mcp.path}`,
+      async function mcpProtectedResourceDocument(_request: FastifyRequest, reply: FastifyReply) {
+        return reply.headers(DISCOVERY_HEADERS).type('application/json').send(mcpPrmBody)
+      },
+    )
+  }
 }

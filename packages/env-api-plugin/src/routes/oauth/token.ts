@@ -5,6 +5,7 @@ import { refreshTokenGrant } from '../../oauth/grants/refresh-token.js'
 import { GRANT_TOKEN_EXCHANGE, tokenExchangeGrant } from '../../oauth/grants/token-exchange.js'
 import { createSubjectTokenVerifier } from '../../oauth/workload/verify-subject-token.js'
 import { OAUTH_HEADERS, oauthErrors } from '../../oauth/oauth-errors.js'
+import { mcpGrantTarget } from '../../mcp/clients.js'
 import { asParams, hasRepeated, param, REPEATED, type RawParams } from '../../oauth/params.js'
 
 /** The media type of a request, lower-cased, without parameters. */
@@ -67,6 +68,8 @@ export async function tokenRoutes(app: FastifyInstance, { opts }: { opts: Resolv
       )
       return reply.code(200).headers(OAUTH_HEADERS).type('application/json').send(exchanged)
     }
+    // an MCP client's grants are for `{baseUrl}/mcp`; the CLI's (and any unknown client's) as before
+    const target = opts.mcp && clientId !== opts.cliClientId ? mcpGrantTarget(opts) : undefined
     const body =
       grantType === 'authorization_code'
         ? await authorizationCodeGrant(
@@ -78,8 +81,9 @@ export async function tokenRoutes(app: FastifyInstance, { opts }: { opts: Resolv
               resource: param(p, 'resource'),
             },
             opts,
+            target,
           )
-        : await refreshTokenGrant({ clientId, refreshToken: param(p, 'refresh_token'), resource: param(p, 'resource'), scope: param(p, 'scope') }, opts)
+        : await refreshTokenGrant({ clientId, refreshToken: param(p, 'refresh_token'), resource: param(p, 'resource'), scope: param(p, 'scope') }, opts, target)
     return reply.code(200).headers(OAUTH_HEADERS).type('application/json').send(body)
   })
 

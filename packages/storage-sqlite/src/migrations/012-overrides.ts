@@ -2,11 +2,11 @@ import { sql, type Kysely } from 'kysely'
 import type { Migration } from 'kysely/migration'
 
 /**
- * Personal overrides (issue 24; 011: after main's 009 and core's 010): the environments whose owners allow them,
+ * Personal overrides (issue 24): the environments whose owners allow them,
  * and each person's sealed value of a name there. Both go with their
  * environment (and so their vault); turning the switch off deletes the rows.
  */
-export const m011Overrides: Migration = {
+export const m012Overrides: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await sql`create table override_environments (
       vault_id text not null,
