@@ -24,6 +24,7 @@ const PARTS = [
   ['OverrideStore', 'override-store'],
   ['CiIdentityStore', 'ci-identity-store'],
   ['OAuthStore', 'oauth-store'],
+  ['ClientRegistrationStore', 'client-registration-store'],
   ['Storage', 'storage'],
 ]
 
