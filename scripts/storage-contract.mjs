@@ -86,7 +86,9 @@ export function storageMembers(interfaces = readInterfaces()) {
 export function renderMethods(interfaces = readInterfaces()) {
   const all = storageMembers(interfaces)
   const lines = [BEGIN, '', `\`Storage\` has ${all.length} members (${all.filter((m) => m.optional).length} optional).`, '']
-  for (const [name, file] of PARTS) {
+  // the parts in the page's order, then any part added since (its file named after it)
+  const parts = [...PARTS, ...[...new Set(all.map((m) => m.of))].filter((n) => !PARTS.some(([p]) => p === n)).map((n) => [n, interfaces.get(n).file])]
+  for (const [name, file] of parts) {
     const own = all.filter((m) => m.of === name)
     if (own.length === 0) continue
     lines.push(`### \`${name}\` (\`src/adapters/${file}.ts\`)`, '', '| method | contract |', '|---|---|')
