@@ -21,6 +21,7 @@ const PARTS = [
   ['ImportStore', 'import-store'],
   ['HistoryStore', 'history-store'],
   ['WebhookStore', 'webhook-store'],
+  ['OverrideStore', 'override-store'],
   ['CiIdentityStore', 'ci-identity-store'],
   ['OAuthStore', 'oauth-store'],
   ['ClientRegistrationStore', 'client-registration-store'],

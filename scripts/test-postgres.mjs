@@ -28,6 +28,8 @@ const files = [
   'packages/env-api-plugin/test/webhooks/sealed-url.test.ts',
   'packages/server/test/rotation-write.test.ts',
   'packages/server/test/history-pages.test.ts',
+  'packages/server/test/references.test.ts',
+  'packages/server/test/overrides.test.ts',
   'packages/server/test/invitations.test.ts',
   'packages/server/test/invitation-hijack.test.ts',
   'packages/server/test/session-tossing.test.ts',

@@ -33,8 +33,14 @@ export interface ApiDeps extends OAuthDeps {
 export interface RequestOptions {
   /** The CLI's own sentence for a failure, e.g. `could not read development of vault "app"`. */
   readonly what: string
-  readonly method?: 'GET' | 'POST'
+  readonly method?: 'GET' | 'POST' | 'PUT' | 'DELETE'
   readonly body?: unknown
+  /** more request headers (If-None-Match for run --watch) */
+  readonly headers?: Readonly<Record<string, string>>
+  /** sees the headers of a successful answer (a 304 included), before its body is read */
+  readonly onHeaders?: (headers: Headers, status: number) => void
+  /** a 304 answers `null` instead of failing (the conditional read of run --watch) */
+  readonly allowNotModified?: boolean
   /** Top-level answer fields kept exactly as sent (pull's variables); every other string is made terminal-safe. */
   readonly keepRaw?: readonly string[]
 }
@@ -137,7 +143,7 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
   }
 
   async function send(path: string, o: RequestOptions, token: string): Promise<Response> {
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' }
+    const headers: Record<string, string> = { ...o.headers, authorization: `Bearer ${token}`, accept: 'application/json' }
     let body: string | undefined
     if (o.body !== undefined) {
       headers['content-type'] = 'application/json'
@@ -186,6 +192,11 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
         res = await send(path, o, token)
       }
     }
+    if (res.status === 304 && o.allowNotModified) {
+      o.onHeaders?.(res.headers, res.status)
+      await res.body?.cancel()
+      return null as T
+    }
     if (!res.ok) {
       const reason = await serverReason(res)
       if (res.status === 429) {
@@ -201,6 +212,7 @@ export function createApiClient(baseUrl: string, store: ConfigStore, deps: ApiDe
       }
       throw new CliError(o.what, { server: reason })
     }
+    o.onHeaders?.(res.headers, res.status)
     let parsed: unknown
     try {
       parsed = await res.json()

@@ -15,6 +15,7 @@ import { diff } from './commands/diff.js'
 import { envs } from './commands/envs.js'
 import { fallback } from './commands/fallback.js'
 import { get, set } from './commands/get-set.js'
+import { unset } from './commands/personal.js'
 import { link, unlink } from './commands/link.js'
 import { open } from './commands/open.js'
 import { mcp } from './commands/mcp.js'
@@ -40,6 +41,7 @@ export const COMMANDS: readonly Command[] = [
   get,
   push,
   set,
+  unset,
   diff,
   status,
   open,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Keyring } from './adapters/keyring.js'
 import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
 import { fail } from './domain/failure.js'
-import { historyPlaceOf, open, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
+import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
@@ -34,6 +34,10 @@ export interface VaultCrypto {
     side: 'before' | 'after',
     entries: readonly SealedHistory[],
   ): Promise<Record<string, string | null>>
+  /** Seals a person's override of one variable (overridePlaceOf), creating the vault's data key on first use. */
+  sealOverride(vaultId: string, environment: string, name: string, personId: string, value: string): Promise<Uint8Array>
+  /** Opens a person's overrides of one environment, keyed by name; throws DomainFailure decrypt_failed if any fails. */
+  openOverrides(vaultId: string, environment: string, personId: string, rows: readonly { name: string; sealed: Uint8Array }[]): Promise<Record<string, string>>
   /** Seals a webhook's signing secret (webhookPlaceOf), creating the vault's data key on first use. */
   sealWebhookSecret(vaultId: string, webhookId: string, secret: string): Promise<Uint8Array>
   /** Opens a webhook's signing secret; throws DomainFailure decrypt_failed when it does not open. */
@@ -228,6 +232,19 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         return out
       })
     },
+    async sealOverride(vaultId, environment, name, personId, value) {
+      const { key } = await dataKey(vaultId, true)
+      return seal(key, Buffer.from(value, 'utf8'), overridePlaceOf(vaultId, environment, name, personId))
+    },
+    async openOverrides(vaultId, environment, personId, rows) {
+      if (!keyring) throw fail.notConfigured()
+      if (rows.length === 0) return {}
+      return withKey(vaultId, (key) => {
+        const out: Record<string, string> = {}
+        for (const r of rows) out[r.name] = open(key, r.sealed, overridePlaceOf(vaultId, environment, r.name, personId)).toString('utf8')
+        return out
+      })
+    },
     async sealWebhookSecret(vaultId, webhookId, secret) {
       const { key } = await dataKey(vaultId, true)
       return seal(key, Buffer.from(secret, 'utf8'), webhookPlaceOf(vaultId, webhookId))
@@ -287,6 +304,14 @@ export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId:
         variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
         staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
         history: current.history.map((h) => ({ ...h, sealed: againInHistory(h) })),
+        ...(current.overrides
+          ? {
+              overrides: current.overrides.map((o) => {
+                const place = overridePlaceOf(vaultId, o.environment, o.name, o.personId)
+                return { ...o, sealed: seal(newKey, open(oldKey, o.sealed, place), place) }
+              }),
+            }
+          : {}),
         ...(current.webhooks
           ? {
               webhooks: current.webhooks.map((w) => {

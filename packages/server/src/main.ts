@@ -111,9 +111,9 @@ const COMMANDS: readonly CommandSpec[] = [
   },
   {
     words: ['admin', 'var', 'set'],
-    usage: 'admin var set --vault V --env E NAME',
-    summary: 'set a variable; the value is read from stdin',
-    strings: ['vault', 'env'],
+    usage: 'admin var set --vault V --env E NAME [--ref ENVIRONMENT.NAME]',
+    summary: "set a variable; the value is read from stdin (or, with --ref, a reference to another environment's variable)",
+    strings: ['vault', 'env', 'ref'],
     positionals: 1,
     run: adminVarSet,
   },

@@ -309,6 +309,34 @@ const m008: Migration = {
   },
 }
 
+/**
+ * Personal overrides (issue 24): the environments whose owners allow them, and each person's
+ * sealed value of a name there. Both go with their environment; turning the switch off
+ * deletes the rows (cascade).
+ */
+const m009: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      create table override_environments (
+        vault_id text not null,
+        environment text not null,
+        constraint override_environments_pk primary key (vault_id, environment),
+        constraint override_environments_environment foreign key (vault_id, environment) references environments (vault_id, name) on delete cascade
+      );
+      create table overrides (
+        vault_id text not null,
+        environment text not null,
+        name text not null,
+        person_id text not null,
+        sealed bytea not null constraint overrides_sealed check (length(sealed) > 0),
+        updated_at bigint not null,
+        constraint overrides_pk primary key (vault_id, environment, name, person_id),
+        constraint overrides_allowed foreign key (vault_id, environment) references override_environments (vault_id, environment) on delete cascade
+      );
+    `.execute(db)
+  },
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '001_schema': m001,
   '002_rate_counters': m002,
@@ -318,6 +346,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '006_access_log_issue_25': m006,
   '007_client_registrations': m007ClientRegistrations,
   '008_access_log_actions': m008,
+  '009_overrides': m009,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

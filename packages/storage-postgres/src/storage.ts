@@ -5,6 +5,7 @@ import { PostgresImportStore } from './import-store.js'
 import { PostgresVaultAdminStore } from './vault-admin-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { PostgresOAuthStore } from './oauth-store.js'
+import { PostgresOverrideStore } from './override-store.js'
 import { PostgresVaultStore } from './vault-store.js'
 import { PostgresRateCounters } from './rate-counters.js'
 import { PostgresWebhookStore } from './webhook-store.js'
@@ -30,6 +31,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     ...boundMethods(new PostgresImportStore(database.db)),
     ...boundMethods(new PostgresVaultAdminStore(database.db)),
     ...boundMethods(new PostgresWebhookStore(database.db)),
+    ...boundMethods(new PostgresOverrideStore(database.db)),
     ...boundMethods(new PostgresRateCounters(database.db)),
     ...boundMethods(new PostgresClientRegistrationStore(database.db)),
     database,

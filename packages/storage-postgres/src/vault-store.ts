@@ -157,7 +157,18 @@ export class PostgresVaultStore implements Omit<VaultStore, 'renameVault' | 'del
           sql`select id, sealed_secret from webhooks where vault_id = ${vaultId} and sealed_secret is not null`,
         )
       ).map((r) => ({ webhookId: r.id, sealed: copy(r.sealed_secret) }))
-      const next = await reseal({ wrappedKey: copy(v.wrapped_key), variables, staged, history, webhooks })
+      const overrides = (
+        await rows<{ environment: string; name: string; person_id: string; sealed: Buffer }>(
+          trx,
+          sql`select environment, name, person_id, sealed from overrides where vault_id = ${vaultId}`,
+        )
+      ).map((r) => ({ environment: r.environment, name: r.name, personId: r.person_id, sealed: copy(r.sealed) }))
+      const next = await reseal({ wrappedKey: copy(v.wrapped_key), variables, staged, history, webhooks, overrides })
+      for (const n of next.overrides ?? []) {
+        const r = await sql`update overrides set sealed = ${bytes(n.sealed)}
+          where vault_id = ${vaultId} and environment = ${n.environment} and name = ${n.name} and person_id = ${n.personId}`.execute(trx)
+        if (Number(r.numAffectedRows ?? 0) !== 1) throw new StorageError('23503', 'overrides')
+      }
       for (const n of next.webhooks ?? []) {
         const r =
           await sql`update webhooks set sealed_secret = ${bytes(n.sealed)} where id = ${n.webhookId} and vault_id = ${vaultId} and sealed_secret is not null`.execute(

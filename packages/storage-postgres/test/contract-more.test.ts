@@ -1,5 +1,11 @@
 import t from 'tap'
-import { ciIdentityStoreContract, oauthStoreContract, runHistoryStoreContract, runWebhookStoreContract } from '@envkeep/env-api-plugin/testing'
+import {
+  ciIdentityStoreContract,
+  oauthStoreContract,
+  runHistoryStoreContract,
+  runOverrideStoreContract,
+  runWebhookStoreContract,
+} from '@envkeep/env-api-plugin/testing'
 import { freshStores } from './contract-fixture.js'
 import { createPostgresProbe } from './probe.js'
 
@@ -12,6 +18,12 @@ t.test('the other storage contracts on PostgreSQL', async (t) => {
     runHistoryStoreContract(t, async () => {
       const storage = await fresh()
       return { store: storage, probe: createPostgresProbe(storage), close: () => storage.close() }
+    })
+  })
+  await t.test('override store', async (t) => {
+    runOverrideStoreContract(t, async () => {
+      const storage = await fresh()
+      return { store: storage, close: () => storage.close() }
     })
   })
   await t.test('webhook store', async (t) => {

@@ -127,7 +127,22 @@ export class SqliteKeyStore extends SqliteStoreBase implements Pick<VaultStore, 
                 conn,
               )
             ).rows
-            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged, history, webhooks })
+            const overrides = (
+              await sql<{
+                environment: string
+                name: string
+                personId: string
+                sealed: Buffer
+              }>`select environment, name, person_id as personId, sealed from overrides where vault_id = ${vaultId} order by environment, name, person_id`.execute(
+                conn,
+              )
+            ).rows
+            const next = await reseal({ wrappedKey: v.wrapped_key, variables, staged, history, webhooks, overrides })
+            for (const n of next.overrides ?? []) {
+              const r = await sql`update overrides set sealed = ${bytes(n.sealed)}
+                where vault_id = ${vaultId} and environment = ${n.environment} and name = ${n.name} and person_id = ${n.personId}`.execute(conn)
+              if (r.numAffectedRows !== 1n) throw new StorageError('23503', 'overrides')
+            }
             for (const n of next.webhooks ?? []) {
               const r =
                 await sql`update webhooks set sealed_secret = ${bytes(n.sealed)} where id = ${n.webhookId} and vault_id = ${vaultId} and sealed_secret is not null`.execute(

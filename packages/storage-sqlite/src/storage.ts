@@ -4,6 +4,7 @@ import { createSqliteCiIdentityStore } from './ci-identity-store.js'
 import { createSqliteClientRegistrationStore } from './client-registration-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteOAuthStore } from './oauth-store.js'
+import { createSqliteOverrideStore } from './override-store.js'
 import { createSqliteVaultStore } from './vault-store.js'
 import { createSqliteWebhookStore } from './webhook-store.js'
 
@@ -23,6 +24,7 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
     ...boundMethods(createSqliteHistoryStore(database)),
     ...boundMethods(createSqliteWebhookStore(database)),
     ...createSqliteClientRegistrationStore(database),
+    ...boundMethods(createSqliteOverrideStore(database)),
     database,
     close: () => database.close(),
   } satisfies SqliteStorage

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { runHistoryStoreContract, runVaultStoreContract, runWebhookStoreContract } from '@envkeep/env-api-plugin/testing'
+import { runHistoryStoreContract, runOverrideStoreContract, runVaultStoreContract, runWebhookStoreContract } from '@envkeep/env-api-plugin/testing'
 import { createSqliteStorage } from '../src/index.js'
 import { createSqliteProbe } from './vault-probe.js'
 
@@ -42,6 +42,16 @@ t.test('webhook store contract on a file', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   let n = 0
   runWebhookStoreContract(t, async () => {
+    const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
+    return { store: storage, close: () => storage.close() }
+  })
+})
+
+t.test('override store contract on a file', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'envkeep-override-store-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  let n = 0
+  runOverrideStoreContract(t, async () => {
     const storage = await createSqliteStorage({ filename: join(dir, `db-${++n}.sqlite`) })
     return { store: storage, close: () => storage.close() }
   })

@@ -5,6 +5,7 @@ import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js
 import { didYouMean } from '../suggest.js'
 import { resolveTarget } from '../target.js'
 import { readEnvironment, writeValues } from './pull.js'
+import { changeOverride } from './personal.js'
 import { isTerminal } from '../untrusted.js'
 import { sendPush } from './push.js'
 
@@ -63,24 +64,53 @@ export const set: Command = {
   name: 'set',
   summary: "propose one variable's value (a one-variable push, for review)",
   help: `Usage: envkeep set [<vault> <environment>] NAME [--value V] [--json] < file
+       envkeep set [<vault> <environment>] NAME --ref ENVIRONMENT.NAME
+       envkeep set [<vault> <environment>] NAME --personal [--value V] < file
 
 Sends NAME as a push of one variable, which a person reviews and applies like any
 push; prints the review link. The value is read from standard input (one final
 newline removed: envkeep set API_KEY < key.txt), or given with --value (visible in
 your shell history and process list: prefer stdin).
 
+With --ref, NAME becomes a reference to a variable of another environment of the
+vault (envkeep set DB_URL --ref production.DATABASE_URL): every read gives the value
+it leads to, with the reader's rights at that moment (someone who may not read
+production is refused the whole read). Also sent as a push, for review.
+
+With --personal, the value is your own override of NAME (where the environment's
+owners allow personal overrides): written at once, no review, used for your reads
+only (pull, run, get, Reveal), never anyone else's or a CI run's. envkeep unset NAME
+--personal removes it.
+
 Options:
   --value V        the value, instead of standard input
+  --ref ENV.NAME   make NAME a reference to NAME in environment ENV
+  --personal       set your own override of NAME instead of proposing a value
   --json           print the push as envkeep push --json does
 ${BASE_URL_HELP}
   -h, --help       show this help`,
-  options: { value: { type: 'string' }, json: { type: 'boolean' } },
+  options: { value: { type: 'string' }, ref: { type: 'string' }, personal: { type: 'boolean' }, json: { type: 'boolean' } },
   positionals: [1, 3],
   async run(ctx, { values, positionals }) {
     const { name, given } = nameAndPair(positionals, 'set')
     if (!NAME_RE.test(name) || name.length > 256)
       throw usageError(`"${name.slice(0, 60)}" is not a variable name: use letters, digits and underscores, not starting with a digit`)
     const target = await resolveTarget(ctx, values, given, 'usage: envkeep set <vault> <environment> NAME')
+    if (typeof values.ref === 'string') {
+      if (typeof values.value === 'string' || values.personal === true) throw usageError('--ref takes no --value or --personal')
+      const ref = values.ref.trim()
+      if (!/^[a-z0-9][a-z0-9-]{0,62}\.[A-Za-z_][A-Za-z0-9_]*$/.test(ref)) throw usageError('--ref takes ENVIRONMENT.NAME, for example production.DATABASE_URL')
+      const sent = await sendPush(ctx, target, {}, [], name, { [name]: ref })
+      if (values.json === true) ctx.out(`${JSON.stringify({ ...sent.created, url: sent.link }, null, 2)}\n`)
+      else
+        ctx.out(
+          `Sent ${name} as a reference to ${ref} to ${target.environment} of vault ${sent.vault.label} for review.\n` +
+            (sent.link ? `Review and apply it at: ${sent.link}\n` : '') +
+            `Push id: ${sent.created.import}\n`,
+        )
+      if (sent.badLink) throw sent.badLink
+      return 0
+    }
     let value: string
     if (typeof values.value === 'string') value = values.value
     else {
@@ -88,6 +118,7 @@ ${BASE_URL_HELP}
       value = (await readAll(ctx.deps.stdin)).replace(/\r?\n$/, '')
     }
     if (value === '') throw usageError(`the value of ${name} is empty`, 'give it on standard input or with --value')
+    if (values.personal === true) return changeOverride(ctx, target, name, value, values.json === true)
     const sent = await sendPush(ctx, target, { [name]: value }, [], name)
     if (values.json === true) ctx.out(`${JSON.stringify({ ...sent.created, url: sent.link }, null, 2)}\n`)
     else {

@@ -18,20 +18,45 @@ export interface VariableSet {
   vault: string
   environment: string
   variables: Record<string, string>
+  /** names whose value is the signed-in person's own personal override (the server's header; names only) */
+  overridden?: string[]
+  /** the server's ETag of what was read (asked for with `ifTag`) */
+  tag?: string
 }
 
+/** A conditional read's answer when the environment did not change (304). */
+export const NOT_MODIFIED = Symbol('not modified')
+
 /** Reads one environment's variables (shared by pull, run, get and diff), with the offline fallback when asked. */
-export async function readEnvironment(ctx: Context, target: Target, o: { fallback?: FallbackOptions | null } = {}): Promise<VariableSet> {
+export async function readEnvironment(ctx: Context, target: Target, o: { fallback?: FallbackOptions | null }): Promise<VariableSet>
+export async function readEnvironment(
+  ctx: Context,
+  target: Target,
+  o?: { fallback?: FallbackOptions | null; ifTag?: string },
+): Promise<VariableSet | typeof NOT_MODIFIED>
+export async function readEnvironment(
+  ctx: Context,
+  target: Target,
+  o: { fallback?: FallbackOptions | null; ifTag?: string } = {},
+): Promise<VariableSet | typeof NOT_MODIFIED> {
   const environment = checkEnvironment(target.environment)
   const api = ctx.api(target.baseUrl, { ciVault: target.vaultRef })
   const fallback = o.fallback ?? null
   let vault: { id: string; label: string }
-  let body: VariableSet
+  let body: VariableSet | null
+  let overriddenHeader = ''
+  let tag: string | undefined
   try {
     vault = await resolveVault(api, target.vaultRef)
     body = await api.request<VariableSet>(`/api/env/${encodeURIComponent(vault.id)}/${encodeURIComponent(environment)}`, {
       what: `could not read ${environment} of vault ${vault.label}`,
       keepRaw: ['variables'], // values exactly as stored; names checked below
+      onHeaders: (h) => {
+        overriddenHeader = h.get(OVERRIDDEN_HEADER) ?? ''
+        const etag = /^"([A-Za-z0-9_-]{1,64})"$/.exec(h.get('etag') ?? '')
+        tag = etag ? etag[1] : undefined
+      },
+      ...(o.ifTag === undefined ? {} : { headers: { 'if-none-match': `"${o.ifTag}"` }, allowNotModified: true }),
     })
   } catch (err) {
     if (err instanceof CliError && err.server?.status === 404) {
@@ -42,6 +67,7 @@ export async function readEnvironment(ctx: Context, target: Target, o: { fallbac
     if (fallback && isUnreachable(err)) return readFallback(ctx, target, fallback, err)
     throw err
   }
+  if (body === null) return NOT_MODIFIED
   const variables = body.variables
   if (!variables || typeof variables !== 'object' || Array.isArray(variables) || Object.values(variables).some((v) => typeof v !== 'string')) {
     throw new CliError(`could not read ${environment} of vault ${vault.label}: the answer has no variables`)
@@ -55,7 +81,12 @@ export async function readEnvironment(ctx: Context, target: Target, o: { fallbac
   }
   const set = { vault: vault.id, environment, variables }
   if (fallback) await writeFallback(ctx, target, set)
-  return set
+  // untrusted: only names this environment has are reported
+  const overridden = overriddenHeader
+    .split(',')
+    .filter((n) => NAME_RE.test(n) && Object.hasOwn(variables, n))
+    .slice(0, 1000)
+  return { ...set, ...(overridden.length > 0 ? { overridden } : {}), ...(tag === undefined ? {} : { tag }) }
 }
 
 async function vaultIdOf(api: ReturnType<Context['api']>, ref: string): Promise<string | null> {
@@ -129,6 +160,7 @@ ${BASE_URL_HELP}
       variables = given
     }
     const text = formatVariables(variables, format)
+    if (set.overridden) ctx.err(overriddenNotice(set.overridden))
     const output = values.output as string | undefined
     const count = Object.keys(variables).length
     if (output === undefined || output === '-') {
@@ -144,4 +176,12 @@ ${BASE_URL_HELP}
     ctx.err(`Wrote ${count} variable${count === 1 ? '' : 's'} of ${set.environment} to ${output} (mode 0600).\n`)
     return 0
   },
+}
+
+/** Response header naming the reader's own personal overrides (the server's OVERRIDDEN_HEADER). */
+export const OVERRIDDEN_HEADER = 'envkeep-personal-overrides'
+
+/** The stderr line of pull/run saying which values are the person's own overrides (names only). */
+export function overriddenNotice(names: readonly string[]): string {
+  return `From your personal overrides (yours only): ${names.join(', ')}\n`
 }

@@ -49,9 +49,16 @@ export async function readDotenvFile(ctx: Context, file: string): Promise<ParseR
 }
 
 /** Sends variables as one push; the review link only when it is on the server's own origin. */
-export async function sendPush(ctx: Context, target: Target, variables: Record<string, string>, refused: readonly RefusedLine[], label: string) {
+export async function sendPush(
+  ctx: Context,
+  target: Target,
+  variables: Record<string, string>,
+  refused: readonly RefusedLine[],
+  label: string,
+  references?: Record<string, string>,
+) {
   const environment = checkEnvironment(target.environment)
-  const body = { variables, refused }
+  const body = references ? { variables, references, refused } : { variables, refused }
   const size = Buffer.byteLength(JSON.stringify(body), 'utf8')
   if (size > MAX_BODY_BYTES) {
     throw new CliError(`${label} is too large to push: ${size.toLocaleString('en-US')} bytes to send, the server takes at most 1 MiB`, {
@@ -75,7 +82,15 @@ export async function sendPush(ctx: Context, target: Target, variables: Record<s
     }
   }
   if (link) await rememberPush(ctx.store.dir, String(created.import).toLowerCase(), { baseUrl: api.baseUrl, url: link, at: ctx.deps.now().toISOString() })
-  return { api, vault, created, link, badLink, names: created.names ?? Object.keys(variables), overwrites: new Set(created.overwrites ?? []) }
+  return {
+    api,
+    vault,
+    created,
+    link,
+    badLink,
+    names: created.names ?? Object.keys({ ...variables, ...references }),
+    overwrites: new Set(created.overwrites ?? []),
+  }
 }
 
 export const push: Command = {

@@ -1,15 +1,13 @@
-import { spawn } from 'node:child_process'
-import { constants } from 'node:os'
 import { BASE_URL_HELP, type Command } from '../command.js'
 import { CliError, usageError } from '../errors.js'
-import { readEnvironment } from './pull.js'
+import { NOT_MODIFIED, overriddenNotice, readEnvironment, type VariableSet } from './pull.js'
+import { runWatching, watchSettings } from './run-watch.js'
 import { fallbackOptions, FALLBACK_HELP, FALLBACK_OPTIONS } from '../fallback.js'
-import { maskedSecrets, pipeMasked } from '../mask.js'
+import { maskedSecrets } from '../mask.js'
+import { endAs, forwardSignals, startChild, startFailure } from './child.js'
 import { allowedNames, childEnvironment, heldBackNote } from '../child-env.js'
 import { didYouMean } from '../suggest.js'
 import { pairOf, resolveTarget } from '../target.js'
-
-const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT', 'SIGUSR2']
 
 export const run: Command = {
   name: 'run',
@@ -31,6 +29,13 @@ Options:
   --no-mask        pass the output through untouched
   --only N1,N2     give the command only these variables
   --no-override    keep variables already set in the environment
+  --watch          restart the command when the environment's values change: checks
+                   every --interval seconds (default and least 10) with the version
+                   it has (the server answers "not modified" without opening a value,
+                   logged as a read); a line names what changed, never a value
+  --interval S     seconds between checks with --watch (at least 10)
+  --signal SIG     the signal that ends the command for a restart (default SIGTERM);
+                   SIGKILL follows after --grace seconds (default 10)
   --allow NAME     give the command NAME although it makes programs run code
                    (repeat it, or N1,N2); also the names listed under "allow" in
                    the folder's .envkeep.json
@@ -49,6 +54,10 @@ ${BASE_URL_HELP}
     only: { type: 'string' },
     'no-override': { type: 'boolean' },
     allow: { type: 'string', multiple: true },
+    watch: { type: 'boolean' },
+    interval: { type: 'string' },
+    signal: { type: 'string' },
+    grace: { type: 'string' },
     ...FALLBACK_OPTIONS,
   },
   positionals: [0, 2],
@@ -56,57 +65,51 @@ ${BASE_URL_HELP}
   async run(ctx, { values, positionals, rest }) {
     if (rest.length === 0) throw usageError('no command to run', 'put it after --: envkeep run app development -- npm start')
     const target = await resolveTarget(ctx, values, pairOf(positionals, 'run'), 'usage: envkeep run <vault> <environment> -- <command>')
-    const set = await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
-    let variables = set.variables
-    if (typeof values.only === 'string') {
-      const only = values.only
-        .split(',')
-        .map((n) => n.trim())
-        .filter((n) => n !== '')
-      const missing = only.filter((n) => !(n in variables))
+    const watching = values.watch === true ? watchSettings(values) : null
+    const read = watching
+      ? await readEnvironment(ctx, target, { ifTag: 'none' })
+      : await readEnvironment(ctx, target, { fallback: fallbackOptions(values, target) })
+    if (read === NOT_MODIFIED) throw new CliError(`could not read ${target.environment}: the server answered "not modified" to a first read`)
+    const set = read
+    if (set.overridden) ctx.err(overriddenNotice(set.overridden))
+    const only =
+      typeof values.only === 'string'
+        ? values.only
+            .split(',')
+            .map((n) => n.trim())
+            .filter((n) => n !== '')
+        : null
+    if (only) {
+      const missing = only.filter((n) => !(n in set.variables))
       if (missing.length > 0) {
-        throw usageError(`--only names ${missing.map((n) => `"${n}"`).join(', ')}, not in ${set.environment}${didYouMean(missing[0]!, Object.keys(variables))}`)
+        throw usageError(
+          `--only names ${missing.map((n) => `"${n}"`).join(', ')}, not in ${set.environment}${didYouMean(missing[0]!, Object.keys(set.variables))}`,
+        )
       }
-      variables = Object.fromEntries(only.map((n) => [n, variables[n]!]))
     }
-    const { env, heldBack } = childEnvironment(ctx.deps.env, variables, {
-      override: values['no-override'] !== true,
-      allow: [...allowedNames(values.allow), ...target.allow],
-    })
+    const allow = [...allowedNames(values.allow), ...target.allow]
+    /** The command's environment, the names held back and the values to mask, from one read (again at each restart of --watch). */
+    const prepare = (from: VariableSet) => {
+      const variables = only ? Object.fromEntries(only.filter((n) => Object.hasOwn(from.variables, n)).map((n) => [n, from.variables[n]!])) : from.variables
+      const { env, heldBack } = childEnvironment(ctx.deps.env, variables, { override: values['no-override'] !== true, allow })
+      return { env, heldBack, secrets: maskedSecrets(Object.values(variables)) }
+    }
+    const { env, heldBack, secrets } = prepare(set)
     if (heldBack.length > 0) {
       ctx.err(`${ctx.paint.yellow('note:')} ${heldBackNote(heldBack)}\n`)
     }
     const mask = values['no-mask'] === true ? false : values.mask === true || ctx.deps.env.ENVKEEP_MASK === '1' || ctx.deps.env.CI === 'true'
-    const secrets = maskedSecrets(Object.values(variables))
 
     const [command, ...args] = rest as [string, ...string[]]
-    const child = spawn(command, args, { stdio: mask ? ['inherit', 'pipe', 'pipe'] : 'inherit', env, cwd: ctx.deps.cwd })
-    const piped = mask ? [pipeMasked(child.stdout!, ctx.deps.stdout, secrets), pipeMasked(child.stderr!, ctx.deps.stderr, secrets)] : []
-    const handlers = new Map<NodeJS.Signals, () => void>()
-    for (const sig of FORWARDED) {
-      const h = sig === 'SIGINT' && ctx.deps.isTTY ? () => {} : () => void child.kill(sig)
-      handlers.set(sig, h)
-      process.on(sig, h)
-    }
+    if (watching) return runWatching(ctx, target, set, { ...watching, prepare, mask, command, args })
+    const started = startChild(ctx, { command, args, env, mask, secrets })
+    const stop = forwardSignals(ctx, () => started.child)
     try {
-      const outcome = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        child.once('error', reject)
-        child.once('exit', (code, signal) => resolve({ code, signal }))
-      })
-      await Promise.all(piped)
-      if (outcome.signal) {
-        for (const [sig, h] of handlers) process.off(sig, h)
-        handlers.clear()
-        ctx.deps.raiseSignal(outcome.signal)
-        return 128 + (constants.signals[outcome.signal] ?? 0)
-      }
-      return outcome.code ?? 1
+      return endAs(ctx, await started.exited, stop)
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
-      if (code === 'ENOENT') throw new CliError(`command not found: ${command}`, { exitCode: 127, cause: err })
-      throw new CliError(`could not start ${command} (${code ?? 'error'})`, { exitCode: 126, cause: err })
+      throw startFailure(command, err)
     } finally {
-      for (const [sig, h] of handlers) process.off(sig, h)
+      stop()
     }
   },
 }

@@ -2,6 +2,7 @@ import type { CiIdentityStore } from './ci-identity-store.js'
 import type { ClientRegistrationStore } from './client-registration-store.js'
 import type { HistoryStore } from './history-store.js'
 import type { OAuthStore } from './oauth-store.js'
+import type { OverrideStore } from './override-store.js'
 import type { VaultStore } from './vault-store.js'
 import type { WebhookStore } from './webhook-store.js'
 
@@ -9,6 +10,7 @@ export type * from './ci-identity-store.js'
 export type * from './client-registration-store.js'
 export type * from './history-store.js'
 export type * from './oauth-store.js'
+export type * from './override-store.js'
 export type * from './vault-store.js'
 export type * from './webhook-store.js'
 
@@ -19,7 +21,7 @@ export interface WindowCount {
 }
 
 /** Everything the plugin stores. One object implements every part. */
-export interface Storage extends VaultStore, OAuthStore, CiIdentityStore, HistoryStore, WebhookStore, ClientRegistrationStore {
+export interface Storage extends VaultStore, OAuthStore, CiIdentityStore, HistoryStore, WebhookStore, ClientRegistrationStore, OverrideStore {
   /**
    * Optional: counts one request for `key` in each window (`windowsMs`, starting at its first
    * request), atomically, where every server process sees the same counters. With it, the

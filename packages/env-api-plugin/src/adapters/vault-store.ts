@@ -203,6 +203,8 @@ export interface VaultSecrets {
    * `webhookPlaceOf`; written back when the answer has it
    */
   readonly webhooks?: readonly { readonly webhookId: string; readonly sealed: Uint8Array }[]
+  /** every personal override of the vault (override-store.ts), sealed with `overridePlaceOf`; written back when the answer has it */
+  readonly overrides?: readonly { readonly environment: string; readonly name: string; readonly personId: string; readonly sealed: Uint8Array }[]
 }
 
 export interface VaultStore extends ImportStore {

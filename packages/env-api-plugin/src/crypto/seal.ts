@@ -31,6 +31,15 @@ export function webhookPlaceOf(vaultId: string, webhookId: string): Buffer {
   return lengthPrefixed(['webhook secret', vaultId, webhookId, 'v1'])
 }
 
+/**
+ * Additional data of a personal override (issue 24): six parts, bound to the
+ * person, so no override opens as a variable, a kept version, a secret, or
+ * another person's override.
+ */
+export function overridePlaceOf(vaultId: string, environment: string, name: string, personId: string): Buffer {
+  return lengthPrefixed(['personal override', vaultId, environment, name, personId, 'v1'])
+}
+
 function lengthPrefixed(strings: readonly string[]): Buffer {
   const parts = strings.map((s) => Buffer.from(s, 'utf8'))
   const out = Buffer.alloc(parts.reduce((n, p) => n + 4 + p.length, 0))

@@ -27,6 +27,8 @@ export const ACCESS_ACTIONS = Object.freeze([
   'invitation_revoked',
   'webhook_added',
   'webhook_removed',
+  'override_set',
+  'override_deleted',
 ] as const)
 
 export type AccessAction = (typeof ACCESS_ACTIONS)[number]

@@ -23,8 +23,20 @@ import {
   type PushView,
 } from './pushes.js'
 import { listSignIns, revokeAllSignIns, revokeOwnSignIns, revokeSignIn } from './sign-ins.js'
-import { deleteVariable, listVariableNames, listVariables, readEnvironment, revealValues, writeVariable, type Located } from './variables.js'
+import {
+  deleteVariable,
+  listReferences,
+  listVariableNames,
+  listVariables,
+  readEnvironment,
+  revealValues,
+  writeVariable,
+  type Located,
+  type VariableInput,
+} from './variables.js'
 import { createVault, deleteVault, renameVault, setEnvironmentRules } from './vault-admin.js'
+import { allowOverrides, describeOverrides, setOverride } from './overrides.js'
+import { readEnvironmentIfChanged } from './watch.js'
 import { findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
 import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
 
@@ -63,12 +75,18 @@ export function createDomain(d: DomainDeps) {
     revokeInvitation: (actor: PersonActor, input: { vaultId: string; invitationId: string }) => revokeInvitation(d, actor, input),
     // variables
     readEnvironment: (actor: Actor, input: { vaultId: string; environment: string }, located?: Located) => readEnvironment(d, actor, input, located),
+    readEnvironmentIfChanged: (actor: Actor, input: { vaultId: string; environment: string; ifTag: string | null }, located?: Located) =>
+      readEnvironmentIfChanged(d, actor, input, located),
     revealValues: (actor: Actor, input: { vaultId: string; environment: string; name?: string }) => revealValues(d, actor, input),
-    writeVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string; value: string; mode: 'add' | 'change' | 'set' }) =>
-      writeVariable(d, actor, input),
+    writeVariable: (actor: Actor, input: VariableInput) => writeVariable(d, actor, input),
     deleteVariable: (actor: Actor, input: { vaultId: string; environment: string; name: string }) => deleteVariable(d, actor, input),
     listVariableNames: (actor: Actor, input: { vaultId: string; environment: string }) => listVariableNames(d, actor, input),
     listVariables: (actor: Actor, input: { vaultId: string; environment: string }) => listVariables(d, actor, input),
+    listReferences: (actor: Actor, input: { vaultId: string; environment: string }) => listReferences(d, actor, input),
+    // personal overrides
+    allowOverrides: (actor: Actor, input: { vaultId: string; environment: string; allow: boolean }) => allowOverrides(d, actor, input),
+    setOverride: (actor: PersonActor, input: { vaultId: string; environment: string; name: string; value: string | null }) => setOverride(d, actor, input),
+    describeOverrides: (actor: Actor, input: { vaultId: string; environment: string }) => describeOverrides(d, actor, input),
     // pushes
     createPush: (actor: PersonActor, input: Parameters<typeof createPush>[2], located?: Located) => createPush(d, actor, input, located),
     pushStatus: (actor: PersonActor, importId: string) => pushStatus(d, actor, importId),

@@ -7,6 +7,7 @@ import { fail } from './failure.js'
 import { limitOf, overLimit } from './limits.js'
 import { canDecideImport, decideRefusal, mayAccess, roleRefusal } from './permissions.js'
 import { isWellFormed, MAX_NAME_LENGTH, MAX_REASON, MAX_REFUSED, nameProblem, valueProblem } from './rules.js'
+import { checkNewReference, parseTarget, referenceForm, referenceOf, type ReferenceTarget } from './references.js'
 import { AGAIN, retryOptimistic } from './retry.js'
 import { secondPersonRequired } from './vault-admin.js'
 import { listVaults, locateEnvironment, locateVault, type Located } from './vaults.js'
@@ -24,13 +25,24 @@ export const PUSH_NOT_FOUND = 'this push does not exist or is not shared with yo
 
 export interface PushInput {
   readonly variables: Readonly<Record<string, string>>
+  /** name → `ENVIRONMENT.NAME`: references proposed (`envkeep set NAME --ref`), never parsed out of a value */
+  readonly references?: Readonly<Record<string, string>>
   readonly refused?: readonly RefusedLine[]
 }
 
 /** Why a push body is refused, or null. Reasons name the position of what is wrong, never its content. */
 export function pushProblem(body: PushInput): string | null {
   const names = Object.keys(body.variables)
-  if (names.length === 0) return 'the push holds no variables'
+  const refs = Object.keys(body.references ?? {})
+  if (names.length === 0 && refs.length === 0) return 'the push holds no variables'
+  for (let i = 0; i < refs.length; i++) {
+    const name = refs[i] as string
+    const np = nameProblem(name)
+    if (np) return `reference ${i + 1} of the push has a bad name: ${np}`
+    if (Object.hasOwn(body.variables, name)) return `reference ${i + 1} of the push names a variable the push also sends a value for`
+    const target = parseTarget((body.references as Record<string, string>)[name] as string)
+    if (typeof target === 'string') return `reference ${i + 1} of the push: ${target}`
+  }
   for (let i = 0; i < names.length; i++) {
     const name = names[i] as string
     const np = nameProblem(name)
@@ -78,15 +90,22 @@ export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultA
   if (!d.hasKey) throw fail.notConfigured()
   const problem = pushProblem(body)
   if (problem) throw fail.invalid(problem)
+  // references: checked with the sender's rights now, and again with the decider's when applied
+  const stored: Record<string, string> = { ...body.variables }
+  for (const [name, text] of Object.entries(body.references ?? {})) {
+    const target = parseTarget(text) as ReferenceTarget
+    await checkNewReference(d, vault, env, name, target)
+    stored[name] = referenceForm(target)
+  }
   const now = d.now()
-  const names = Object.keys(body.variables).sort()
+  const names = Object.keys(stored).sort()
   // sealed again if storage says the vault's data key changed since it was cached (rotated by
   // another process): a value is never stored under a key the vault no longer has
   const r = await retryOptimistic(
     3,
     () => 'the vault key kept changing while the push was sealed',
     async () => {
-      const sealed = await d.crypto.seal(vault.id, env.name, body.variables)
+      const sealed = await d.crypto.seal(vault.id, env.name, stored)
       const r = await d.storage.createImport(
         {
           id: randomUUID(),
@@ -281,6 +300,11 @@ async function pushChangeSet(d: DomainDeps, actor: PersonActor, view: PushView, 
   const staged = await d.storage.getImportValues(push.id)
   const { values: current, unreadable, failure } = await openCurrent(d, vault.id, push.environment, state.variables)
   const incoming = await d.crypto.openValues(vault.id, push.environment, staged)
+  // a reference it holds must still be one the decider may make (rights, target, no cycle)
+  for (const [name, form] of Object.entries(incoming)) {
+    const target = referenceOf(form)
+    if (target) await checkNewReference(d, vault, view.env, name, target)
+  }
   const entries = entriesOf(current, incoming, unreadable)
   // a live value that no longer opens: an owner's Apply replaces it, recorded as unreadable
   if (entries.some((e) => unreadable.has(e.name)) && !mayReplaceUnreadable(actor, vault)) throw failure

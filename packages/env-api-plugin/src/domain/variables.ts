@@ -5,6 +5,8 @@ import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { ciLimitRefusal, mayAccess, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
 import { nameProblem, valueProblem } from './rules.js'
+import { checkNewReference, describeReferences, parseTarget, type ReferenceInfo, referenceForm, resolveReferences } from './references.js'
+import { applyOverrides } from './overrides.js'
 import { locateEnvironment, type Located } from './vaults.js'
 import { stagePush } from './pushes.js'
 import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
@@ -19,6 +21,8 @@ export interface ReadResult {
   readonly env: EnvironmentInfo
   /** name → value, in name order */
   readonly values: Record<string, string>
+  /** names whose value is the reader's own personal override, in name order */
+  readonly overridden: readonly string[]
 }
 
 /**
@@ -53,16 +57,31 @@ async function requireRead(d: DomainDeps, actor: Actor, vault: VaultAccess, env:
 
 async function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, names?: readonly string[]): Promise<ReadResult> {
   if (!d.hasKey) throw fail.notConfigured() // before the read: nothing is logged as read that cannot be opened
-  const { variables } = await d.storage.readVariables(
-    vault.id,
-    env.name,
-    entryFor(actor, { vaultId: vault.id, action: 'read', at: d.now(), environment: env.name }),
-    names,
-  )
+  const state = await d.storage.readCurrent(vault.id, env.name, names)
   // storage answers in name order already; sort only if it did not
-  const sorted = inNameOrder(variables) ? variables : [...variables].sort(byName)
+  const sorted = inNameOrder(state.variables) ? state.variables : [...state.variables].sort(byName)
   // openValues fills its object in the order given (names never look like array indexes)
-  return { vault, env, values: await d.crypto.openValues(vault.id, env.name, sorted) }
+  const stored = await d.crypto.openValues(vault.id, env.name, sorted)
+  // references are followed with the reader's rights now; a refusal or a broken one fails the whole read
+  const { values, used } = await resolveReferences(d, actor, vault, env, stored)
+  // the reader's own overrides, for their reads only
+  const overridden = await applyOverrides(d, actor, vault, env, values)
+  // logged before any value leaves: the environment read, and each one a reference led into
+  const at = d.now()
+  await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at, environment: env.name, names: Object.keys(values) }))
+  for (const [other, usedNames] of used)
+    await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at, environment: other, names: usedNames }))
+  return { vault, env, values, overridden }
+}
+
+/** One variable to write: its value, or (`ref`, `ENVIRONMENT.NAME`) a reference to another environment's variable. */
+export interface VariableInput {
+  readonly vaultId: string
+  readonly environment: string
+  readonly name: string
+  readonly value?: string
+  readonly ref?: string
+  readonly mode: 'add' | 'change' | 'set'
 }
 
 /**
@@ -76,20 +95,31 @@ async function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: Enviro
 export async function writeVariable(
   d: DomainDeps,
   actor: Actor,
-  input: { vaultId: string; environment: string; name: string; value: string; mode: 'add' | 'change' | 'set' },
+  input: VariableInput,
 ): Promise<{ vault: VaultAccess; env: EnvironmentInfo; name: string; created: boolean; proposed: ImportRecord | null }> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   if (!mayAccess(vault, env, 'write')) throw fail.forbidden(writeRefusal(vault.role))
   const name = input.name.trim()
   const np = nameProblem(name)
   if (np) throw fail.invalid(np)
-  const vp = valueProblem(input.value)
-  if (vp) throw fail.invalid(vp)
+  let stored: string
+  if (input.ref !== undefined) {
+    const target = parseTarget(input.ref.trim())
+    if (typeof target === 'string') throw fail.invalid(target)
+    if (!d.hasKey) throw fail.notConfigured()
+    await checkNewReference(d, vault, env, name, target)
+    stored = referenceForm(target)
+  } else {
+    const vp = valueProblem(input.value ?? '')
+    if (vp) throw fail.invalid(vp)
+    stored = input.value as string
+  }
   if (mustPropose(actor, vault, env) && actor.kind === 'person') {
     const has = (await d.storage.listVariableNames(vault.id, env.name)).some((m) => m.name === name)
     if (input.mode === 'add' && has) throw fail.conflict(EXISTS)
     if (input.mode === 'change' && !has) throw fail.notFound(VARIABLE_NOT_FOUND)
-    const proposed = await stagePush(d, actor, vault, env, { variables: { [name]: input.value } })
+    const body = input.ref !== undefined ? { variables: {}, references: { [name]: input.ref.trim() } } : { variables: { [name]: stored } }
+    const proposed = await stagePush(d, actor, vault, env, body)
     return { vault, env, name, created: false, proposed }
   }
   const r = await changeEnvironment(d, actor, vault, env, {
@@ -100,7 +130,7 @@ export async function writeVariable(
       const has = Object.hasOwn(current, name) || unreadable.has(name)
       if (input.mode === 'add' && has) throw fail.conflict(EXISTS)
       if (input.mode === 'change' && !has) throw fail.notFound(VARIABLE_NOT_FOUND)
-      return { [name]: input.value }
+      return { [name]: stored }
     },
     log: (names, at) => entryFor(actor, { vaultId: vault.id, action: 'variable_set', at, environment: env.name, names }),
   })
@@ -138,6 +168,12 @@ export async function deleteVariable(
 export async function listVariables(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }): Promise<VariableMeta[]> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   return d.storage.listVariableNames(vault.id, env.name)
+}
+
+/** Which of an environment's variables are references, with their targets (for a member who may read it; never a value). */
+export async function listReferences(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }): Promise<Map<string, ReferenceInfo>> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  return describeReferences(d, vault, env)
 }
 
 /** Names (never values) of an environment's variables. */

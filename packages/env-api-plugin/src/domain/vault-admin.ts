@@ -101,6 +101,12 @@ export async function setEnvironmentRules(
     entryFor(actor, { vaultId: vault.id, action: 'environment_changed', at: d.now(), environment: env.name, detail: words }),
   )
   if (!ok) throw fail.notFound('this environment does not exist in the vault')
+  // an owners-only environment never has personal overrides (issue 24): made one, they go
+  if (next.ownersOnly && !env.ownersOnly)
+    await d.storage.changeOverride(
+      { kind: 'allow', vaultId: vault.id, environment: env.name, allow: false },
+      entryFor(actor, { vaultId: vault.id, action: 'environment_changed', at: d.now(), environment: env.name, detail: 'personal overrides: off' }),
+    )
   return { name: env.name, ...next }
 }
 

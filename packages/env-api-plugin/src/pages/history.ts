@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { referenceOf, targetText } from '../domain/references.js'
 import type { Person } from '../adapters/people.js'
 import type { ChangeSetSummary, VaultAccess } from '../adapters/storage.js'
 import { mayAccess } from '../domain/permissions.js'
@@ -47,7 +48,10 @@ function valueCell(v: string | null | undefined, revealed: boolean): SafeHtml {
   if (!revealed) return html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`
   // undefined: a value recorded as unreadable when it was replaced (openHistory leaves it out)
   if (v === undefined) return html`<span class="muted">(could not be opened)</span>`
-  return v === null ? html`<span class="muted">(none)</span>` : html`<code class="value">${v}</code>`
+  if (v === null) return html`<span class="muted">(none)</span>`
+  // a reference is kept in history as a reference: its target, never the value it led to then
+  const ref = referenceOf(v)
+  return ref ? html`<span class="ref">reference to <code>${targetText(ref)}</code></span>` : html`<code class="value">${v}</code>`
 }
 
 export function historyRoutes(app: FastifyInstance, deps: PageDeps): void {

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { referenceOf, targetText } from '../domain/references.js'
 import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
@@ -65,8 +66,9 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
     const token = reply.generateCsrf()
     const action = pagePath(deps, reviewPath(vault.id, push.id))
     const overwrites = new Set(push.overwrites)
-    const revealed = extra.revealed ?? null
-    const current = extra.current ?? {}
+    // a reference (staged or current) shows as its target, never as the value it leads to
+    const revealed = extra.revealed ? shownForms(extra.revealed) : null
+    const current = shownForms(extra.current ?? {})
 
     const nameRows = push.names.map((name) => {
       const kind = overwrites.has(name) ? 'overwrite' : 'new'
@@ -260,4 +262,14 @@ export function markedDiff(before: string, after: string): { old: SafeHtml; new:
     return html`${head}${mid ? html`<mark>${mid}</mark>` : ''}${tail}`
   }
   return { old: part(a), new: part(b) }
+}
+
+/** Stored forms as the review shows them: a reference as `→ ENVIRONMENT.NAME (reference)`. */
+function shownForms(forms: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, form] of Object.entries(forms)) {
+    const ref = referenceOf(form)
+    out[name] = ref ? `→ ${targetText(ref)} (reference)` : form
+  }
+  return out
 }

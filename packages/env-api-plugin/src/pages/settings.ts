@@ -32,6 +32,11 @@ export function settingsRoutes(app: FastifyInstance, deps: PageDeps): void {
     const token = reply.generateCsrf()
     const base = pagePath(deps, settingsPath(vault.id))
     const owner = vault.role === 'owner'
+    // "Allow personal overrides" (issue 24): never offered on an owners-only environment
+    const overridesOn = new Map<string, boolean>()
+    for (const e of vault.environments)
+      if (!e.ownersOnly)
+        overridesOn.set(e.name, (await domain.describeOverrides(pageActor(person, reply.request), { vaultId: vault.id, environment: e.name })).allowed)
     const envRows = vault.environments.map(
       (e) => html`<tr>
 <td data-label="Environment"><code class="name">${e.name}</code></td>
@@ -42,8 +47,18 @@ ${csrfField(token)}<input type="hidden" name="environment" value="${e.name}">
 <label><input type="checkbox" name="owners_only"${e.ownersOnly ? html` checked` : ''}> Owners only</label>
 <label><input type="checkbox" name="second_person"${secondPersonRequired({ ...vault, requireSecondPerson: false }, e) ? html` checked` : ''}> Require a second person</label>
 <button type="submit" class="secondary">Save</button>
+</form>${
+              e.ownersOnly
+                ? ''
+                : html`<form method="post" action="${base}/overrides" class="inline env-overrides">
+${csrfField(token)}<input type="hidden" name="environment" value="${e.name}"><input type="hidden" name="allow" value="${overridesOn.get(e.name) ? 'off' : 'on'}">
+<span class="small">${overridesOn.get(e.name) ? 'Personal overrides allowed' : 'No personal overrides'}</span>
+<button type="submit" class="secondary">${overridesOn.get(e.name) ? 'Stop allowing personal overrides' : 'Allow personal overrides'}</button>
 </form>`
-          : html`${e.ownersOnly ? 'owners only' : 'shared'}; ${secondPersonRequired(vault, e) ? 'a second person decides pushes' : 'the sender may decide'}`
+            }`
+          : html`${e.ownersOnly ? 'owners only' : 'shared'}; ${secondPersonRequired(vault, e) ? 'a second person decides pushes' : 'the sender may decide'}${
+              overridesOn.get(e.name) ? '; personal overrides allowed' : ''
+            }`
       }</td>
 </tr>`,
     )
@@ -66,7 +81,7 @@ ${csrfField(token)}
 }
 <section class="card">
 <h2>Environments</h2>
-<p class="hint">Owners only: editors neither read nor change it. Require a second person: the sender of a push cannot decide it there (on by default for owners-only environments).</p>
+<p class="hint">Owners only: editors neither read nor change it. Require a second person: the sender of a push cannot decide it there (on by default for owners-only environments). Allow personal overrides: each member may use their own value of a variable for their own reads (never anyone else's, never CI's); not available on owners-only environments, and turning it off deletes them.</p>
 <table class="stack envs"><thead><tr><th>Environment</th><th>Rules</th></tr></thead><tbody>${envRows}</tbody></table>
 </section>
 ${
@@ -130,6 +145,14 @@ ${csrfField(token)}
       environment: field(request.body, 'environment'),
       ownersOnly: field(request.body, 'owners_only') === 'on',
       secondPerson: field(request.body, 'second_person') === 'on',
+    })
+    return `${settingsPath(request.params.vault)}?done=environment`
+  })
+  form('/overrides', 'changing personal overrides', async (request, person) => {
+    await domain.allowOverrides(pageActor(person, request), {
+      vaultId: request.params.vault,
+      environment: field(request.body, 'environment'),
+      allow: field(request.body, 'allow') === 'on',
     })
     return `${settingsPath(request.params.vault)}?done=environment`
   })

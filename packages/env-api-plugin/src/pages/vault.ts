@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Person } from '../adapters/people.js'
 import type { EnvironmentInfo, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
 import type { PersonActor } from '../domain/actor.js'
+import type { ReferenceInfo } from '../domain/references.js'
+import { overrideForms, overrideMarks, overridesShown, type OverridesShown } from './overrides.js'
 import { canManageVault, mayAccess } from '../domain/permissions.js'
 import { PENDING_SHOWN } from '../domain/pushes.js'
 import { secondPersonRequired } from '../domain/vault-admin.js'
@@ -24,6 +26,9 @@ const NOTICES: Readonly<Record<string, string>> = Object.freeze({
   variable_added: 'The variable was added.',
   variable_changed: 'The variable was changed.',
   variable_deleted: 'The variable was deleted.',
+  reference_set: 'The reference was saved.',
+  override_set: 'Your override was saved: your own reads use it, nobody else’s.',
+  override_removed: 'Your override was removed.',
   member_added: 'The member was added.',
   member_changed: 'The role was changed.',
   member_removed: 'The member was removed.',
@@ -117,6 +122,8 @@ async function variablesTab(
   const owner = canManageVault(vault.role)
   const q = field(view.query, 'q').trim().slice(0, MAX_NAME_LENGTH)
   const all = env ? await deps.domain.listVariables(actor, { vaultId: vault.id, environment: env.name }) : []
+  const refs = env ? await deps.domain.listReferences(actor, { vaultId: vault.id, environment: env.name }) : new Map<string, ReferenceInfo>()
+  const overrides = env ? await overridesShown(deps, actor, vault, env) : null
   const vars = q ? all.filter((v) => v.name.toLowerCase().includes(q.toLowerCase())) : all
   const switcher = html`<nav class="envs" aria-label="Environments">${vault.environments.map(
     (e) =>
@@ -138,7 +145,7 @@ ${q ? html`<a href="${`${base}?env=${encodeURIComponent(env.name)}`}">Show all</
 ${switcher}
 ${filter}
 ${pasteable ? html`<p><a href="${`${base}/paste?environment=${encodeURIComponent(env.name)}`}">Paste a .env</a> <span class="muted">(sent as a push, for review)</span></p>` : ''}
-${env ? environmentSection(deps, vault, env, vars, csrf, revealed, view.editing ?? null) : html`<p class="muted">This vault has no environment yet.</p>`}
+${env ? environmentSection(deps, vault, env, vars, refs, overrides, csrf, revealed, view.editing ?? null) : html`<p class="muted">This vault has no environment yet.</p>`}
 ${
   owner
     ? html`<details class="card add-env"><summary>Add an environment</summary>
@@ -161,6 +168,8 @@ function environmentSection(
   vault: VaultAccess,
   env: EnvironmentInfo,
   vars: readonly VariableMeta[],
+  refs: ReadonlyMap<string, ReferenceInfo>,
+  overrides: OverridesShown | null,
   csrf: SafeHtml,
   revealed: Readonly<Record<string, string>> | null,
   editing: string | null,
@@ -175,6 +184,8 @@ function environmentSection(
     const value = revealed && Object.hasOwn(revealed, v.name) ? revealed[v.name] : undefined
     return html`<li class="var">
 <div class="var-head"><code class="name">${v.name}</code>${codeMark(v.name)} <span class="muted small">updated ${when(v.updatedAt)}</span></div>
+${referenceLine(refs.get(v.name))}
+${overrides ? overrideMarks(overrides, v.name) : ''}
 ${
   readable
     ? html`<div class="var-value">${
@@ -189,6 +200,7 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="
       }</div>`
     : ''
 }
+${readable && overrides ? overrideForms(overrides, base, csrf, env, v.name) : ''}
 ${
   writable
     ? html`<div class="var-actions">
@@ -254,10 +266,29 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}">
 <textarea id="${`add-value-${env.name}`}" name="value" rows="2" required spellcheck="false" autocomplete="off"></textarea>
 <button type="submit">${propose ? 'Propose' : 'Add variable'}</button>
 </form>
+</details>
+<details class="add"><summary>Refer to another variable</summary>
+<form method="post" action="${`${base}/variables/refer#${anchor}`}">
+${csrf}<input type="hidden" name="environment" value="${env.name}">
+<label for="${`ref-name-${env.name}`}">Reference name</label>
+<input id="${`ref-name-${env.name}`}" name="name" required maxlength="${MAX_NAME_LENGTH}" pattern="${NAME_PATTERN}" autocomplete="off" spellcheck="false">
+<label for="${`ref-target-${env.name}`}">Refers to (environment.NAME)</label>
+<input id="${`ref-target-${env.name}`}" name="target" required maxlength="320" placeholder="environment.NAME" autocomplete="off" spellcheck="false">
+<p class="hint">Read with each reader's rights at every read: someone who may not read that environment is refused the whole read.</p>
+<button type="submit">Add reference</button>
+</form>
 </details>`
     : ''
 }
 </section>`
+}
+
+/** "refers to production.X" under a reference's name; broken when its target is gone. */
+function referenceLine(info: ReferenceInfo | undefined): SafeHtml | string {
+  if (!info) return ''
+  return info.broken
+    ? html`<div class="ref broken" data-ref="${info.target}"><span class="badge">broken reference</span> to <code>${info.target}</code>, which no longer exists: reads of this environment fail until it is changed or deleted</div>`
+    : html`<div class="ref" data-ref="${info.target}">refers to <code>${info.target}</code></div>`
 }
 
 type Params = { vault: string }
@@ -334,7 +365,8 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
     const name = field(request.body, 'name')
     const r = await domain.revealValues(actor, { vaultId, environment: field(request.body, 'environment'), name })
     // "Edit" reveals (logged, as every reveal) and opens the change form with the value in it
-    const editing = field(request.body, 'edit') === '1' && name ? name : null
+    // never with the person's own override in it: saving would give everyone their value
+    const editing = field(request.body, 'edit') === '1' && name && !r.overridden.includes(name) ? name : null
     return renderVault(deps, reply, { vault: r.vault, person, revealed: { environment: r.env.name, values: r.values }, env: r.env.name, editing })
   })
 
@@ -356,6 +388,37 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
           deps,
           reply,
           back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=${mode === 'add' ? 'variable_added' : 'variable_changed'}#env-${r.env.name}`),
+        )
+      },
+    )
+  }
+
+  vaultForm('/variables/refer', envPhrase('adding a reference to'), async ({ request, reply, actor, vaultId }) => {
+    const r = await domain.writeVariable(actor, {
+      vaultId,
+      environment: field(request.body, 'environment'),
+      name: field(request.body, 'name'),
+      ref: field(request.body, 'target'),
+      mode: 'set',
+    })
+    return seeOther(deps, reply, back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=reference_set#env-${r.env.name}`))
+  })
+
+  for (const remove of [false, true]) {
+    vaultForm(
+      remove ? '/variables/override/remove' : '/variables/override',
+      envPhrase('overriding a variable for yourself in'),
+      async ({ request, reply, actor, vaultId }) => {
+        const r = await domain.setOverride(actor, {
+          vaultId,
+          environment: field(request.body, 'environment'),
+          name: field(request.body, 'name'),
+          value: remove ? null : field(request.body, 'value').replace(/\r\n?/g, '\n'),
+        })
+        return seeOther(
+          deps,
+          reply,
+          back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=${remove ? 'override_removed' : 'override_set'}#env-${r.env.name}`),
         )
       },
     )

@@ -15,6 +15,8 @@ export const RefusedEntry = Type.Object({
 /** The push request. Shapes only (no coercion on bodies); rules are checked in the handler. */
 export const PushBody = Type.Object({
   variables: Type.Record(Type.String(), Type.String()),
+  /** an extension of the spec's body (issue 24): name → `ENVIRONMENT.NAME`, references to propose */
+  references: Type.Optional(Type.Record(Type.String(), Type.String())),
   refused: Type.Optional(Type.Array(RefusedEntry)),
 })
 

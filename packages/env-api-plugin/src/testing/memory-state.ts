@@ -1,6 +1,7 @@
 import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { AuthorizationCodeRecord } from '../adapters/oauth-store.js'
 import type { ChangeEntry, NewChangeSet } from '../adapters/history-store.js'
+import type { OverrideRow } from '../adapters/override-store.js'
 import type { AccessLogRow, AuditRow, ImportRecord, Role, SealedVariable } from '../adapters/vault-store.js'
 import type { DeliveryRecord, WebhookRecord } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
@@ -104,6 +105,10 @@ export interface State {
   webhooks: Map<string, WebhookRow>
   deliveries: Map<string, DeliveryRow>
   nextDeliveryId: number
+  /** `vault\0environment` of the environments that allow personal overrides */
+  overridesAllowed: Set<string>
+  /** `vault\0environment` → `name\0person` → row */
+  overrides: Map<string, Map<string, OverrideRow>>
 }
 
 export function emptyState(): State {
@@ -128,6 +133,8 @@ export function emptyState(): State {
     webhooks: new Map(),
     deliveries: new Map(),
     nextDeliveryId: 1,
+    overridesAllowed: new Set(),
+    overrides: new Map(),
   }
 }
 
@@ -159,6 +166,8 @@ function draftOf(s: State): State {
     webhooks: new Map(s.webhooks),
     deliveries: new Map(s.deliveries),
     nextDeliveryId: s.nextDeliveryId,
+    overridesAllowed: new Set(s.overridesAllowed),
+    overrides: cloneNested(s.overrides),
   }
 }
 

@@ -5,6 +5,7 @@ import { MemoryCiIdentityStore } from './memory-ci-identity-store.js'
 import { MemoryHistoryStore } from './memory-history-store.js'
 import { MemoryImportStore } from './memory-import-store.js'
 import { MemoryOAuthStore } from './memory-oauth-store.js'
+import { MemoryOverrideStore } from './memory-override-store.js'
 import { MemoryVaultStore } from './memory-vault-store.js'
 import { MemoryWebhookStore } from './memory-webhook-store.js'
 import type { VaultStoreProbe } from './vault-store-contract.js'
@@ -46,6 +47,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
     bindAll(new MemoryImportStore(db)),
     bindAll(new MemoryWebhookStore(db)),
     bindAll(new MemoryClientRegistrationStore()),
+    bindAll(new MemoryOverrideStore(db)),
     {
       probe: memoryProbe(db),
       edit: (fn: (state: MemoryState) => void) => db.write('edit', fn),

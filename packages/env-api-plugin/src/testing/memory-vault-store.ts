@@ -173,7 +173,17 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
       const webhooks = [...s.webhooks.values()]
         .filter((w) => w.vaultId === vaultId && w.sealedSecret !== null)
         .map((w) => ({ webhookId: w.id, sealed: copyBytes(w.sealedSecret as Uint8Array) }))
-      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged, history, webhooks })
+      const overrides: { environment: string; name: string; personId: string; sealed: Uint8Array }[] = []
+      for (const env of s.environments.get(vaultId)?.keys() ?? [])
+        for (const o of s.overrides.get(varKey(vaultId, env))?.values() ?? [])
+          overrides.push({ environment: env, name: o.name, personId: o.personId, sealed: copyBytes(o.sealed) })
+      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged, history, webhooks, overrides })
+      for (const n of next.overrides ?? []) {
+        const rows = s.overrides.get(varKey(vaultId, n.environment))
+        const row = rows?.get(`${n.name}\0${n.personId}`)
+        if (!rows || !row) throw new StorageError('23503', 'overrides')
+        rows.set(`${n.name}\0${n.personId}`, Object.freeze({ ...row, sealed: copyBytes(n.sealed) }))
+      }
       for (const n of next.webhooks ?? []) {
         const w = s.webhooks.get(n.webhookId)
         if (!w || w.vaultId !== vaultId || w.sealedSecret === null) throw new StorageError('23503', 'webhooks')
@@ -239,7 +249,11 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
       await this.#db.step()
       s.vaults.delete(v.id)
       s.members.delete(v.id)
-      for (const env of s.environments.get(v.id)?.keys() ?? []) s.variables.delete(varKey(v.id, env))
+      for (const env of s.environments.get(v.id)?.keys() ?? []) {
+        s.variables.delete(varKey(v.id, env))
+        s.overrides.delete(varKey(v.id, env))
+        s.overridesAllowed.delete(varKey(v.id, env))
+      }
       s.environments.delete(v.id)
       for (const imp of [...s.imports.values()]) {
         if (imp.vaultId !== v.id) continue

@@ -154,7 +154,7 @@ t.test('database failures: 500, 503 unreachable, 504 timed out; the reason is th
     ['55P03', 504, 'lock timeout'],
   ]
   for (const [code, status, name] of cases) {
-    const b = await build(t, { wrapStorage: failing('readVariables', () => new StorageError(code, 'variables')) })
+    const b = await build(t, { wrapStorage: failing('readCurrent', () => new StorageError(code, 'variables')) })
     const v = await b.createVault('alice')
     const res = await b.get(`/api/env/${v}/development`, await b.signIn('alice'))
     expectError(t, res, status, 'server_error', 'env API: database', {

@@ -6,6 +6,7 @@ import {
   runHistoryStoreContract,
   runVaultStoreContract,
   runWebhookStoreContract,
+  runOverrideStoreContract,
 } from '../../src/testing/index.js'
 
 // The reference store passes the contract suites it ships with: as is, and
@@ -22,6 +23,12 @@ for (const yieldBetweenSteps of [false, true]) {
     runHistoryStoreContract(t, async () => {
       const storage = createMemoryStorage({ yieldBetweenSteps })
       return { store: storage, probe: storage.probe, close: () => storage.close() }
+    })
+  })
+  t.test(`override store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {
+    runOverrideStoreContract(t, async () => {
+      const storage = createMemoryStorage({ yieldBetweenSteps })
+      return { store: storage, close: () => storage.close() }
     })
   })
   t.test(`webhook store contract on memory${yieldBetweenSteps ? ', yielding between steps' : ''}`, async (t) => {

@@ -10,6 +10,7 @@ import { m008Webhooks } from './008-webhooks.js'
 import { m009AccessLogIssue25 } from './009-access-log-issue-25.js'
 import { m010ClientRegistrations } from './010-client-registrations.js'
 import { m011AccessLogActions } from './011-access-log-actions.js'
+import { m012Overrides } from './012-overrides.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -27,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   '009_access_log_issue_25': m009AccessLogIssue25,
   '010_client_registrations': m010ClientRegistrations,
   '011_access_log_actions': m011AccessLogActions,
+  '012_overrides': m012Overrides,
 }
