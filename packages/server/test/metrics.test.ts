@@ -89,7 +89,11 @@ t.test('metrics: off by default; on their own listener; counts match a scripted 
   t.equal(value(families, 'envkeep_api_operations_total', { operation: 'push', outcome: 'ok' }), 2)
   t.equal(value(families, 'envkeep_api_operations_total', { operation: 'list', outcome: 'unauthorized' }), 3)
   t.equal(value(families, 'envkeep_pending_pushes'), 2)
-  t.equal(histogramCount(text, 'envkeep_access_log_write_seconds', { method: 'appendAccessLog', result: 'ok' }), 4, 'one timed log write per read (the domain reads, then appends its entry before the values leave)')
+  t.equal(
+    histogramCount(text, 'envkeep_access_log_write_seconds', { method: 'appendAccessLog', result: 'ok' }),
+    4,
+    'one timed log write per read (the domain reads, then appends its entry before the values leave)',
+  )
   t.equal(histogramCount(text, 'envkeep_access_log_write_seconds', { method: 'createImport', result: 'ok' }), 2)
   t.ok(value(families, 'envkeep_process_resident_memory_bytes') > 0, 'process memory')
   t.ok(families.some((f) => f.name === 'envkeep_webhook_deliveries_total'))
