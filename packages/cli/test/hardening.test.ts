@@ -70,7 +70,8 @@ t.test('the CLI against a vault an editor may fill', async (t) => {
 
     const allowed = await bin(['run', 'shop', 'development', '--allow', 'NODE_OPTIONS', '--', process.execPath, '-e', 'console.log("ok")'])
     t.equal(allowed.code, 0, allowed.stderr)
-    t.equal(readFileSync(marker, 'utf8'), 'node ran the hook\n', '--allow NODE_OPTIONS gives it')
+    // at least once: on Node 22 the preload runs again, same process, in the module-hooks worker thread that the test runner's inherited loader starts
+    t.match(readFileSync(marker, 'utf8'), /^(node ran the hook\n)+$/, '--allow NODE_OPTIONS gives it')
     t.match(allowed.stderr, /held back BASH_ENV:/)
     rmSync(marker)
 
