@@ -44,19 +44,22 @@ export class PostgresImportStore implements ImportStore {
       const add = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
       const over = storageLimitRefusal(before, { n: before.n + input.values.length, bytes: before.bytes + add }, input.limit)
       if (over) return over
-      const names = input.values.map((v) => v.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+      const valued = input.values.map((v) => v.name).sort(byName)
+      const deletes = [...(input.deletes ?? [])].sort(byName)
+      const names = [...valued, ...deletes].sort(byName)
       const current = new Set(
         (
           await rows<{ name: string }>(
             trx,
-            sql`select name from variables where vault_id = ${input.vaultId} and environment = ${input.environment} and name = any(${names}::text[])`,
+            sql`select name from variables where vault_id = ${input.vaultId} and environment = ${input.environment} and name = any(${valued}::text[])`,
           )
         ).map((r) => r.name),
       )
       const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
-      const overwrites = overwritesOf(names, current)
-      await sql`insert into imports (id, vault_id, environment, sender_id, sign_in_id, status, names, overwrites, refused, created_at, expires_at)
-        values (${input.id}, ${input.vaultId}, ${input.environment}, ${input.senderId}, ${input.signInId}, 'pending', ${json(names)}, ${json(overwrites)}, ${json(refused)}, ${input.createdAt.getTime()}, ${input.expiresAt.getTime()})`.execute(
+      const overwrites = overwritesOf(valued, current)
+      await sql`insert into imports (id, vault_id, environment, sender_id, sign_in_id, status, names, overwrites, deletes, refused, created_at, expires_at)
+        values (${input.id}, ${input.vaultId}, ${input.environment}, ${input.senderId}, ${input.signInId}, 'pending', ${json(names)}, ${json(overwrites)}, ${json(deletes)}, ${json(refused)}, ${input.createdAt.getTime()}, ${input.expiresAt.getTime()})`.execute(
         trx,
       )
       for (const v of input.values) {
@@ -74,6 +77,7 @@ export class PostgresImportStore implements ImportStore {
           status: 'pending',
           names,
           overwrites,
+          deletes,
           refused,
           createdAt: input.createdAt,
           expiresAt: input.expiresAt,
@@ -135,7 +139,14 @@ export class PostgresImportStore implements ImportStore {
             on conflict (vault_id, environment, name) do update set sealed = excluded.sealed, updated_at = excluded.updated_at, updated_by = excluded.updated_by
             returning name`,
         )
-        if (staged.length > 0) await bumpVersion(trx, imp.vaultId, imp.environment)
+        const deleted =
+          imp.deletes.length === 0
+            ? []
+            : await rows<{ name: string }>(
+                trx,
+                sql`delete from variables where vault_id = ${imp.vaultId} and environment = ${imp.environment} and name = any(${[...imp.deletes]}::text[]) returning name`,
+              )
+        if (staged.length > 0 || deleted.length > 0) await bumpVersion(trx, imp.vaultId, imp.environment)
       }
       await sql`delete from import_values where import_id = ${imp.id}`.execute(trx)
       const reason = d.decision === 'rejected' ? (d.reason ?? null) : null

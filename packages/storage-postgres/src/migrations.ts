@@ -337,6 +337,13 @@ const m009: Migration = {
   },
 }
 
+/** Pushes that delete names (issue 25: a deletion proposed from the pages); none for older pushes. */
+const m010: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`alter table imports add column deletes jsonb not null default '[]'::jsonb`.execute(db)
+  },
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '001_schema': m001,
   '002_rate_counters': m002,
@@ -347,6 +354,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '007_client_registrations': m007ClientRegistrations,
   '008_access_log_actions': m008,
   '009_overrides': m009,
+  '010_push_deletes': m010,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

@@ -37,6 +37,7 @@ export interface ImportRow {
   status: ImportRecord['status']
   names: string[]
   overwrites: string[]
+  deletes: string[]
   refused: RefusedLine[]
   created_at: string
   expires_at: string
@@ -55,6 +56,7 @@ export function toImport(r: ImportRow): ImportRecord {
     status: r.status,
     names: r.names,
     overwrites: r.overwrites,
+    deletes: r.deletes,
     refused: r.refused,
     createdAt: new Date(ms(r.created_at)),
     expiresAt: new Date(ms(r.expires_at)),

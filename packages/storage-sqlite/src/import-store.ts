@@ -33,6 +33,7 @@ export function toImport(r: ImportRow): ImportRecord {
     status: r.status,
     names: JSON.parse(r.names) as string[],
     overwrites: JSON.parse(r.overwrites) as string[],
+    deletes: JSON.parse(r.deletes) as string[],
     refused: JSON.parse(r.refused) as RefusedLine[],
     createdAt: new Date(r.created_at),
     expiresAt: new Date(r.expires_at),
@@ -77,8 +78,10 @@ export class SqliteImportStore extends SqliteStoreBase implements ImportStore {
         ),
       )
       const values = [...input.values].sort(byName)
-      const names = values.map((v) => v.name)
-      const overwrites = overwritesOf(names, existing)
+      const deletes = [...(input.deletes ?? [])].sort()
+      const valued = values.map((v) => v.name)
+      const names = [...valued, ...deletes].sort()
+      const overwrites = overwritesOf(valued, existing)
       const row: ImportRow = {
         id: input.id,
         vault_id: input.vaultId,
@@ -88,6 +91,7 @@ export class SqliteImportStore extends SqliteStoreBase implements ImportStore {
         status: 'pending',
         names: JSON.stringify(names),
         overwrites: JSON.stringify(overwrites),
+        deletes: JSON.stringify(deletes),
         refused: JSON.stringify(input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))),
         created_at: input.createdAt.getTime(),
         expires_at: input.expiresAt.getTime(),
@@ -140,7 +144,12 @@ export class SqliteImportStore extends SqliteStoreBase implements ImportStore {
         if (d.changeSet) insertChangeSet(this.d, d.changeSet)
         const staged = this.all(this.db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy('name'))
         for (const v of staged) this.upsertVariable(r.vault_id, r.environment, v, by, at)
-        if (staged.length > 0) this.bumpVersion(r.vault_id, r.environment)
+        const gone = JSON.parse(r.deletes) as string[]
+        const deleted =
+          gone.length === 0
+            ? 0
+            : this.run(this.db.deleteFrom('variables').where('vault_id', '=', r.vault_id).where('environment', '=', r.environment).where('name', 'in', gone))
+        if (staged.length > 0 || deleted > 0) this.bumpVersion(r.vault_id, r.environment)
       }
       this.run(this.db.deleteFrom('import_values').where('import_id', '=', importId))
       this.run(

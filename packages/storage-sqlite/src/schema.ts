@@ -54,6 +54,8 @@ export interface ImportsTable {
   names: string
   /** JSON array of names */
   overwrites: string
+  /** JSON array of names to delete when applied (migration 013) */
+  deletes: string
   /** JSON array of {line, name, reason} */
   refused: string
   created_at: number

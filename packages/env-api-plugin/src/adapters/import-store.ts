@@ -27,6 +27,11 @@ export interface ImportRecord {
   readonly status: ImportStatus
   readonly names: readonly string[]
   readonly overwrites: readonly string[]
+  /**
+   * Names the push deletes when applied (issue 25: a deletion proposed from the pages); they are
+   * listed in `names` too, and have no staged value. Empty for a push from the command line.
+   */
+  readonly deletes: readonly string[]
   readonly refused: readonly RefusedLine[]
   readonly createdAt: Date
   readonly expiresAt: Date
@@ -43,6 +48,8 @@ export interface NewImport {
   readonly senderId: string
   readonly signInId: string | null
   readonly values: readonly SealedVariable[]
+  /** names to delete when applied (no value staged; none of them among `values`) */
+  readonly deletes?: readonly string[]
   readonly refused: readonly RefusedLine[]
   readonly createdAt: Date
   readonly expiresAt: Date
@@ -82,8 +89,9 @@ export interface ImportStore {
   /**
    * Creates a pending push with its staged (sealed) values and appends `log`
    * (`push_created`), in one transaction, after checking `input.limit`
-   * inside it (the staged values count). Computes `overwrites` from the
-   * environment's current variables; `names` are sorted. An existing id
+   * inside it (the staged values count). Computes `overwrites` (of the
+   * staged values) from the environment's current variables; `names` (the
+   * staged values' and `deletes`) and `deletes` are sorted. An existing id
    * throws 23505.
    */
   createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult>
@@ -101,8 +109,8 @@ export interface ImportStore {
 
   /**
    * Decides a pending push and appends `log`, atomically: for `applied`,
-   * every staged value is written to the environment's variables (all or
-   * none; `updatedBy` = `decision.by`); then staged values are deleted and status, decidedAt and decidedBy set.
+   * every staged value is written to the environment's variables and every
+   * name of `deletes` deleted from them (all or none; `updatedBy` = `decision.by`); then staged values are deleted and status, decidedAt and decidedBy set.
    * A push that is not pending, or has expired by `now`, is left unchanged
    * (the expiry is recorded as in getImport) → `not_pending`. Unknown push:
    * throws 23503.

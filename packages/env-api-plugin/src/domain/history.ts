@@ -6,7 +6,7 @@ import { fail } from './failure.js'
 import { mayAccess, revealRefusal, writeRefusal } from './permissions.js'
 import { environmentOf, locateEnvironment, locateVault } from './vaults.js'
 import { stagePush } from './pushes.js'
-import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
+import { mustPropose } from './vault-admin.js'
 import { ENVIRONMENT_CHANGED } from './changes.js'
 
 /**
@@ -211,12 +211,11 @@ export async function rollBack(
     // a second person is required: what the rollback would write becomes a push (issue 25)
     const plan = await planRollback(d, actor, input)
     if (input.version !== undefined && plan.version !== input.version) throw fail.conflict(ENVIRONMENT_CHANGED)
-    if (plan.delete.length > 0) throw fail.forbidden(`${PROPOSE_INSTEAD}; this one deletes variables, which cannot be proposed yet`)
-    if (plan.write.length === 0) return { view, changeSetId: null, written: [], deleted: [], proposed: null }
+    if (plan.write.length === 0 && plan.delete.length === 0) return { view, changeSetId: null, written: [], deleted: [], proposed: null }
     const { target } = await rollbackTarget(d, view, input.kind, alsoLater)
     const variables: Record<string, string> = {}
     for (const name of plan.write) variables[name] = target.get(name) as string
-    const proposed = await stagePush(d, actor, vault, env, { variables })
+    const proposed = await stagePush(d, actor, vault, env, { variables }, plan.delete)
     return { view, changeSetId: null, written: [], deleted: [], proposed }
   }
   let target: Target = {}

@@ -31,10 +31,16 @@ export interface PushInput {
 }
 
 /** Why a push body is refused, or null. Reasons name the position of what is wrong, never its content. */
-export function pushProblem(body: PushInput): string | null {
+export function pushProblem(body: PushInput, deletes: readonly string[] = []): string | null {
   const names = Object.keys(body.variables)
   const refs = Object.keys(body.references ?? {})
-  if (names.length === 0 && refs.length === 0) return 'the push holds no variables'
+  if (names.length === 0 && refs.length === 0 && deletes.length === 0) return 'the push holds no variables'
+  for (let i = 0; i < deletes.length; i++) {
+    const name = deletes[i] as string
+    if (nameProblem(name) || deletes.indexOf(name) !== i) return `deletion ${i + 1} of the push has a bad name`
+    if (Object.hasOwn(body.variables, name) || Object.hasOwn(body.references ?? {}, name))
+      return `deletion ${i + 1} of the push names a variable the push also sends`
+  }
   for (let i = 0; i < refs.length; i++) {
     const name = refs[i] as string
     const np = nameProblem(name)
@@ -84,11 +90,18 @@ export async function createPush(
  * Stages a push (checked, sealed, counted against the plan's limit, `push_created` logged in
  * storage's transaction) and enqueues its webhooks. The callers have checked the right to
  * push; the pages' proposals (issue 25: changes on an environment that requires a second
- * person) come here too.
+ * person) come here too, and only they stage `deletes` (names deleted when it is applied).
  */
-export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultAccess, env: EnvironmentInfo, body: PushInput): Promise<ImportRecord> {
+export async function stagePush(
+  d: DomainDeps,
+  actor: PersonActor,
+  vault: VaultAccess,
+  env: EnvironmentInfo,
+  body: PushInput,
+  deletes: readonly string[] = [],
+): Promise<ImportRecord> {
   if (!d.hasKey) throw fail.notConfigured()
-  const problem = pushProblem(body)
+  const problem = pushProblem(body, deletes)
   if (problem) throw fail.invalid(problem)
   // references: checked with the sender's rights now, and again with the decider's when applied
   const stored: Record<string, string> = { ...body.variables }
@@ -98,7 +111,7 @@ export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultA
     stored[name] = referenceForm(target)
   }
   const now = d.now()
-  const names = Object.keys(stored).sort()
+  const names = [...Object.keys(stored), ...deletes].sort()
   // sealed again if storage says the vault's data key changed since it was cached (rotated by
   // another process): a value is never stored under a key the vault no longer has
   const r = await retryOptimistic(
@@ -114,6 +127,7 @@ export async function stagePush(d: DomainDeps, actor: PersonActor, vault: VaultA
           senderId: actor.personId,
           signInId: actor.signInId,
           values: sealed.values,
+          deletes,
           sealedUnder: sealed.sealedUnder,
           refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
           createdAt: now,
@@ -299,10 +313,11 @@ async function pushChangeSet(d: DomainDeps, actor: PersonActor, view: PushView, 
   const state = await d.storage.readCurrent(vault.id, push.environment, push.names)
   const staged = await d.storage.getImportValues(push.id)
   const { values: current, unreadable, failure } = await openCurrent(d, vault.id, push.environment, state.variables)
-  const incoming = await d.crypto.openValues(vault.id, push.environment, staged)
+  const incoming: Record<string, string | null> = await d.crypto.openValues(vault.id, push.environment, staged)
+  for (const name of push.deletes) incoming[name] = null // a proposed deletion (issue 25)
   // a reference it holds must still be one the decider may make (rights, target, no cycle)
   for (const [name, form] of Object.entries(incoming)) {
-    const target = referenceOf(form)
+    const target = form === null ? null : referenceOf(form)
     if (target) await checkNewReference(d, vault, view.env, name, target)
   }
   const entries = entriesOf(current, incoming, unreadable)

@@ -9,7 +9,7 @@ import { checkNewReference, describeReferences, parseTarget, type ReferenceInfo,
 import { applyOverrides } from './overrides.js'
 import { locateEnvironment, type Located } from './vaults.js'
 import { stagePush } from './pushes.js'
-import { mustPropose, PROPOSE_INSTEAD } from './vault-admin.js'
+import { mustPropose } from './vault-admin.js'
 
 export const VARIABLE_NOT_FOUND = 'that variable does not exist in this environment'
 const EXISTS = 'a variable with that name exists in this environment; use Change to give it a new value'
@@ -142,13 +142,16 @@ export async function deleteVariable(
   d: DomainDeps,
   actor: Actor,
   input: { vaultId: string; environment: string; name: string },
-): Promise<{ vault: VaultAccess; env: EnvironmentInfo }> {
+): Promise<{ vault: VaultAccess; env: EnvironmentInfo; proposed: ImportRecord | null }> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   if (!mayAccess(vault, env, 'write')) throw fail.forbidden(writeRefusal(vault.role))
   if (nameProblem(input.name)) throw fail.notFound(VARIABLE_NOT_FOUND)
-  // a push stages values only, so a deletion cannot be proposed: it waits for the rule to be
-  // turned off (an owner, logged) or for the server administrator (`admin var delete`)
-  if (mustPropose(actor, vault, env)) throw fail.forbidden(`${PROPOSE_INSTEAD}; a deletion cannot be proposed yet`)
+  // a second person is required: the deletion becomes a push that deletes the name (issue 25)
+  if (mustPropose(actor, vault, env) && actor.kind === 'person') {
+    const known = await d.storage.listVariableNames(vault.id, env.name)
+    if (!known.some((v) => v.name === input.name)) throw fail.notFound(VARIABLE_NOT_FOUND)
+    return { vault, env, proposed: await stagePush(d, actor, vault, env, { variables: {} }, [input.name]) }
+  }
   if (!d.hasKey) throw fail.notConfigured() // its last value is kept in history, sealed
   const name = input.name
   await changeEnvironment(d, actor, vault, env, {
@@ -161,7 +164,7 @@ export async function deleteVariable(
     },
     log: (names, at) => entryFor(actor, { vaultId: vault.id, action: 'variable_deleted', at, environment: env.name, names }),
   })
-  return { vault, env }
+  return { vault, env, proposed: null }
 }
 
 /** An environment's variables, names and when each was last changed (never values), in name order: any member may see them. */

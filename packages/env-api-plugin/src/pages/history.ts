@@ -284,7 +284,7 @@ ${
     } Nothing has changed yet.</p>
 ${
   plan.propose
-    ? html`<p class="hint second-person">This environment requires a second person: this is proposed as a push, and someone else applies it.${plan.delete.length > 0 ? ' It deletes variables, which cannot be proposed yet.' : ''}</p>`
+    ? html`<p class="hint second-person">This environment requires a second person: this is proposed as a push, and someone else applies it.</p>`
     : ''
 }
 <section class="plan">
@@ -307,9 +307,7 @@ ${
 ${
   nothing
     ? html`<p class="hint">There is nothing to write: the environment already holds these values.</p>`
-    : plan.propose && plan.delete.length > 0
-      ? ''
-      : html`<form method="post" action="${base}/${kind}" class="inline">
+    : html`<form method="post" action="${base}/${kind}" class="inline">
 ${csrfField(token)}
 <input type="hidden" name="version" value="${String(plan.version)}">
 <input type="hidden" name="also" value="${plan.alsoLater ? '1' : ''}">

@@ -66,28 +66,31 @@ export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
     const token = reply.generateCsrf()
     const action = pagePath(deps, reviewPath(vault.id, push.id))
     const overwrites = new Set(push.overwrites)
+    const deletes = new Set(push.deletes)
     // a reference (staged or current) shows as its target, never as the value it leads to
     const revealed = extra.revealed ? shownForms(extra.revealed) : null
     const current = shownForms(extra.current ?? {})
 
     const nameRows = push.names.map((name) => {
-      const kind = overwrites.has(name) ? 'overwrite' : 'new'
+      const kind = deletes.has(name) ? 'delete' : overwrites.has(name) ? 'overwrite' : 'new'
       const value = revealed && Object.hasOwn(revealed, name) ? revealed[name] : undefined
       return html`<tr>
 <td data-label="Name"><code class="name">${name}</code>${codeMark(name)}</td>
-<td data-label="Change"><span class="mark mark-${kind}">${kind}</span></td>
+<td data-label="Change"><span class="mark mark-${kind}">${kind === 'delete' ? 'to delete' : kind}</span></td>
 ${
   pending
     ? html`<td data-label="Value">${
-        value !== undefined
-          ? html`<code class="value" data-name="${name}">${Object.hasOwn(current, name) ? markedDiff(current[name] as string, value).new : value}</code>${
-              Object.hasOwn(current, name)
-                ? html`<span class="small muted">now:</span> <code class="value current" data-current="${name}">${markedDiff(current[name] as string, value).old}</code>${
-                    current[name] === value ? html`<span class="small muted">(unchanged)</span>` : ''
-                  }`
-                : ''
-            }`
-          : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`
+        kind === 'delete'
+          ? html`<span class="muted">deleted when applied</span>`
+          : value !== undefined
+            ? html`<code class="value" data-name="${name}">${Object.hasOwn(current, name) ? markedDiff(current[name] as string, value).new : value}</code>${
+                Object.hasOwn(current, name)
+                  ? html`<span class="small muted">now:</span> <code class="value current" data-current="${name}">${markedDiff(current[name] as string, value).old}</code>${
+                      current[name] === value ? html`<span class="small muted">(unchanged)</span>` : ''
+                    }`
+                  : ''
+              }`
+            : html`<span class="hidden-value" aria-label="value hidden">••••••••</span>`
       }</td>`
     : ''
 }
@@ -114,7 +117,7 @@ ${
       outcome = html`<section class="outcome outcome-${push.status}" role="status">
 <h2>${OUTCOME[push.status]}</h2>
 <p>${OUTCOME[push.status]} ${when(push.decidedAt)}, ${who}.</p>
-${push.status === 'applied' ? html`<p>The variables were written to ${push.environment}.</p>` : html`<p>No variable was changed.</p>`}
+${push.status === 'applied' ? html`<p>The variables were written to ${push.environment}${push.deletes.length ? html`, and ${push.deletes.join(', ')} deleted` : ''}.</p>` : html`<p>No variable was changed.</p>`}
 ${push.status === 'rejected' && push.reason ? html`<p class="reason">Reason: ${push.reason}</p>` : ''}
 ${applied ? html`<p><a href="${pagePath(deps, changePath(vault.id, applied.change.id))}">The change it made</a> (to revert it, open it and choose Revert this change).</p>` : ''}
 ${reverts}
@@ -166,7 +169,7 @@ ${
   canDecide
     ? html`<section class="decide card">
 <h2>Decision</h2>
-<p>Apply writes every variable above to ${push.environment} at once${push.overwrites.length ? `, replacing ${push.overwrites.length} existing value${push.overwrites.length === 1 ? '' : 's'}` : ''}. Variables of ${push.environment} that are not in this push stay as they are. Reject discards the push.</p>
+<p>Apply writes every variable above to ${push.environment} at once${push.overwrites.length ? `, replacing ${push.overwrites.length} existing value${push.overwrites.length === 1 ? '' : 's'}` : ''}${push.deletes.length ? `, and deletes the ${push.deletes.length} marked "to delete"` : ''}. Variables of ${push.environment} that are not in this push stay as they are. Reject discards the push.</p>
 <div class="buttons">
 <form method="post" action="${action}/apply" class="inline">${csrfField(token)}<button type="submit" class="primary">Apply</button></form>
 <form method="post" action="${action}/reject" class="reject">${csrfField(token)}

@@ -220,14 +220,10 @@ ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="
 <button type="submit">${propose ? 'Propose' : 'Save'}</button>
 </form>
 </details>
-${
-  propose
-    ? ''
-    : html`<form method="post" action="${`${base}/variables/delete#${anchor}`}" class="inline" data-confirm="Delete this variable?">
+<form method="post" action="${`${base}/variables/delete#${anchor}`}" class="inline" data-confirm="${propose ? 'Propose deleting this variable?' : 'Delete this variable?'}">
 ${csrf}<input type="hidden" name="environment" value="${env.name}"><input type="hidden" name="name" value="${v.name}">
-<button type="submit" class="danger">Delete</button>
-</form>`
-}
+<button type="submit" class="danger">${propose ? 'Propose deletion' : 'Delete'}</button>
+</form>
 </div>`
     : ''
 }
@@ -426,6 +422,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
 
   vaultForm('/variables/delete', envPhrase('deleting a variable from'), async ({ request, reply, actor, vaultId }) => {
     const r = await domain.deleteVariable(actor, { vaultId, environment: field(request.body, 'environment'), name: field(request.body, 'name') })
+    if (r.proposed) return seeOther(deps, reply, `/v/${encodeURIComponent(r.vault.id)}/variables/imports/${encodeURIComponent(r.proposed.id)}`)
     return seeOther(deps, reply, back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=variable_deleted#env-${r.env.name}`))
   })
 

@@ -35,7 +35,9 @@ export class MemoryImportStore implements ImportStore {
       if (s.imports.has(input.id)) throw new StorageError('23505', 'imports_pk')
       if (!s.environments.get(input.vaultId)?.has(input.environment)) throw new StorageError('23503', 'imports_environment')
       const current = s.variables.get(varKey(input.vaultId, input.environment)) ?? new Map()
-      const names = input.values.map((v) => v.name).sort(byKey)
+      const deletes = [...(input.deletes ?? [])].sort(byKey)
+      const valued = input.values.map((v) => v.name).sort(byKey)
+      const names = [...valued, ...deletes].sort(byKey)
       const imp: ImportRecord = Object.freeze({
         id: input.id,
         vaultId: input.vaultId,
@@ -44,7 +46,8 @@ export class MemoryImportStore implements ImportStore {
         signInId: input.signInId,
         status: 'pending',
         names,
-        overwrites: overwritesOf(names, current),
+        overwrites: overwritesOf(valued, current),
+        deletes,
         refused: input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason })),
         createdAt: input.createdAt,
         expiresAt: input.expiresAt,
@@ -97,7 +100,9 @@ export class MemoryImportStore implements ImportStore {
         if (d.changeSet) this.#db.putChangeSet(s, d.changeSet)
         const staged = [...(s.importValues.get(imp.id) ?? new Map<string, Uint8Array>()).entries()].sort(([a], [b]) => byKey(a, b))
         for (const [name, sealed] of staged) this.#db.putVariable(s, imp.vaultId, imp.environment, { name, sealed }, d.by, at)
-        if (staged.length > 0) this.#db.bumpVersion(s, imp.vaultId, imp.environment)
+        const vars = s.variables.get(varKey(imp.vaultId, imp.environment))
+        const deleted = imp.deletes.filter((name) => vars?.delete(name) === true)
+        if (staged.length > 0 || deleted.length > 0) this.#db.bumpVersion(s, imp.vaultId, imp.environment)
       }
       s.importValues.delete(imp.id)
       const decided: ImportRecord = Object.freeze({

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { ADMINISTRATOR, DomainFailure } from '../../src/index.js'
+import { ADMINISTRATOR } from '../../src/index.js'
 import { storageUnderTest } from '../storage-under-test.js'
 import { domainOf } from '../webhooks/helpers.js'
 import { build, PEOPLE, session } from './helpers.js'
@@ -60,28 +60,62 @@ t.test('add and change become pushes by their author, which only someone else ca
   t.equal((await owner.post(`/v/${b.vaultId}/variables/change`, { environment: 'development', name: 'NOPE', value: 'x-canary' })).statusCode, 404)
 })
 
-t.test('delete, revert and restore do not go through directly', async (t) => {
+t.test('delete, revert and restore become pushes too, a deletion included, which only someone else can apply', async (t) => {
   const { b, owner, editor } = await withRule(t)
   const domain = domainOf(b)
   // values put in by the server administrator, the break-glass, which is not bound (and logged as such)
   await domain.writeVariable(ADMINISTRATOR, { vaultId: b.vaultId, environment: 'development', name: 'A', value: 'one-canary', mode: 'set' })
   await domain.writeVariable(ADMINISTRATOR, { vaultId: b.vaultId, environment: 'development', name: 'A', value: 'two-canary', mode: 'set' })
-  t.same(await b.current('development'), { A: 'two-canary' }, 'the administrator writes directly')
+  await domain.writeVariable(ADMINISTRATOR, { vaultId: b.vaultId, environment: 'development', name: 'GONE', value: 'gone-canary', mode: 'set' })
+  t.same(await b.current('development'), { A: 'two-canary', GONE: 'gone-canary' }, 'the administrator writes directly')
   const [entry] = await b.storage.listAccessLog(b.vaultId, { action: 'variable_set', limit: 1 })
   t.equal(entry?.personId, null, 'logged as the server administrator')
   t.equal(entry?.clientId, 'envkeep-server')
 
+  // Delete by the editor ("Ana"): a pending push that deletes the name, nothing deleted yet
   const page = await editor.get(`/v/${b.vaultId}?env=development`)
-  t.notMatch(page.body, '>Delete<', 'no Delete offered')
-  t.equal((await editor.post(`/v/${b.vaultId}/variables/delete`, { environment: 'development', name: 'A' })).statusCode, 403)
-  t.same(await b.current('development'), { A: 'two-canary' }, 'nothing deleted')
+  t.match(page.body, '>Propose deletion<', 'Delete is offered as a proposal')
+  const del = await editor.post(`/v/${b.vaultId}/variables/delete`, { environment: 'development', name: 'GONE' })
+  t.equal(del.statusCode, 303)
+  const delId = REVIEW.exec(String(del.headers.location))?.[1]
+  t.ok(delId, 'the deletion became a push')
+  t.same(await b.current('development'), { A: 'two-canary', GONE: 'gone-canary' }, 'nothing deleted yet')
+  const push = await b.storage.getImport(delId!, b.clock.now)
+  t.same(push?.deletes, ['GONE'])
+  t.same(push?.names, ['GONE'])
+  t.same(await b.storage.getImportValues(delId!), [], 'no value is staged for a deletion')
+  t.equal(
+    (await editor.post(`/v/${b.vaultId}/variables/delete`, { environment: 'development', name: 'NOPE' })).statusCode,
+    404,
+    'an unknown name is not proposed',
+  )
+  // the author cannot apply it
+  await editor.get(`/v/${b.vaultId}/variables/imports/${delId}`)
+  t.equal((await editor.post(`/v/${b.vaultId}/variables/imports/${delId}/apply`, {})).statusCode, 403)
+  t.same(await b.current('development'), { A: 'two-canary', GONE: 'gone-canary' })
+  // the owner ("Bo") sees it marked "to delete" and applies it
+  const review = await owner.get(`/v/${b.vaultId}/variables/imports/${delId}`)
+  t.match(review.body, 'mark-delete')
+  t.match(review.body, '>to delete<')
+  t.equal((await owner.post(`/v/${b.vaultId}/variables/imports/${delId}/apply`, {})).statusCode, 303)
+  t.same(await b.current('development'), { A: 'two-canary' }, 'the variable is gone')
+  const [deletion] = await b.storage.listChangeSets(b.vaultId, { environment: 'development', limit: 1 })
+  t.same(deletion?.deleted, ['GONE'], 'history shows the deletion')
+  t.equal(deletion?.how, 'push')
+  t.equal(deletion?.ref, delId)
+  t.equal(deletion?.by, PEOPLE.owner!.id)
+  const [applied] = await b.storage.listAccessLog(b.vaultId, { action: 'push_applied', limit: 1 })
+  t.same(applied?.names, ['GONE'], 'the log entry names the deleted variable')
+  const changePage = await owner.get(`/v/${b.vaultId}/changes/${deletion!.id}`)
+  t.match(changePage.body, 'GONE')
 
-  // revert the second change: proposed as a push writing A back to one-canary
-  const [latest] = await b.storage.listChangeSets(b.vaultId, { environment: 'development', limit: 1 })
-  const plan = await owner.get(`/v/${b.vaultId}/changes/${latest!.id}/revert`)
+  // revert the second change of A: proposed as a push writing A back to one-canary
+  const sets = await b.storage.listChangeSets(b.vaultId, { environment: 'development', limit: 10 })
+  const second = sets.find((c) => c.changed.includes('A'))
+  const plan = await owner.get(`/v/${b.vaultId}/changes/${second!.id}/revert`)
   t.match(plan.body, '>Propose<')
   const version = /name="version" value="([0-9]+)"/.exec(plan.body)?.[1] ?? ''
-  const reverted = await owner.post(`/v/${b.vaultId}/changes/${latest!.id}/revert`, { version, also: '' })
+  const reverted = await owner.post(`/v/${b.vaultId}/changes/${second!.id}/revert`, { version, also: '' })
   t.equal(reverted.statusCode, 303)
   const id = REVIEW.exec(String(reverted.headers.location))?.[1]
   t.ok(id, 'the revert became a push')
@@ -90,28 +124,34 @@ t.test('delete, revert and restore do not go through directly', async (t) => {
   t.equal((await editor.post(`/v/${b.vaultId}/variables/imports/${id}/apply`, {})).statusCode, 303)
   t.same(await b.current('development'), { A: 'one-canary' }, 'applied by the other person')
 
-  // restoring to before A existed would delete it: refused, nothing changes
-  const [first] = (await b.storage.listChangeSets(b.vaultId, { environment: 'development', limit: 10 })).slice(-1)
+  // restoring to right after A's first change deletes B, added since: proposed, deleted when applied
+  const first = sets.at(-1)
   await domain.writeVariable(ADMINISTRATOR, { vaultId: b.vaultId, environment: 'development', name: 'B', value: 'b-canary', mode: 'set' })
   const restore = await owner.get(`/v/${b.vaultId}/changes/${first!.id}/restore`)
-  t.match(restore.body, 'cannot be proposed yet')
-  t.notMatch(restore.body, '>Propose<', 'nothing to press')
-  const v2 = String((await b.storage.readCurrent(b.vaultId, 'development')).version)
-  t.equal((await owner.post(`/v/${b.vaultId}/changes/${first!.id}/restore`, { version: v2, also: '' })).statusCode, 403)
-  t.same(await b.current('development'), { A: 'one-canary', B: 'b-canary' })
+  t.match(restore.body, '>Propose<')
+  const v2 = /name="version" value="([0-9]+)"/.exec(restore.body)?.[1] ?? ''
+  const restored = await owner.post(`/v/${b.vaultId}/changes/${first!.id}/restore`, { version: v2, also: '' })
+  t.equal(restored.statusCode, 303)
+  const rid = REVIEW.exec(String(restored.headers.location))?.[1]
+  t.ok(rid, 'the restore became a push')
+  t.same((await b.storage.getImport(rid!, b.clock.now))?.deletes, ['B'])
+  t.same(await b.current('development'), { A: 'one-canary', B: 'b-canary' }, 'nothing deleted yet')
+  await owner.get(`/v/${b.vaultId}/variables/imports/${rid}`)
+  t.equal((await owner.post(`/v/${b.vaultId}/variables/imports/${rid}/apply`, {})).statusCode, 403, 'not by its author')
+  await editor.get(`/v/${b.vaultId}/variables/imports/${rid}`)
+  t.equal((await editor.post(`/v/${b.vaultId}/variables/imports/${rid}/apply`, {})).statusCode, 303)
+  t.same(await b.current('development'), { A: 'one-canary' }, 'B deleted by the other person')
+  const [last] = await b.storage.listChangeSets(b.vaultId, { environment: 'development', limit: 1 })
+  t.same(last?.deleted, ['B'])
 
-  // the domain refuses any direct change, whichever surface asks
-  const person = { kind: 'person' as const, personId: PEOPLE.owner!.id, signInId: null, clientId: null, address: null }
-  for (const attempt of [
-    domain.deleteVariable(person, { vaultId: b.vaultId, environment: 'development', name: 'A' }),
-    domain.rollBack(person, { vaultId: b.vaultId, changeSetId: first!.id, kind: 'restore' }),
-  ]) {
-    const err = await attempt.then(
-      () => null,
-      (e: unknown) => e,
-    )
-    t.ok(err instanceof DomainFailure && err.kind === 'forbidden', 'refused by the domain')
-  }
+  // a rejected deletion deletes nothing
+  await owner.get(`/v/${b.vaultId}?env=development`)
+  const again = await owner.post(`/v/${b.vaultId}/variables/delete`, { environment: 'development', name: 'A' })
+  const aid = REVIEW.exec(String(again.headers.location))?.[1]
+  await editor.get(`/v/${b.vaultId}/variables/imports/${aid}`)
+  t.equal((await editor.post(`/v/${b.vaultId}/variables/imports/${aid}/reject`, { reason: '' })).statusCode, 303)
+  t.same(await b.current('development'), { A: 'one-canary' }, 'nothing deleted')
+  t.equal((await b.storage.getImport(aid!, b.clock.now))?.status, 'rejected')
 })
 
 t.test('without the rule, the pages change values directly as before', async (t) => {

@@ -11,6 +11,7 @@ import { m009AccessLogIssue25 } from './009-access-log-issue-25.js'
 import { m010ClientRegistrations } from './010-client-registrations.js'
 import { m011AccessLogActions } from './011-access-log-actions.js'
 import { m012Overrides } from './012-overrides.js'
+import { m013PushDeletes } from './013-push-deletes.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '010_client_registrations': m010ClientRegistrations,
   '011_access_log_actions': m011AccessLogActions,
   '012_overrides': m012Overrides,
+  '013_push_deletes': m013PushDeletes,
 }

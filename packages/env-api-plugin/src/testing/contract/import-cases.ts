@@ -49,6 +49,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
           status: 'pending',
           names: ['ELSEWHERE', 'EXISTS', 'NEW_A', 'NEW_B'],
           overwrites: ['EXISTS'],
+          deletes: [],
           refused,
           createdAt: T0,
           expiresAt: at(7 * DAY),
@@ -241,6 +242,41 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(twice.import.status, 'applied')
         assert.equal(twice.import.decidedBy, OWNER)
         assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_rejected' })).length, 0)
+      }),
+  },
+  {
+    name: 'a push that deletes names (issue 25): listed in names and deletes, no value staged; applied deletes them with the values, rejected deletes nothing',
+    run: (make) =>
+      withStore(make, async ({ store, probe }) => {
+        const id = await newVault(store)
+        const a = sv('A')
+        for (const name of ['A', 'GONE', 'KEPT'])
+          await writeTestValue(store, put(id, 'development', name === 'A' ? a : sv(name), OWNER, T0), entry(id, 'variable_set'))
+        const b = sv('B')
+        const input = newImport(id, [b], { deletes: ['NOT_THERE', 'GONE'] })
+        const r = await store.createImport(input, entry(id, 'push_created'))
+        assert.ok(r.ok)
+        assert.deepEqual(r.import.names, ['B', 'GONE', 'NOT_THERE'])
+        assert.deepEqual(r.import.deletes, ['GONE', 'NOT_THERE'])
+        assert.deepEqual(r.import.overwrites, [], 'a deletion is not an overwrite')
+        assert.deepEqual(await store.getImport(input.id, T0), r.import, 'read back the same')
+        assert.deepEqual(namesOf(await store.getImportValues(input.id)), ['B'], 'no value is staged for a deletion')
+        assert.equal(await probe.stagedValueCount(input.id), 1)
+        const rejected = newImport(id, [], { deletes: ['KEPT'] })
+        assert.ok((await store.createImport(rejected, entry(id, 'push_created'))).ok)
+        assert.ok((await store.decideImport({ importId: rejected.id, decision: 'rejected', by: OWNER, now: at(MINUTE) }, entry(id, 'push_rejected'))).ok)
+        assert.ok(await storedValue(store, id, 'development', 'KEPT'), 'a rejected deletion deletes nothing')
+        const applied = await store.decideImport({ importId: input.id, decision: 'applied', by: OWNER, now: at(MINUTE) }, entry(id, 'push_applied'))
+        assert.ok(applied.ok)
+        assert.deepEqual(applied.import.deletes, ['GONE', 'NOT_THERE'])
+        assert.deepEqual(
+          (await store.listVariableNames(id, 'development')).map((m) => m.name),
+          ['A', 'B', 'KEPT'],
+          'GONE deleted, B written, the rest untouched',
+        )
+        same((await storedValue(store, id, 'development', 'B'))?.sealed, b.sealed)
+        same((await storedValue(store, id, 'development', 'A'))?.sealed, a.sealed)
+        assert.deepEqual(await store.getImport(input.id, at(MINUTE)), applied.import)
       }),
   },
   {
