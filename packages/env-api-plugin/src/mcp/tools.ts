@@ -11,6 +11,7 @@ import { vaultTag } from '../errors.js'
 import type { ResolvedOptions } from '../options.js'
 import { MCP_PROPOSE } from './scopes.js'
 import { toolError } from './tool-errors.js'
+import { reviewUrl } from '../review-path.js'
 
 /** Who calls, for one request: the sign-in, its client's name and address. */
 export interface ToolCaller {
@@ -229,7 +230,7 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
         names: [...imp.names],
         overwrites: [...imp.overwrites],
         expires_at: imp.expiresAt.toISOString(),
-        review_url: `${opts.baseUrl}/v/${imp.vaultId}/variables/imports/${imp.id}`,
+        review_url: reviewUrl(opts.baseUrl, imp.vaultId, imp.id),
         note: 'A person must review and apply this push; check it with push_status.',
       }
     },

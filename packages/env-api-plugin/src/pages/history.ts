@@ -10,6 +10,7 @@ import { pageActor, pageDomain } from './domain.js'
 import { refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
 import { historyPath, vaultHeader } from './vault-header.js'
+import { reviewPath } from '../review-path.js'
 
 /**
  * History and rollback pages (issue 12). Labels are part of the contract:
@@ -224,7 +225,7 @@ ${
 <dt>Who</dt><dd>${await who(people, change.by)}</dd>
 <dt>How</dt><dd>${HOW[change.how]}${
       change.how === 'push' && change.ref
-        ? html` (<a href="${pagePath(deps, `/v/${encodeURIComponent(vault.id)}/variables/imports/${encodeURIComponent(change.ref)}`)}">the push</a>)`
+        ? html` (<a href="${pagePath(deps, reviewPath(vault.id, change.ref))}">the push</a>)`
         : (change.how === 'revert' || change.how === 'restore') && change.ref
           ? html` of <a href="${pagePath(deps, changePath(vault.id, change.ref))}">an earlier change</a>`
           : ''
@@ -348,7 +349,7 @@ ${csrfField(token)}
         const input = { vaultId: request.params.vault, changeSetId: request.params.change, kind, alsoLater }
         try {
           const r = await domain.rollBack(actor, { ...input, version: Number.isSafeInteger(version) ? version : -1 })
-          if (r.proposed) return seeOther(deps, reply, `/v/${encodeURIComponent(r.view.vault.id)}/variables/imports/${encodeURIComponent(r.proposed.id)}`)
+          if (r.proposed) return seeOther(deps, reply, reviewPath(r.view.vault.id, r.proposed.id))
           return seeOther(deps, reply, r.changeSetId ? changePath(r.view.vault.id, r.changeSetId) : historyPath(r.view.vault.id, r.view.change.environment))
         } catch (err) {
           const f = toPageFailure(err, request)

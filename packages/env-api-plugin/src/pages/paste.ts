@@ -10,6 +10,7 @@ import { pageActor, pageDomain } from './domain.js'
 import { pageError, refusalBox, sendErrorPage, toPageFailure, type PageFailure } from './error.js'
 import { html, type SafeHtml } from './html.js'
 import { vaultUrl } from './vault.js'
+import { reviewPath } from '../review-path.js'
 
 /**
  * "Paste a .env" (issue 14, item 3): the text of a .env file, read with the
@@ -31,10 +32,6 @@ const PASTE_BODY_LIMIT = 3 * MAX_PASTE_BYTES + 16 * 1024
 
 export function pastePath(vaultId: string): string {
   return `/v/${encodeURIComponent(vaultId)}/paste`
-}
-
-function reviewPath(vaultId: string, importId: string): string {
-  return `/v/${encodeURIComponent(vaultId)}/variables/imports/${encodeURIComponent(importId)}`
 }
 
 interface FormState {

@@ -14,6 +14,7 @@ import { changePath } from './history.js'
 import { html, type SafeHtml } from './html.js'
 import { codeMark } from './code-mark.js'
 import { vaultUrl } from './vault.js'
+import { reviewPath } from '../review-path.js'
 
 type Params = { vault: string; import: string }
 
@@ -35,10 +36,6 @@ const OUTCOME: Readonly<Record<ImportRecord['status'], string>> = Object.freeze(
 /** The review page of a push: `/v/:vault/variables/imports/:import`, with Reveal, Apply and Reject. */
 export function reviewRoutes(app: FastifyInstance, deps: PageDeps): void {
   const domain = pageDomain(deps)
-
-  function reviewPath(vaultId: string, importId: string): string {
-    return `/v/${encodeURIComponent(vaultId)}/variables/imports/${encodeURIComponent(importId)}`
-  }
 
   /** The push as a member of its vault sees it (expired first if its time is up), or 404. */
   async function load(person: Person, request: FastifyRequest<{ Params: Params }>): Promise<ReviewContext> {

@@ -17,6 +17,7 @@ import { html, type SafeHtml } from './html.js'
 import { codeMark } from './code-mark.js'
 import { membersSection, type InvitationShown } from './members.js'
 import { accessLogTab, pushesTab } from './vault-tabs.js'
+import { reviewPath } from '../review-path.js'
 
 export { ENVIRONMENT_NAME_RE, ROLES }
 
@@ -379,7 +380,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
           value: field(request.body, 'value').replace(/\r\n?/g, '\n'),
           mode,
         })
-        if (r.proposed) return seeOther(deps, reply, `/v/${encodeURIComponent(r.vault.id)}/variables/imports/${encodeURIComponent(r.proposed.id)}`)
+        if (r.proposed) return seeOther(deps, reply, reviewPath(r.vault.id, r.proposed.id))
         return seeOther(
           deps,
           reply,
@@ -422,7 +423,7 @@ export function vaultRoutes(app: FastifyInstance, deps: PageDeps): void {
 
   vaultForm('/variables/delete', envPhrase('deleting a variable from'), async ({ request, reply, actor, vaultId }) => {
     const r = await domain.deleteVariable(actor, { vaultId, environment: field(request.body, 'environment'), name: field(request.body, 'name') })
-    if (r.proposed) return seeOther(deps, reply, `/v/${encodeURIComponent(r.vault.id)}/variables/imports/${encodeURIComponent(r.proposed.id)}`)
+    if (r.proposed) return seeOther(deps, reply, reviewPath(r.vault.id, r.proposed.id))
     return seeOther(deps, reply, back(r.vault.id, `env=${encodeURIComponent(r.env.name)}&done=variable_deleted#env-${r.env.name}`))
   })
 

@@ -9,6 +9,7 @@ import type { VaultCrypto } from '../vault-service.js'
 import { openWebhookCredentials, sealLegacyWebhooks, type WebhookCredentials } from '../domain/webhooks.js'
 import { genericBody, signatureOf, slackBody, type PushEventFacts } from './payload.js'
 import { sendWebhook, type SendOutcome } from './send.js'
+import { reviewUrl } from '../review-path.js'
 
 /**
  * The delivery worker: claims due deliveries (each by one process, for
@@ -48,10 +49,6 @@ export interface WebhookWorkerDeps {
   readonly onAttempt?: (outcome: DeliveryAttempt['outcome']) => void
 }
 
-export function reviewUrlOf(baseUrl: string, vaultId: string, pushId: string): string {
-  return `${baseUrl}/v/${encodeURIComponent(vaultId)}/variables/imports/${encodeURIComponent(pushId)}`
-}
-
 /** What to send for a claimed delivery, or why it cannot be sent. */
 async function prepare(
   deps: WebhookWorkerDeps,
@@ -69,7 +66,7 @@ async function prepare(
     vault: { id: vault.id, name: vault.name },
     push,
     who: whoId ? { id: whoId, name: whoName } : null,
-    reviewUrl: reviewUrlOf(deps.baseUrl, vault.id, push.id),
+    reviewUrl: reviewUrl(deps.baseUrl, vault.id, push.id),
     time: d.occurredAt,
   }
   const headers: Record<string, string> = {

@@ -6,6 +6,7 @@ import { errors, vaultTag } from '../../errors.js'
 import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../../options.js'
 import { createImportSchema, importStatusSchema } from '../../schemas/imports.js'
 import { actorOf, param, uuidOrNull, vaultPhrase } from './context.js'
+import { reviewUrl } from '../../review-path.js'
 
 export { pushProblem } from '../../domain/pushes.js'
 
@@ -43,7 +44,7 @@ export function importsRoutes(untyped: FastifyInstance, opts: ResolvedOptions, d
         names: [...imp.names],
         overwrites: [...imp.overwrites],
         expires_at: imp.expiresAt.toISOString(),
-        url: `${opts.baseUrl}/v/${imp.vaultId}/variables/imports/${imp.id}`,
+        url: reviewUrl(opts.baseUrl, imp.vaultId, imp.id),
       }
     },
   })
