@@ -12,7 +12,7 @@ import { cliLoginByConsent, httpBrowser, setUpFirstAccount, spawnUntil } from '.
 // CLI and the embedding example run from the installed packages.
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-const PACKAGES = ['dotenv', 'env-api-plugin', 'storage-sqlite', 'storage-postgres', 'server', 'cli']
+const PACKAGES = ['dotenv', 'env-api-plugin', 'storage-sql', 'storage-sqlite', 'storage-postgres', 'server', 'cli']
 const VALUE = 'canary-packed-value'
 
 const hasNpm = spawnSync('npm', ['--version'], { encoding: 'utf8' }).status === 0
@@ -34,6 +34,7 @@ t.test(
       'envkeep-env-api-plugin-0.1.0.tgz',
       'envkeep-server-0.1.0.tgz',
       'envkeep-storage-postgres-0.1.0.tgz',
+      'envkeep-storage-sql-0.1.0.tgz',
       'envkeep-storage-sqlite-0.1.0.tgz',
     ])
     for (const f of files) {

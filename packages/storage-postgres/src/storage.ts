@@ -1,15 +1,15 @@
 import { boundMethods, type CiIdentityStore, type Storage } from '@envkeep/env-api-plugin'
+import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
 import { PostgresCiIdentityStore } from './ci-identity-store.js'
 import { PostgresHistoryStore } from './history-store.js'
 import { PostgresImportStore } from './import-store.js'
 import { PostgresVaultAdminStore } from './vault-admin-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { PostgresOAuthStore } from './oauth-store.js'
-import { PostgresOverrideStore } from './override-store.js'
+import { createPostgresRunner } from './sql-runner.js'
 import { PostgresVaultStore } from './vault-store.js'
 import { PostgresRateCounters } from './rate-counters.js'
 import { PostgresWebhookStore } from './webhook-store.js'
-import { PostgresClientRegistrationStore } from './client-registration-store.js'
 
 export interface PostgresStorage extends Storage, CiIdentityStore {
   countRequest: NonNullable<Storage['countRequest']>
@@ -23,6 +23,7 @@ export interface PostgresStorage extends Storage, CiIdentityStore {
 /** Opens the pool (running migrations) and returns the storage adapter over it. */
 export async function createPostgresStorage(options: PostgresOptions): Promise<PostgresStorage> {
   const database = await openPostgres(options)
+  const sql = createPostgresRunner(database)
   return {
     ...boundMethods(new PostgresVaultStore(database.db)),
     ...boundMethods(new PostgresOAuthStore(database.db)),
@@ -31,9 +32,9 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     ...boundMethods(new PostgresImportStore(database.db)),
     ...boundMethods(new PostgresVaultAdminStore(database.db)),
     ...boundMethods(new PostgresWebhookStore(database.db)),
-    ...boundMethods(new PostgresOverrideStore(database.db)),
+    ...createOverrideStore(sql),
     ...boundMethods(new PostgresRateCounters(database.db)),
-    ...boundMethods(new PostgresClientRegistrationStore(database.db)),
+    ...createClientRegistrationStore(sql),
     database,
     close: () => database.close(),
   } satisfies PostgresStorage

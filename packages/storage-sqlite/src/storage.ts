@@ -1,10 +1,10 @@
 import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
+import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteCiIdentityStore } from './ci-identity-store.js'
-import { createSqliteClientRegistrationStore } from './client-registration-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteOAuthStore } from './oauth-store.js'
-import { createSqliteOverrideStore } from './override-store.js'
+import { createSqliteRunner } from './sql-runner.js'
 import { createSqliteVaultStore } from './vault-store.js'
 import { createSqliteWebhookStore } from './webhook-store.js'
 
@@ -17,14 +17,15 @@ export interface SqliteStorage extends Storage {
 /** Opens the database (running migrations) and returns the storage adapter over it. */
 export async function createSqliteStorage(options: OpenOptions): Promise<SqliteStorage> {
   const database = await openDatabase(options)
+  const sql = createSqliteRunner(database)
   return {
     ...createSqliteVaultStore(database),
     ...createSqliteOAuthStore(database),
     ...createSqliteCiIdentityStore(database),
     ...boundMethods(createSqliteHistoryStore(database)),
     ...boundMethods(createSqliteWebhookStore(database)),
-    ...createSqliteClientRegistrationStore(database),
-    ...boundMethods(createSqliteOverrideStore(database)),
+    ...createClientRegistrationStore(sql),
+    ...createOverrideStore(sql),
     database,
     close: () => database.close(),
   } satisfies SqliteStorage

@@ -1,0 +1,25 @@
+import { byBytesFor, type DB, driveAsync, type SqlDialect, type SqlRunner, type Step } from '@envkeep/storage-sql'
+import type { Kysely } from 'kysely'
+import { inTransaction, type OpenPostgres, read } from './database.js'
+
+/**
+ * The PostgreSQL side of the SQL core's seam: a read runs its statements on
+ * the pool; a write runs them on one client in one READ COMMITTED
+ * transaction, with `for update` row locks where the core asks for them
+ * (`rowLocks`), again from the start after a serialization failure or a
+ * deadlock (`inTransaction`).
+ */
+export function createPostgresRunner(o: OpenPostgres): SqlRunner {
+  // the pool's kysely, typed with the core's tables: it compiles the core's queries for PostgreSQL
+  const db = o.db as unknown as Kysely<DB>
+  const dialect: SqlDialect = { name: 'postgres', db, rowLocks: true, byBytes: byBytesFor('postgres') }
+  const exec = (on: Kysely<unknown>) => async (step: Step) => {
+    const r = await on.executeQuery(step.query)
+    return step.want === 'rows' ? r.rows : Number(r.numAffectedRows ?? 0)
+  }
+  return {
+    dialect,
+    read: (op) => read(() => driveAsync(op(), exec(o.db))),
+    write: (op) => inTransaction(o.db, (trx) => driveAsync(op(), exec(trx))),
+  }
+}

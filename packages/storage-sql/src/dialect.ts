@@ -1,0 +1,43 @@
+import { type Kysely, type RawBuilder, sql } from 'kysely'
+import type { Op } from './op.js'
+import type { DB } from './schema.js'
+
+/**
+ * What differs between the SQL databases, as data the core's queries read.
+ * Everything else (the queries, the rules they call, the row conversions)
+ * is written once in this package.
+ */
+export interface SqlDialect {
+  readonly name: 'sqlite' | 'postgres'
+  /**
+   * Builds (compiles) queries with this database's compiler. It is never
+   * used to execute anything: the runner executes what operations yield.
+   */
+  readonly db: Kysely<DB>
+  /**
+   * Whether a write transaction must lock the rows it decides on
+   * (`for update`, PostgreSQL). SQLite's write transaction already holds
+   * the whole database (`BEGIN IMMEDIATE`).
+   */
+  readonly rowLocks: boolean
+  /** A text column sorted by bytes (PostgreSQL: `collate "C"`), as the memory store sorts. */
+  byBytes(column: string): RawBuilder<unknown>
+}
+
+/** Sorting by bytes, per dialect. */
+export function byBytesFor(name: SqlDialect['name']): (column: string) => RawBuilder<unknown> {
+  return name === 'postgres' ? (column) => sql`${sql.ref(column)} collate "C"` : (column) => sql`${sql.ref(column)}`
+}
+
+/**
+ * The seam a SQL backend implements: how an operation runs. `read` runs it
+ * outside a write transaction; `write` runs it as one transaction (retried
+ * from the start where the database asks, so the thunk makes a new
+ * generator each time), with every database failure thrown as a
+ * `StorageError` carrying its SQLSTATE.
+ */
+export interface SqlRunner {
+  readonly dialect: SqlDialect
+  read<T>(op: () => Op<T>): Promise<T>
+  write<T>(op: () => Op<T>): Promise<T>
+}

@@ -1,0 +1,7 @@
+export { insertLog } from './access-log.js'
+export { createClientRegistrationStore } from './client-registration-store.js'
+export { byBytesFor, type SqlDialect, type SqlRunner } from './dialect.js'
+export { all, drive, driveAsync, first, type Op, run, type Step } from './op.js'
+export { createOverrideStore } from './override-store.js'
+export * from './rows.js'
+export type * from './schema.js'

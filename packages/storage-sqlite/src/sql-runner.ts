@@ -1,0 +1,105 @@
+import { byBytesFor, drive, type Op, type SqlDialect, type SqlRunner, type Step } from '@envkeep/storage-sql'
+import type { OpenDatabase } from './database.js'
+import { prepared } from './limits.js'
+import { holdConnection, toStorageError } from './sqlite-errors.js'
+
+interface Queued {
+  readonly op: () => Op<unknown>
+  readonly resolve: (value: unknown) => void
+  readonly reject: (err: unknown) => void
+}
+
+/**
+ * The SQLite side of the SQL core's seam: operations run synchronously on the
+ * one better-sqlite3 connection (statements prepared once), so nothing
+ * interleaves inside one.
+ *
+ * Writes are group-committed: the writes asked for in one turn of the event
+ * loop run one after the other in ONE `BEGIN IMMEDIATE` transaction, each in
+ * a savepoint of its own (a failing one is rolled back alone and rejected
+ * alone), and share its commit: one fsync under `synchronous = FULL`. Every
+ * promise settles only after that commit, so an answer never leaves before
+ * its access-log entry is on disk; a failed commit rejects them all.
+ */
+export function createSqliteRunner(d: OpenDatabase): SqlRunner {
+  const dialect: SqlDialect = { name: 'sqlite', db: d.db, rowLocks: false, byBytes: byBytesFor('sqlite') }
+  const exec = (step: Step): unknown => {
+    const st = prepared(d, step.query.sql)
+    const params = step.query.parameters as unknown[]
+    return step.want === 'rows' ? st.all(...params) : st.run(...params).changes
+  }
+  const statement = (text: string) => prepared(d, text)
+  let queue: Queued[] = []
+  let scheduled = false
+
+  const runBatch = (batch: Queued[]): void => {
+    if (d.sqlite.inTransaction) throw new Error('envkeep: a transaction was left open on the database connection')
+    const settled: (() => void)[] = []
+    statement('BEGIN IMMEDIATE').run()
+    try {
+      for (const item of batch) {
+        if (batch.length === 1) {
+          const value = drive(item.op(), exec)
+          settled.push(() => item.resolve(value))
+          continue
+        }
+        statement('SAVEPOINT envkeep_op').run()
+        try {
+          const value = drive(item.op(), exec)
+          statement('RELEASE envkeep_op').run()
+          settled.push(() => item.resolve(value))
+        } catch (err) {
+          statement('ROLLBACK TO envkeep_op').run()
+          statement('RELEASE envkeep_op').run()
+          settled.push(() => item.reject(toStorageError(err)))
+        }
+      }
+      statement('COMMIT').run()
+    } catch (err) {
+      if (d.sqlite.inTransaction) statement('ROLLBACK').run()
+      throw err
+    }
+    for (const settle of settled) settle()
+  }
+
+  const flush = async (): Promise<void> => {
+    scheduled = false
+    const batch = queue
+    queue = []
+    try {
+      if (!d.sqlite.open) throw new TypeError('The database connection is not open')
+      // a kysely transaction (the server's accounts) holds the connection across awaits: wait for it
+      if (d.sqlite.inTransaction) await holdConnection(d, async () => runBatch(batch))
+      else runBatch(batch)
+    } catch (err) {
+      const e = toStorageError(err)
+      for (const item of batch) item.reject(e)
+    }
+  }
+
+  const readNow = <T>(op: () => Op<T>): T => {
+    if (!d.sqlite.open) throw new TypeError('The database connection is not open')
+    return drive(op(), exec)
+  }
+
+  return {
+    dialect,
+    async read<T>(op: () => Op<T>): Promise<T> {
+      try {
+        if (d.sqlite.inTransaction) return await holdConnection(d, async () => readNow(op))
+        return readNow(op)
+      } catch (err) {
+        throw toStorageError(err)
+      }
+    },
+    write<T>(op: () => Op<T>): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ op, resolve: resolve as (v: unknown) => void, reject })
+        if (!scheduled) {
+          scheduled = true
+          setImmediate(flush)
+        }
+      })
+    },
+  }
+}
