@@ -4,6 +4,7 @@ import type { Storage, StorageLimit } from './adapters/storage.js'
 import type { DomainDeps } from './domain/deps.js'
 import { createDomain, type Domain } from './domain/index.js'
 import { createVaultCrypto, type VaultCrypto } from './vault-service.js'
+import { createCoreCache, type CacheSizes } from './cache/cached-storage.js'
 import type { ResolveHost } from './domain/webhook-url.js'
 
 /**
@@ -11,17 +12,29 @@ import type { ResolveHost } from './domain/webhook-url.js'
  * with its data-key cache, and (issue 20) the caches, built once here and
  * handed to the API, the pages, the webhook worker and housekeeping, and
  * to the server's own pages and admin commands. Every surface reads and
- * writes through `core.domain`; no surface builds a domain or a VaultCrypto
- * of its own. Issue 20's caches (sign-ins by token hash, vault access,
- * environment metadata) belong here too, beside the data-key cache of
- * `crypto`, so that one invalidation reaches every surface.
+ * writes through `core.domain` (or `core.storage`); no surface builds a
+ * domain or a VaultCrypto of its own. Issue 20's caches (sign-ins by token
+ * hash, vault access, environments, sealed rows: cache/cached-storage.ts)
+ * live here beside the data keys of `crypto`, so that one invalidation
+ * reaches every surface.
  */
 export interface EnvkeepCore {
   /** the rules: every read and write of every surface */
   readonly domain: Domain
   /** envelope encryption of this core (one data-key cache) */
   readonly crypto: VaultCrypto
+  /**
+   * The storage every surface uses (issue 20): `base` behind the core's caches. Its reads of
+   * sign-ins, vault access, environments and sealed rows are cached; its changes empty the
+   * caches before they resolve; the storage's `watchChanges` empties them for other processes' changes.
+   */
   readonly storage: Storage
+  /** the storage the core was built over (the `storage` option) */
+  readonly base: Storage
+  /** what the caches hold now (tests and metrics) */
+  cacheSizes(): CacheSizes
+  /** stops listening to the storage's changes (closing the storage does it too) */
+  close(): void
   readonly keyring: Keyring | null
   readonly now: () => Date
   readonly settings: CoreSettings
@@ -61,9 +74,6 @@ export interface CoreSettings {
 
 const DAY = 24 * 60 * 60 * 1000
 
-/** Bytes of opened values the core may remember (see createVaultCrypto): a repeated read opens no cipher per value. */
-export const OPENED_CACHE_BYTES = 8 * 1024 * 1024
-
 /** A positive number option, or its default; a bad one never boots. */
 export function positive(name: string, v: number | undefined, dflt: number): number {
   if (v === undefined) return dflt
@@ -91,10 +101,13 @@ export function createEnvkeepCore(o: CoreOptions): EnvkeepCore {
   if (o.keyring === undefined) throw new TypeError('envkeep: option keyring is required (null when there is no key)')
   const settings = resolveCoreSettings(o)
   const now = o.now ?? (() => new Date())
-  // Remembers opened values (checked against their exact sealed bytes), for every surface alike.
-  const crypto = createVaultCrypto(o.storage, o.keyring, { openedCacheBytes: OPENED_CACHE_BYTES })
+  // every change empties the caches and drops the data keys in use (an unchanged wrap is not unwrapped again)
+  let crypto: VaultCrypto | null = null
+  const cache = createCoreCache(o.storage, { onInvalidate: () => crypto?.forget() })
+  const storage = cache.storage
+  crypto = createVaultCrypto(storage, o.keyring)
   const deps: DomainDeps = {
-    storage: o.storage,
+    storage,
     crypto,
     hasKey: o.keyring !== null,
     plans: settings.plans,
@@ -106,5 +119,15 @@ export function createEnvkeepCore(o: CoreOptions): EnvkeepCore {
     allowPrivateWebhooks: settings.allowPrivateWebhooks,
     ...(o.resolveHost ? { resolveHost: o.resolveHost } : {}),
   }
-  return Object.freeze({ domain: createDomain(deps), crypto, storage: o.storage, keyring: o.keyring, now, settings })
+  return Object.freeze({
+    domain: createDomain(deps),
+    crypto,
+    storage,
+    base: o.storage,
+    cacheSizes: () => cache.sizes(),
+    close: () => cache.close(),
+    keyring: o.keyring,
+    now,
+    settings,
+  })
 }

@@ -45,9 +45,16 @@ const NO_PEOPLE = Object.freeze({ findPersonByEmail: async () => null })
  * gets a core of its own for this one decision (its own data-key cache).
  */
 export async function decideImport(target: EnvkeepCore | Storage, input: DecideImportInput): Promise<DecideImportOutcome> {
-  const core = isCore(target)
-    ? target
-    : createEnvkeepCore({ storage: target, keyring: input.keyring ?? null, people: NO_PEOPLE, ...(input.now ? { now: fixed(input.now) } : {}) })
+  if (isCore(target)) return decideWith(target, input)
+  const core = createEnvkeepCore({ storage: target, keyring: input.keyring ?? null, people: NO_PEOPLE, ...(input.now ? { now: fixed(input.now) } : {}) })
+  try {
+    return await decideWith(core, input)
+  } finally {
+    core.close()
+  }
+}
+
+async function decideWith(core: EnvkeepCore, input: DecideImportInput): Promise<DecideImportOutcome> {
   const { domain } = core
   const vaultId = await domain.vaultOfPush(input.importId)
   if (!vaultId) return { outcome: 'not_found' }

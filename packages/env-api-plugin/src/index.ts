@@ -109,6 +109,7 @@ export {
   type Usage,
 } from './domain/storage-rules.js'
 export { boundMethods, type BoundMethods } from './adapters/bound-methods.js'
+export { changesCachedData, onChanges } from './cache/change-kinds.js'
 export { ACCESS_ACTIONS, isAccessAction } from './domain/access-log-actions.js'
 export { deliverDueWebhooks, sweepWebhookEvents, MAX_ATTEMPTS, RETRY_DELAYS_MS, type WebhookWorkerDeps } from './webhooks/worker.js'
 export { signatureOf, SIGNATURE_TOLERANCE_S, verifyWebhookSignature, type GenericBody } from './webhooks/payload.js'

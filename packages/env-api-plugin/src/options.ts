@@ -122,7 +122,7 @@ export const PUSH_BODY_LIMIT = 1_048_576
 function coreOf(o: EnvApiOptions): EnvkeepCore {
   if (!o.core) return createEnvkeepCore(o)
   const core = o.core
-  if (core.storage !== o.storage || core.keyring !== o.keyring)
+  if (core.base !== o.storage || core.keyring !== o.keyring)
     throw new TypeError('envkeep: option core must be built over the same storage and keyring as the plugin')
   // a setting given both here and on the core must be the same: the domain uses the core's
   const s = core.settings
@@ -165,7 +165,8 @@ export function resolveOptions(o: EnvApiOptions): ResolvedOptions {
   const { settings } = core
   return Object.freeze({
     baseUrl,
-    storage: o.storage,
+    // the core's: cached reads, and changes that empty the caches at once (issue 20)
+    storage: core.storage,
     keyring: o.keyring,
     people: o.people,
     core,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import type { Keyring } from './adapters/keyring.js'
 import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
 import { fail } from './domain/failure.js'
@@ -16,8 +17,8 @@ export interface VaultCrypto {
    * was rotated meanwhile; then `forget` the vault and seal again.
    */
   seal(vaultId: string, environment: string, values: Readonly<Record<string, string>>): Promise<{ values: SealedVariable[]; sealedUnder: Uint8Array }>
-  /** Drops the vault's cached data key: the next use reads the stored one again. */
-  forget(vaultId: string): void
+  /** Drops the vault's cached data key (every vault's, without one): the next use reads the stored wrap again. */
+  forget(vaultId?: string): void
   /** Opens sealed values, keyed by name in the order given; throws DomainFailure decrypt_failed if any one fails (nothing is returned). */
   openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
   /** Seals one change set's values for history (historyPlaceOf): each name's value before and after (null: none). */
@@ -59,19 +60,9 @@ export interface SealedHistory {
 }
 
 export interface VaultCryptoOptions {
-  /**
-   * Bytes of opened values to remember (0, the default: none). A value is
-   * only reused when the sealed bytes read now are exactly the bytes that
-   * opened before under the same vault, environment and name; anything else
-   * (a changed value, a tampered row) is opened again, so `decrypt_failed`
-   * and 503 answer as without it. Saves one cipher object per value on
-   * repeated reads (the read route's main cost).
-   */
-  readonly openedCacheBytes?: number
+  /** how many vaults' unwrapped data keys to keep (least recently used dropped); default 10,000 */
+  readonly maxKeys?: number
 }
-
-/** Opened values of one environment: name → the sealed bytes and what they opened to. */
-type OpenedEnvironment = Map<string, { readonly sealed: Buffer; readonly value: string }>
 
 /**
  * Envelope encryption for values: one random data key per vault, stored
@@ -79,7 +70,19 @@ type OpenedEnvironment = Map<string, { readonly sealed: Buffer; readonly value: 
  * With no keyring every call fails with not_configured (503 on the API).
  */
 export function createVaultCrypto(storage: Storage, keyring: Keyring | null, options: VaultCryptoOptions = {}): VaultCrypto {
-  const keys = new Map<string, Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }>>()
+  const maxKeys = options.maxKeys ?? 10_000
+  // per vault: the data key in use (dropped by forget(), e.g. on every change the core sees)
+  const keys = new LRUCache<string, Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }>>({ max: maxKeys })
+  // per vault: the last wrap unwrapped and its key, so that re-reading an unchanged wrap after forget() asks no keyring (a KMS)
+  const unwrapped = new LRUCache<string, { readonly wrapped: Buffer; readonly key: Uint8Array }>({ max: maxKeys })
+  const unwrap = async (wrapped: Uint8Array, vaultId: string): Promise<Uint8Array> => {
+    const known = unwrapped.get(vaultId)
+    if (known?.wrapped.equals(wrapped)) return known.key
+    if (!keyring) throw fail.notConfigured()
+    const key = await keyring.unwrap(wrapped, vaultId)
+    unwrapped.set(vaultId, { wrapped: Buffer.from(wrapped), key })
+    return key
+  }
   /**
    * The wrapped data key this process last opened, per vault (bounded, oldest dropped): a
    * stored wrap that differs from it and does not open means a rotation is under way.
@@ -91,28 +94,6 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     lastOpened.set(vaultId, Buffer.from(wrapped))
     if (lastOpened.size > LAST_OPENED_MAX) lastOpened.delete(lastOpened.keys().next().value as string)
   }
-  const cacheMax = options.openedCacheBytes ?? 0
-  // least recently read environment first; sizes in bytes (UTF-16 values + sealed)
-  const opened = new Map<string, { entries: OpenedEnvironment; bytes: number }>()
-  let openedBytes = 0
-
-  function openedEnvironment(vaultId: string, environment: string): { entries: OpenedEnvironment; bytes: number } {
-    const k = `${vaultId}/${environment}`
-    let e = opened.get(k)
-    if (e) opened.delete(k)
-    else e = { entries: new Map(), bytes: 0 }
-    opened.set(k, e) // now the most recent
-    return e
-  }
-
-  function evict(): void {
-    for (const [k, e] of opened) {
-      if (openedBytes <= cacheMax) return
-      opened.delete(k)
-      openedBytes -= e.bytes
-    }
-  }
-
   async function dataKey(vaultId: string, create: boolean): Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }> {
     if (!keyring) throw fail.notConfigured()
     const cached = keys.get(vaultId)
@@ -125,7 +106,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         wrapped = await storage.ensureWrappedKey(vaultId, () => keyring.wrap(randomBytes(32), vaultId))
       }
       try {
-        const key = await keyring.unwrap(wrapped, vaultId)
+        const key = await unwrap(wrapped, vaultId)
         rememberOpened(vaultId, wrapped)
         return { wrapped, key }
       } catch (cause) {
@@ -137,7 +118,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         const moved = (w: Uint8Array | null) => w !== null && known !== undefined && !known.equals(Buffer.from(w))
         if (again && !Buffer.from(again).equals(Buffer.from(wrapped))) {
           try {
-            const key = await keyring.unwrap(again, vaultId)
+            const key = await unwrap(again, vaultId)
             rememberOpened(vaultId, again)
             return { wrapped: again, key }
           } catch (rotating) {
@@ -148,7 +129,9 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       }
     })()
     keys.set(vaultId, p)
-    p.catch(() => keys.delete(vaultId))
+    p.catch(() => {
+      if (keys.peek(vaultId) === p) keys.delete(vaultId)
+    })
     return p
   }
 
@@ -163,33 +146,10 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     }
   }
 
-  /** Opens every value with one key; throws on the first that does not open. */
+  /** Opens every value with one key; throws on the first that does not open. Nothing opened is kept. */
   function openAll(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
     const out: Record<string, string> = {}
-    const memo = cacheMax > 0 ? openedEnvironment(vaultId, environment) : null
-    const bytesBefore = memo?.bytes ?? 0
-    try {
-      for (const v of sealed) {
-        const hit = memo?.entries.get(v.name)
-        if (hit && hit.sealed.equals(v.sealed)) {
-          out[v.name] = hit.value
-          continue
-        }
-        const value = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
-        out[v.name] = value
-        if (memo) {
-          const size = v.sealed.byteLength + 2 * value.length + 2 * v.name.length
-          if (hit) memo.bytes -= hit.sealed.byteLength + 2 * hit.value.length + 2 * v.name.length
-          memo.entries.set(v.name, { sealed: Buffer.from(v.sealed), value })
-          memo.bytes += size
-        }
-      }
-    } finally {
-      if (memo) {
-        openedBytes += memo.bytes - bytesBefore
-        evict()
-      }
-    }
+    for (const v of sealed) out[v.name] = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
     return out
   }
 
@@ -258,7 +218,8 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     },
     seal: sealWith,
     forget(vaultId) {
-      keys.delete(vaultId)
+      if (vaultId === undefined) keys.clear()
+      else keys.delete(vaultId)
     },
     async rotateDataKey(vaultId) {
       if (!keyring) throw fail.notConfigured()

@@ -35,11 +35,19 @@ function counting(storage: Storage): { storage: Storage; reads: { keys: number }
   }
 }
 
-t.test("the plugin given a core reads what the host wrote through it with the core's data key: no second key read", async (t) => {
+t.test("the plugin given a core reads what the host wrote through it with the core's data key: no second unwrap", async (t) => {
   const base = await storageUnderTest(t)
   t.teardown(() => base.close())
   const { storage, reads } = counting(base)
-  const keyring = createTestKeyring()
+  const inner = createTestKeyring()
+  const unwraps = { count: 0 }
+  const keyring: typeof inner = {
+    wrap: (key, vaultId) => inner.wrap(key, vaultId),
+    unwrap: (wrapped, vaultId) => {
+      unwraps.count++
+      return inner.unwrap(wrapped, vaultId)
+    },
+  }
   const core = createEnvkeepCore({ storage, keyring, people, now: () => T0 })
   const app = Fastify()
   await app.register(envApi, { baseUrl: BASE_URL, storage, keyring, people, core })
@@ -48,14 +56,16 @@ t.test("the plugin given a core reads what the host wrote through it with the co
 
   const vault = await core.domain.createVault(ADMINISTRATOR, { name: 'shop', ownerId: 'p-ana' })
   await core.domain.writeVariable(ADMINISTRATOR, { vaultId: vault.id, environment: 'development', name: 'API_URL', value: 'canary-1', mode: 'set' })
-  const before = reads.keys
-  t.ok(before > 0, 'the write read the vault key once')
+  t.ok(reads.keys > 0, 'the write read the vault key')
+  const before = unwraps.count
 
   const { accessToken } = await mintSignIn(base, { baseUrl: BASE_URL, personId: 'p-ana', now: T0 })
   const res = await app.inject({ method: 'GET', url: `/api/env/${vault.id}/development`, headers: { authorization: `Bearer ${accessToken}` } })
   t.equal(res.statusCode, 200)
   t.same(res.json().variables, { API_URL: 'canary-1' })
-  t.equal(reads.keys, before, "the API opened with the core's cached data key")
+  // the sign-in minted meanwhile is a change: the core reads the stored wrap again (issue 20), and
+  // finds it unchanged, so the key the write unwrapped is used again
+  t.equal(unwraps.count, before, "the API opened with the core's data key, not unwrapped again")
 })
 
 t.test('a core over another store, or a core setting given again with another value, never boots', async (t) => {

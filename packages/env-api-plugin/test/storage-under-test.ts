@@ -23,10 +23,39 @@ export async function storageUnderTest(t: { teardown(fn: () => unknown): void; s
   return createStorageUnderTest(t)
 }
 
-/** Raw SQL on the PostgreSQL store (for tampering tests), or null on the memory store. */
+/**
+ * Raw SQL on the PostgreSQL store (for tampering tests), or null on the memory store. A change
+ * behind the store's back reaches the cores' caches as another process's would (issue 20):
+ * through `watchChanges`; each query here ends with a notification, and returns once the store's
+ * listeners (the cores over it, registered first) have heard it.
+ */
 export function postgresQuery(storage: Storage): ((text: string, params: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>) | null {
-  const pool = (storage as { database?: { pool?: { query(text: string, params: unknown[]): Promise<{ rows: Record<string, unknown>[] }> } } }).database?.pool
-  return pool ? (text, params) => pool.query(text, params) : null
+  const pool = (storage as { database?: { pool?: { query(text: string, params?: unknown[]): Promise<{ rows: Record<string, unknown>[] }> } } }).database?.pool
+  if (!pool) return null
+  return async (text, params) => {
+    const r = await pool.query(text, params)
+    await changeHeard(storage, () => pool.query("select pg_notify('envkeep_changes', '')"))
+    return r
+  }
+}
+
+/** Runs `send` (which makes a change or signals one) and waits until the store's watch calls its listeners. */
+export async function changeHeard(storage: Storage, send: () => Promise<unknown>): Promise<void> {
+  const watch = storage.watchChanges
+  if (!watch) {
+    await send()
+    return
+  }
+  let stop = (): void => {}
+  const heard = new Promise<void>((resolve) => {
+    stop = watch((): void => resolve())
+  })
+  try {
+    await send()
+    await heard
+  } finally {
+    stop()
+  }
 }
 
 export function isMemory(storage: Storage): storage is MemoryStorage {

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration'
 import { m007ClientRegistrations } from './migration-007-client-registrations.js'
+import { m011ChangeCounter } from './migration-011-change-counter.js'
 
 /**
  * The schema, as versioned migrations (kysely's Migrator, table `envkeep_storage_migration`).
@@ -355,6 +356,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '008_access_log_actions': m008,
   '009_overrides': m009,
   '010_push_deletes': m010,
+  '011_change_counter': m011ChangeCounter,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

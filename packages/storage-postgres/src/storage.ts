@@ -1,4 +1,4 @@
-import { boundMethods, type CiIdentityStore, type Storage } from '@envkeep/env-api-plugin'
+import { boundMethods, onChanges, type CiIdentityStore, type Storage } from '@envkeep/env-api-plugin'
 import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
 import { PostgresCiIdentityStore } from './ci-identity-store.js'
 import { PostgresHistoryStore } from './history-store.js'
@@ -10,6 +10,7 @@ import { createPostgresRunner } from './sql-runner.js'
 import { PostgresVaultStore } from './vault-store.js'
 import { PostgresRateCounters } from './rate-counters.js'
 import { PostgresWebhookStore } from './webhook-store.js'
+import { createPostgresChangeListener } from './change-listener.js'
 
 export interface PostgresStorage extends Storage, CiIdentityStore {
   countRequest: NonNullable<Storage['countRequest']>
@@ -24,18 +25,27 @@ export interface PostgresStorage extends Storage, CiIdentityStore {
 export async function createPostgresStorage(options: PostgresOptions): Promise<PostgresStorage> {
   const database = await openPostgres(options)
   const sql = createPostgresRunner(database)
-  return {
-    ...boundMethods(new PostgresVaultStore(database.db)),
-    ...boundMethods(new PostgresOAuthStore(database.db)),
-    ...boundMethods(new PostgresCiIdentityStore(database.db)),
-    ...boundMethods(new PostgresHistoryStore(database.db)),
-    ...boundMethods(new PostgresImportStore(database.db)),
-    ...boundMethods(new PostgresVaultAdminStore(database.db)),
-    ...boundMethods(new PostgresWebhookStore(database.db)),
-    ...createOverrideStore(sql),
-    ...boundMethods(new PostgresRateCounters(database.db)),
-    ...createClientRegistrationStore(sql),
-    database,
-    close: () => database.close(),
-  } satisfies PostgresStorage
+  const changes = createPostgresChangeListener(database, sql)
+  // every change made through this store is heard at once by its listeners, before it resolves
+  return onChanges(
+    {
+      ...boundMethods(new PostgresVaultStore(database.db)),
+      ...boundMethods(new PostgresOAuthStore(database.db)),
+      ...boundMethods(new PostgresCiIdentityStore(database.db)),
+      ...boundMethods(new PostgresHistoryStore(database.db)),
+      ...boundMethods(new PostgresImportStore(database.db)),
+      ...boundMethods(new PostgresVaultAdminStore(database.db)),
+      ...boundMethods(new PostgresWebhookStore(database.db)),
+      ...createOverrideStore(sql),
+      ...boundMethods(new PostgresRateCounters(database.db)),
+      ...createClientRegistrationStore(sql),
+      watchChanges: (listener) => changes.watch(listener),
+      database,
+      close: () => {
+        changes.close()
+        return database.close()
+      },
+    } satisfies PostgresStorage,
+    () => changes.signal(),
+  )
 }

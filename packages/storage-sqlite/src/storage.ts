@@ -1,4 +1,4 @@
-import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
+import { boundMethods, onChanges, type Storage } from '@envkeep/env-api-plugin'
 import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteCiIdentityStore } from './ci-identity-store.js'
@@ -7,6 +7,7 @@ import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteRunner } from './sql-runner.js'
 import { createSqliteVaultStore } from './vault-store.js'
 import { createSqliteWebhookStore } from './webhook-store.js'
+import { createSqliteChangeWatch } from './change-watch.js'
 
 export interface SqliteStorage extends Storage {
   /** the open database, for the server's own stores (accounts) and tests */
@@ -18,15 +19,24 @@ export interface SqliteStorage extends Storage {
 export async function createSqliteStorage(options: OpenOptions): Promise<SqliteStorage> {
   const database = await openDatabase(options)
   const sql = createSqliteRunner(database)
-  return {
-    ...createSqliteVaultStore(database),
-    ...createSqliteOAuthStore(database),
-    ...createSqliteCiIdentityStore(database),
-    ...boundMethods(createSqliteHistoryStore(database)),
-    ...boundMethods(createSqliteWebhookStore(database)),
-    ...createClientRegistrationStore(sql),
-    ...createOverrideStore(sql),
-    database,
-    close: () => database.close(),
-  } satisfies SqliteStorage
+  const changes = createSqliteChangeWatch(sql)
+  // every change made through this store is heard at once by its listeners, before it resolves
+  return onChanges(
+    {
+      ...createSqliteVaultStore(database),
+      ...createSqliteOAuthStore(database),
+      ...createSqliteCiIdentityStore(database),
+      ...boundMethods(createSqliteHistoryStore(database)),
+      ...boundMethods(createSqliteWebhookStore(database)),
+      ...createClientRegistrationStore(sql),
+      ...createOverrideStore(sql),
+      watchChanges: (listener) => changes.watch(listener),
+      database,
+      close: () => {
+        changes.close()
+        return database.close()
+      },
+    } satisfies SqliteStorage,
+    () => changes.signal(),
+  )
 }

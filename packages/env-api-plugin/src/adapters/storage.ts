@@ -37,4 +37,13 @@ export interface Storage extends VaultStore, OAuthStore, CiIdentityStore, Histor
   peekRequests?(key: string, windowMs: number): Promise<{ readonly count: number; readonly windowStart: Date } | null>
   /** Optional, with `countRequest`: forgets every window of `key` (a success starts afresh). */
   forgetRequests?(key: string): Promise<void>
+  /**
+   * Optional (issue 20): calls `listener` after data the core caches may have changed (sign-ins
+   * and their tokens, members, vaults and their data keys, environments and their versions, CI
+   * identities, overrides), whoever changed it: this store, another store on the same database, or
+   * another process; within a second of the change's commit. A signal may come without a change
+   * (never the reverse). Returns the function that stops it; `close()` stops them all. Without
+   * it, the core caches nothing (it could not see another process's changes).
+   */
+  watchChanges?(listener: () => void): () => void
 }

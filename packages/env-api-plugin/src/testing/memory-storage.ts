@@ -9,6 +9,7 @@ import { MemoryOverrideStore } from './memory-override-store.js'
 import { MemoryVaultStore } from './memory-vault-store.js'
 import { MemoryWebhookStore } from './memory-webhook-store.js'
 import type { VaultStoreProbe } from './vault-store-contract.js'
+import { onChanges } from '../cache/change-kinds.js'
 
 export interface MemoryStorageOptions extends MemoryDbOptions {}
 
@@ -54,7 +55,18 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): MemoryS
       close: async () => db.close(),
     },
   )
-  return storage as MemoryStorage
+  // watchChanges (issue 20): this store is its database, so its listeners hear its own changes
+  // (every method that may change cached data, and edit), once each settles, before it resolves
+  const listeners = new Set<() => void>()
+  const notify = (): void => {
+    for (const l of [...listeners]) l()
+  }
+  return Object.assign(onChanges(storage, notify), {
+    watchChanges(listener: () => void): () => void {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+  }) as MemoryStorage
 }
 
 function memoryProbe(db: MemoryDb): VaultStoreProbe {

@@ -12,6 +12,7 @@ import { m010ClientRegistrations } from './010-client-registrations.js'
 import { m011AccessLogActions } from './011-access-log-actions.js'
 import { m012Overrides } from './012-overrides.js'
 import { m013PushDeletes } from './013-push-deletes.js'
+import { m014ChangeCounter } from './014-change-counter.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '011_access_log_actions': m011AccessLogActions,
   '012_overrides': m012Overrides,
   '013_push_deletes': m013PushDeletes,
+  '014_change_counter': m014ChangeCounter,
 }

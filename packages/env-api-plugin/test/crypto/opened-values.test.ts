@@ -1,0 +1,81 @@
+import t, { type Test } from 'tap'
+import type { SealedVariable, Storage } from '../../src/index.js'
+import { createTestKeyring } from '../../src/testing/keyring.js'
+
+// createVaultCrypto keeps no opened value (issue 20: no value in plaintext
+// between requests; the core caches sealed rows instead). `open` is counted
+// through a mocked seal module.
+
+const VAULT = '3f2a9c1e-0000-4000-8000-000000000001'
+
+async function load(t: Test) {
+  const seal = await import('../../src/crypto/seal.js')
+  const calls = { open: 0 }
+  const mod = await t.mockImport<typeof import('../../src/vault-service.js')>('../../src/vault-service.js', {
+    '../../src/crypto/seal.ts': {
+      ...seal,
+      open: (...args: Parameters<typeof seal.open>) => {
+        calls.open++
+        return seal.open(...args)
+      },
+    },
+  })
+  let wrapped: Uint8Array | null = null
+  const storage = {
+    getWrappedKey: async () => wrapped,
+    ensureWrappedKey: async (_v: string, wrap: () => Promise<Uint8Array>) => (wrapped ??= await wrap()),
+  } as unknown as Storage
+  return { mod, storage, calls }
+}
+
+function flip(v: SealedVariable): SealedVariable {
+  const b = Buffer.from(v.sealed)
+  b[14] = (b[14] as number) ^ 1
+  return { name: v.name, sealed: b }
+}
+
+t.test('no opened value is kept between reads (issue 20): every read opens every value again', async (t) => {
+  const { mod, storage, calls } = await load(t)
+  const crypto = mod.createVaultCrypto(storage, createTestKeyring())
+  const sealed = await crypto.sealValues(VAULT, 'development', { A: 'canary-a', B: 'canary-b' })
+  t.same(await crypto.openValues(VAULT, 'development', sealed), { A: 'canary-a', B: 'canary-b' })
+  t.equal(calls.open, 2, 'first read opens each value')
+  t.same(await crypto.openValues(VAULT, 'development', sealed), { A: 'canary-a', B: 'canary-b' })
+  t.equal(calls.open, 4, 'the same read again opens each value again')
+  await t.rejects(crypto.openValues(VAULT, 'development', [sealed[0] as SealedVariable, flip(sealed[1] as SealedVariable)]), { code: 'decrypt_failed' })
+  await t.rejects(crypto.openValues(VAULT, 'preview', sealed), { code: 'decrypt_failed' }, 'bytes of another environment do not open')
+})
+
+t.test('without a keyring it answers 503', async (t) => {
+  const { mod, storage } = await load(t)
+  const withKey = mod.createVaultCrypto(storage, createTestKeyring())
+  const sealed = await withKey.sealValues(VAULT, 'development', { A: 'canary-a' })
+  await withKey.openValues(VAULT, 'development', sealed)
+  const none = mod.createVaultCrypto(storage, null)
+  await t.rejects(none.openValues(VAULT, 'development', sealed), { code: 'not_configured' })
+})
+
+t.test('through the read route: a value tampered with after it was read still fails the whole read', async (t) => {
+  const { build, expectError, tamper } = await import('../api/helpers.js')
+  const CANARY = 'canary-opened-values-7f3a'
+  const tamperings: Array<[string, (storage: Storage, v: string) => Promise<void>]> = [
+    ['a flipped byte', (s, v) => tamper.flipByte(s, v, 'B_TWO')],
+    ['a ciphertext copied to another row', (s, v) => tamper.copySealed(s, v, 'A_ONE', 'B_TWO')],
+  ]
+  for (const [name, tamper] of tamperings) {
+    t.test(name, async (t) => {
+      const b = await build(t)
+      const v = await b.createVault('alice')
+      await b.setValues(v, 'development', { A_ONE: `${CANARY}-1`, B_TWO: `${CANARY}-2` })
+      const token = await b.signIn('alice')
+      for (let i = 0; i < 2; i++) {
+        const ok = await b.get(`/api/env/${v}/development`, token)
+        t.equal(ok.statusCode, 200)
+        t.same(ok.json().variables, { A_ONE: `${CANARY}-1`, B_TWO: `${CANARY}-2` })
+      }
+      await tamper(b.storage, v)
+      const res = await b.get(`/api/env/${v}/development`, token)
+      expectError(t, res, 500, 'decrypt_failed', 'encryption', { vault: v, secrets: [CANARY] })
+    })
+  }
+})
