@@ -9,8 +9,8 @@ import { encodeValue } from './backup-file.js'
  * migration bookkeeping is left out (the target's own migrations made its schema).
  */
 
-/** Tables not worth carrying: counters that restart anyway. */
-const EPHEMERAL = new Set(['rate_counters'])
+/** Tables not worth carrying: counters that restart anyway (the change counter of issue 20 is made by each database's migration). */
+const EPHEMERAL = new Set(['rate_counters', 'envkeep_changes'])
 const SKIP = (name: string) => name.startsWith('sqlite_') || /migration/.test(name) || EPHEMERAL.has(name)
 
 type SqliteHandle = OpenDatabase['sqlite']
