@@ -4,18 +4,13 @@
  * limits raised through options. Talks to bench/run.ts over IPC:
  * sends `{ ready, port }`, answers `stats` with its peak RSS.
  */
-import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import Fastify from 'fastify'
-import { BASE_URL, BENCH_PLANS, BENCH_RATE_LIMIT } from './seed.js'
+import { BASE_URL, BENCH_PLANS, BENCH_RATE_LIMIT, stackPackage } from './seed.js'
 
-// BENCH_STACK: a folder with another build of packages/env-api-plugin and
-// packages/storage-sqlite (e.g. an older commit), to measure before/after.
-const stack = process.env.BENCH_STACK
-const load = <T>(pkg: string, dist: string): Promise<T> =>
-  (stack ? import(pathToFileURL(join(stack, 'packages', dist, 'dist', 'index.js')).href) : import(pkg)) as Promise<T>
-const plugin = await load<typeof import('@envkeep/env-api-plugin')>('@envkeep/env-api-plugin', 'env-api-plugin')
-const { createSqliteStorage } = await load<typeof import('@envkeep/storage-sqlite')>('@envkeep/storage-sqlite', 'storage-sqlite')
+// BENCH_STACK: a folder with another build of packages/env-api-plugin and the storage
+// packages (e.g. an older commit), to measure before/after (seed.ts's stackPackage).
+const plugin = await stackPackage<typeof import('@envkeep/env-api-plugin')>('@envkeep/env-api-plugin', 'env-api-plugin')
+const { createSqliteStorage } = await stackPackage<typeof import('@envkeep/storage-sqlite')>('@envkeep/storage-sqlite', 'storage-sqlite')
 const { default: envApi, createLocalKeyring } = plugin
 
 const filename = process.env.BENCH_DB
@@ -23,7 +18,10 @@ const masterKey = process.env.BENCH_MASTER_KEY
 if (!filename || !masterKey || !process.send) throw new Error('bench/real-server is started by bench/run.ts')
 
 const storage = /^postgres(ql)?:\/\//.test(filename)
-  ? await (await import('@envkeep/storage-postgres')).createPostgresStorage({ connectionString: filename, pool: 10 })
+  ? await (await stackPackage<typeof import('@envkeep/storage-postgres')>('@envkeep/storage-postgres', 'storage-postgres')).createPostgresStorage({
+      connectionString: filename,
+      pool: 10,
+    })
   : await createSqliteStorage({ filename })
 const app = Fastify({ logger: false })
 await app.register(envApi, {

@@ -21,6 +21,7 @@ import autocannon from 'autocannon'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
 import type { BareAnswer } from './bare-server.js'
 import { paced } from './paced.js'
+import { loadBoth, type Propagation, revocationPropagation } from './two-process.js'
 import { BENCH_RATE_LIMIT, MANY_SIGN_INS, MANY_VAULTS, READ_SIZES, seed, value40, varName } from './seed.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -329,6 +330,41 @@ async function main(): Promise<void> {
         })
       }
     }
+    // issue 20: a second server process on the same PostgreSQL database (two-process.ts)
+    let propagation: Propagation | null = null
+    const wanted = (id: string) => DATABASE === 'postgres' && (!ONLY || ONLY.has(id))
+    if (wanted('read-30-2proc') || wanted('revoke-propagation')) {
+      const second = await startChild('real-server.js', { BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
+      children.push(second.child)
+      const read30 = all.find((c) => c.id === 'read-30') as Case
+      if (wanted('read-30-2proc')) {
+        await loadBoth([real, second], read30, 2, load) // warm the second one
+        const c = { ...read30, id: 'read-30-2proc', label: 'GET 30 variables, two server processes, half the connections each' }
+        process.stdout.write(`  ${c.id}… `)
+        const r = await loadBoth([real, second], c, DURATION, load)
+        const b = await load(bare, c, DURATION)
+        const peak = await ask<{ peakRssBytes: number }>(real.child, 'stats', 'stats')
+        process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request\n`)
+        const realPeakRssMb = Number((peak.peakRssBytes / 1024 / 1024).toFixed(1))
+        results.push({
+          id: c.id,
+          label: c.label,
+          connections: c.connections,
+          rate: null,
+          real: r,
+          bare: b,
+          realPeakRssMb,
+          ratio: r.rps / b.rps,
+          cpuRatio: b.cpuUs / r.cpuUs,
+        })
+      }
+      if (wanted('revoke-propagation')) {
+        process.stdout.write('  revoke-propagation… ')
+        propagation = await revocationPropagation(real, second, read30.url, s.signInTokens)
+        process.stdout.write(`max ${propagation.maxMs.toFixed(1)} ms, p50 ${propagation.p50Ms.toFixed(1)} ms over ${propagation.tries} tries\n`)
+      }
+    }
+
     const stats = await ask<{ peakRssBytes: number }>(real.child, 'stats', 'stats')
     const peakRssMb = stats.peakRssBytes / 1024 / 1024
 
@@ -369,6 +405,7 @@ async function main(): Promise<void> {
       { name: '10,000 variables < 50 ms (p50, 1 connection)', value: by('read-10000-c1')?.real.p50, met: (v: number) => v < 50, unit: 'ms' },
       { name: '1 MiB push < 300 ms (p50, 1 connection)', value: by('push-1mib')?.real.p50, met: (v: number) => v < 300, unit: 'ms' },
       { name: 'peak RSS < 150 MB', value: peakRssMb, met: (v: number) => v < 150, unit: 'MB' },
+      { name: 'revocation reaches the other process ≤ 1 s (max of 100)', value: propagation?.maxMs, met: (v: number) => v <= 1000, unit: 'ms' },
     ].map((t) => ({ name: t.name, value: t.value ?? null, unit: t.unit, met: t.value === undefined ? null : t.met(t.value) }))
     console.log('targets:')
     for (const t of targets)
@@ -390,6 +427,7 @@ async function main(): Promise<void> {
       cases: results,
       server: { peakRssMb: Number(peakRssMb.toFixed(1)), startRssMb: Number(startRssMb.toFixed(1)) },
       targets,
+      propagation,
       wallSeconds: Math.round((Date.now() - started) / 1000),
     }
     mkdirSync(join(here, 'results'), { recursive: true })

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { createVaultCrypto, type AccessLogEntry, type Keyring, type Storage } from '@envkeep/env-api-plugin'
-import { createSqliteStorage } from '@envkeep/storage-sqlite'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 
 /** The base URL the bench's real stack is configured with (never resolved: tokens are bound to it). */
@@ -96,10 +97,21 @@ const ENVIRONMENTS = [
 /** The bench's storage: a SQLite file, or PostgreSQL when the target is a postgres:// URL (BENCH_DATABASE=postgres). */
 export async function openBenchStorage(target: string): Promise<Storage & { close(): Promise<void> }> {
   if (/^postgres(ql)?:\/\//.test(target)) {
-    const { createPostgresStorage } = await import('@envkeep/storage-postgres')
+    const { createPostgresStorage } = await stackPackage<typeof import('@envkeep/storage-postgres')>('@envkeep/storage-postgres', 'storage-postgres')
     return createPostgresStorage({ connectionString: target, pool: 10 })
   }
+  const { createSqliteStorage } = await stackPackage<typeof import('@envkeep/storage-sqlite')>('@envkeep/storage-sqlite', 'storage-sqlite')
   return createSqliteStorage({ filename: target })
+}
+
+/**
+ * A package of this tree, or of the other build in BENCH_STACK (a folder holding
+ * `packages/<dist>/dist`, e.g. an older commit): the database is then made by that build's
+ * own migrations, so the real server of that build opens it.
+ */
+export function stackPackage<T>(pkg: string, dist: string): Promise<T> {
+  const stack = process.env.BENCH_STACK
+  return (stack ? import(pathToFileURL(join(stack, 'packages', dist, 'dist', 'index.js')).href) : import(pkg)) as Promise<T>
 }
 
 export async function seed(filename: string, keyring: Keyring): Promise<Seeded> {

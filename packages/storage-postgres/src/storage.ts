@@ -16,6 +16,7 @@ export interface PostgresStorage extends Storage, CiIdentityStore {
   countRequest: NonNullable<Storage['countRequest']>
   peekRequests: NonNullable<Storage['peekRequests']>
   forgetRequests: NonNullable<Storage['forgetRequests']>
+  watchChanges: NonNullable<Storage['watchChanges']>
   /** the open pool and kysely instance, for the server's own stores (accounts) and tests */
   readonly database: OpenPostgres
   close(): Promise<void>

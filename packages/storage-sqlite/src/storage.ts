@@ -10,6 +10,7 @@ import { createSqliteWebhookStore } from './webhook-store.js'
 import { createSqliteChangeWatch } from './change-watch.js'
 
 export interface SqliteStorage extends Storage {
+  watchChanges: NonNullable<Storage['watchChanges']>
   /** the open database, for the server's own stores (accounts) and tests */
   readonly database: OpenDatabase
   close(): Promise<void>
