@@ -47,7 +47,11 @@ function listen(database: OpenPostgres, heard: () => void): () => void {
     c.on('error', () => lost(c))
     c.on('end', () => lost(c))
     c.connect()
-      .then(() => c.query(`listen ${CHANGES_CHANNEL}`))
+      .then(() => {
+        // the listening connection never holds a process open by itself (the pool and the poll's timer decide)
+        ;(c as unknown as { connection?: { stream?: { unref?(): void } } }).connection?.stream?.unref?.()
+        return c.query(`listen ${CHANGES_CHANNEL}`)
+      })
       .then(() => {
         // connected again: anything missed while away is heard as one change (the first time, the poll's first reading does it)
         if (client === c && !stopped && again) heard()
