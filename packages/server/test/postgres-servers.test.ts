@@ -75,8 +75,15 @@ t.test('two envkeep-server processes on one PostgreSQL are one service', async (
   const page = await browser.get(review)
   t.equal(page.status, 200)
   t.equal((await browser.post(`${review}/apply`, { _csrf: hiddenFields(page.html)._csrf! })).status, 303, 'applied through the other process')
-  const after = await fetch(`${at(p1)}/api/env/${vaultId}/development`, { headers: auth })
-  t.same(((await after.json()) as { variables: Record<string, string> }).variables, { DB: VALUE, PUSHED }, 'and read back through the first')
+  // the first process hears the change through the database (issue 20: within a second, no clock here)
+  const after = await untilSeen(
+    () =>
+      fetch(`${at(p1)}/api/env/${vaultId}/development`, { headers: auth }).then(
+        async (r) => ((await r.json()) as { variables: Record<string, string> }).variables,
+      ),
+    (v) => 'PUSHED' in v,
+  )
+  t.same(after, { DB: VALUE, PUSHED }, 'and read back through the first')
 
   // the per-sign-in limit is shared: 60 a minute over both processes, the 61st refused whichever answers
   const limited = await mintSignIn(storage, { baseUrl: base, personId: owner })
@@ -89,10 +96,20 @@ t.test('two envkeep-server processes on one PostgreSQL are one service', async (
   t.same(statuses.slice(0, 60), Array(60).fill(200), '60 requests spread over both')
   t.equal(statuses[60], 429, 'the 61st is refused')
 
-  // a revocation takes effect on the very next request at every process
+  // a revocation reaches every process (issue 20: within a second, measured by the bench's revoke-propagation)
   t.equal((await fetch(`${at(p2)}/api/env/vaults`, { headers: auth })).status, 200)
   t.equal((await runCli(['admin', 'signins', 'revoke', '--email', 'owner@example.com'], env, '', dir)).code, 0)
-  for (const port of [p1, p2]) t.equal((await fetch(`${at(port)}/api/env/vaults`, { headers: auth })).status, 401, `revoked at ${port} at once`)
+  for (const port of [p1, p2]) {
+    const status = await untilSeen(
+      () =>
+        fetch(`${at(port)}/api/env/vaults`, { headers: auth }).then(async (r) => {
+          await r.arrayBuffer()
+          return r.status
+        }),
+      (s) => s === 401,
+    )
+    t.equal(status, 401, `revoked at ${port}`)
+  }
 
   // kill -9 of one process in the middle of pushes loses no push it acknowledged
   const pusher = await mintSignIn(storage, { baseUrl: base, personId: owner })
@@ -133,3 +150,13 @@ t.test('two envkeep-server processes on one PostgreSQL are one service', async (
   two.child.kill('SIGTERM')
   t.same([(await two.done).code, (await two.done).signal], [0, null])
 })
+
+/**
+ * Asks again until `seen` holds, at most 500 times, request after request (no timer): another
+ * process hears a change through the database's notification, not at once (issue 20).
+ */
+async function untilSeen<T>(ask: () => Promise<T>, seen: (v: T) => boolean): Promise<T> {
+  let v = await ask()
+  for (let i = 0; i < 500 && !seen(v); i++) v = await ask()
+  return v
+}
