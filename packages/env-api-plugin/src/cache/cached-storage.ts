@@ -56,7 +56,7 @@ export interface CoreCacheOptions {
   readonly onInvalidate?: () => void
   /** bound of each entry-counted cache; default 10,000 */
   readonly maxEntries?: number
-  /** bound of the sealed rows kept, in bytes; default 32 MiB */
+  /** bound of the sealed rows kept, in bytes; default 16 MiB (and an eighth of it for overrides) */
   readonly maxSealedBytes?: number
 }
 
@@ -89,7 +89,7 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
     for (const r of rows) n += r.sealed.byteLength + 2 * r.name.length + SEALED_ROW_OVERHEAD
     return n
   }
-  const sealedMax = o.maxSealedBytes ?? 32 * 1024 * 1024
+  const sealedMax = o.maxSealedBytes ?? 16 * 1024 * 1024
   const current = new LRUCache<string, Held<Current>>({ maxSize: sealedMax, sizeCalculation: (h) => sizeOf(h.v.variables) })
   const overrides = new LRUCache<string, Held<Overrides>>({ maxSize: sealedMax / 8, sizeCalculation: (h) => sizeOf(h.v.overrides) })
   const all = [signIns, access, vaults, ci, current, overrides] as const
