@@ -34,21 +34,28 @@ export function changesCachedData(name: string): boolean {
 /**
  * `target` with every method that changes cached data (changesCachedData)
  * wrapped: `after()` runs once it settles (resolved or not), before its
- * caller sees the answer. Other properties are copied as they are.
+ * caller sees the answer. Every method and property is looked up on
+ * `target` at each use, so a method replaced there later (a test's
+ * instrumentation) is the one called.
  */
 export function onChanges<T extends object>(target: T, after: () => void): T {
   const out: Record<string, unknown> = {}
+  const t = target as Record<string, unknown>
   for (const k of propertyNames(target)) {
-    const v = (target as Record<string, unknown>)[k]
-    if (typeof v !== 'function' || !changesCachedData(k)) {
-      out[k] = v
+    const v = t[k]
+    if (typeof v !== 'function') {
+      // looked up at each use, like the methods: the target stays the one source
+      Object.defineProperty(out, k, { get: () => t[k], enumerable: true })
       continue
     }
-    const method = v as (...a: unknown[]) => unknown
-    out[k] = function (this: unknown, ...args: unknown[]): unknown {
+    if (!changesCachedData(k)) {
+      out[k] = (...args: unknown[]): unknown => (t[k] as (...a: unknown[]) => unknown).apply(target, args)
+      continue
+    }
+    out[k] = (...args: unknown[]): unknown => {
       let result: unknown
       try {
-        result = method.apply(target, args)
+        result = (t[k] as (...a: unknown[]) => unknown).apply(target, args)
       } catch (err) {
         after()
         throw err
