@@ -92,7 +92,9 @@ export async function resolveReferences(
   stored: Record<string, string>,
 ): Promise<Resolved> {
   let hops: Hop[] = []
-  for (const name of Object.keys(stored)) {
+  for (const name in stored) {
+    // charCodeAt before referenceOf: a read of 10,000 values looks at one character of each
+    if ((stored[name] as string).charCodeAt(0) !== 0) continue
     const target = referenceOf(stored[name] as string)
     if (target !== null) hops.push({ origin: name, target, seen: [`${env.name}.${name}`] })
   }
