@@ -33,7 +33,6 @@ const KNOWN: readonly (readonly string[])[] = [
     'packages/storage-sqlite/src/vault-admin-store.ts',
     'packages/storage-sqlite/src/vault-store.ts',
   ],
-  ['packages/cli/src/api-client.ts', 'packages/cli/src/context.ts', 'packages/cli/src/fallback.ts', 'packages/cli/src/target.ts'],
 ]
 
 function sources(dir: string, out: string[] = []): string[] {
