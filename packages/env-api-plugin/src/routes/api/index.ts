@@ -81,12 +81,13 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
     if (request.is404) throw unknownPathError(request)
     await requireSignIn(request, reply)
   })
-  api.addHook('onSend', async function apiHeaders(_request: FastifyRequest, reply: FastifyReply) {
+  api.addHook('onSend', function apiHeaders(_request, reply, payload, done) {
     reply.headers(API_HEADERS)
     const headers = reply.getHeaders()
     for (const name in headers) {
       if (name.toLowerCase().startsWith('access-control-')) reply.removeHeader(name)
     }
+    done(null, payload)
   })
 
   // method and full route → operation, made once (no string built per request)
@@ -103,10 +104,11 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
     byMethod.set(method, op)
     operationOf.set(url, byMethod)
   }
-  api.addHook('onResponse', async function observeOperation(request: FastifyRequest, reply: FastifyReply) {
+  api.addHook('onResponse', function observeOperation(request, reply, done) {
     const route = request.routeOptions.url
     const op = route === undefined ? undefined : operationOf.get(route)?.get(request.method)
     opts.observer.apiOperation(op ?? 'other', outcomeOf(reply.statusCode))
+    done()
   })
 
   api.setErrorHandler(function envApiErrors(err, request, reply) {
