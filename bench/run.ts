@@ -246,7 +246,9 @@ async function runSoak(server: { child: ChildProcess; port: number }, c: Case, m
   const first = mean(heapMb.slice(0, 3))
   const growthMb = mean(heapMb.slice(-3)) - first
   const flat = growthMb <= Math.max(5, first * 0.1)
-  process.stdout.write(`heap ${heapMb.map((h) => h.toFixed(1)).join(' ')} MB: ${flat ? 'flat' : 'GROWING'} (${growthMb >= 0 ? '+' : ''}${growthMb.toFixed(1)} MB)\n`)
+  process.stdout.write(
+    `heap ${heapMb.map((h) => h.toFixed(1)).join(' ')} MB: ${flat ? 'flat' : 'GROWING'} (${growthMb >= 0 ? '+' : ''}${growthMb.toFixed(1)} MB)\n`,
+  )
   return {
     minutes,
     heapMb: heapMb.map((h) => Number(h.toFixed(2))),
@@ -437,7 +439,12 @@ async function main(): Promise<void> {
     // issue 20's targets; the read ratio and the peak RSS differ per database
     const sqlite = DATABASE === 'sqlite'
     const targets = [
-      { name: `30-variable read ≥ ${sqlite ? '0.5' : '0.25'}× bare (req/s)`, value: by('read-30')?.ratio, met: (v: number) => v >= (sqlite ? 0.5 : 0.25), unit: '×' },
+      {
+        name: `30-variable read ≥ ${sqlite ? '0.5' : '0.25'}× bare (req/s)`,
+        value: by('read-30')?.ratio,
+        met: (v: number) => v >= (sqlite ? 0.5 : 0.25),
+        unit: '×',
+      },
       { name: '30-variable read, CPU a request (÷ bare, for reference)', value: by('read-30')?.cpuTimesBare, met: null, unit: '× bare' },
       { name: 'p99 ≤ 5 ms at half the peak rate', value: by('read-30-half')?.real.p99, met: (v: number) => v <= 5, unit: 'ms' },
       { name: '30-variable push: CPU a request ≤ 20× bare', value: by('push-30')?.cpuTimesBare, met: (v: number) => v <= 20, unit: '× bare' },
@@ -448,7 +455,7 @@ async function main(): Promise<void> {
       { name: '1 MiB push < 150 ms (p50, 1 connection)', value: by('push-1mib')?.real.p50, met: (v: number) => v < 150, unit: 'ms' },
       { name: `peak RSS < ${sqlite ? 150 : 200} MB`, value: peakRssMb, met: (v: number) => v < (sqlite ? 150 : 200), unit: 'MB' },
       ...(soak ? [{ name: 'heap flat through the soak (≤ 10% or 5 MB growth)', value: soak.growthMb, met: () => soak.flat, unit: 'MB' }] : []),
-].map((t) => ({ name: t.name, value: t.value ?? null, unit: t.unit, met: t.value === undefined || t.met === null ? null : t.met(t.value) }))
+    ].map((t) => ({ name: t.name, value: t.value ?? null, unit: t.unit, met: t.value === undefined || t.met === null ? null : t.met(t.value) }))
     console.log('targets:')
     for (const t of targets)
       console.log(`  ${t.met === null ? '-   ' : t.met ? 'met ' : 'MISS'} ${t.name}: ${t.value === null ? 'not run' : t.value.toFixed(2) + ' ' + t.unit}`)
