@@ -1,0 +1,99 @@
+import type { CiIdentityRecord, CiIdentityStore, CreateCiIdentityResult } from '@envkeep/env-api-plugin'
+import { ciPrincipal, StorageError } from '@envkeep/env-api-plugin'
+import type { Selectable } from 'kysely'
+import { insertLog } from './access-log.js'
+import type { SqlRunner } from './dialect.js'
+import { all, first, run, type Step } from './op.js'
+import { insertAccessToken, signInRow } from './oauth-store.js'
+import { date, fromJson, toJson } from './rows.js'
+import type { CiIdentitiesTable } from './schema.js'
+
+function toIdentity(r: Selectable<CiIdentitiesTable>): CiIdentityRecord {
+  return Object.freeze({
+    id: r.id,
+    vaultId: r.vault_id,
+    name: r.name,
+    issuer: r.issuer,
+    audience: r.audience,
+    subjectPattern: r.subject_pattern,
+    requiredClaims: Object.freeze(fromJson<Record<string, string>>(r.required_claims)),
+    role: r.role,
+    environments: r.environments === null ? null : Object.freeze(fromJson<string[]>(r.environments)),
+    createdAt: date(r.created_at),
+  })
+}
+
+/** CI identities and workload sign-ins (ci-identity-store.ts in the plugin): tables ci_identities, used_subject_tokens. */
+export function createCiIdentityStore(s: SqlRunner): CiIdentityStore {
+  const d = s.dialect
+  const { db } = d
+  const identities = db.selectFrom('ci_identities').selectAll()
+  return {
+    createCiIdentity: (input, log) =>
+      s.write(function* (): Generator<Step, CreateCiIdentityResult, unknown> {
+        // the vault's row is locked (PostgreSQL): two identities of one name cannot race
+        const vault = yield* first(
+          db
+            .selectFrom('vaults')
+            .select('id')
+            .where('id', '=', input.vaultId)
+            .$if(d.rowLocks, (q) => q.forUpdate()),
+        )
+        if (!vault) throw new StorageError('23503', 'ci_identities')
+        const taken = yield* first(identities.where('vault_id', '=', input.vaultId).where((eb) => eb(eb.fn('lower', ['name']), '=', input.name.toLowerCase())))
+        if (taken) return { ok: false, reason: 'name_taken' }
+        const row = {
+          id: input.id,
+          vault_id: input.vaultId,
+          name: input.name,
+          issuer: input.issuer,
+          audience: input.audience,
+          subject_pattern: input.subjectPattern,
+          required_claims: toJson(input.requiredClaims),
+          role: input.role,
+          environments: input.environments === null ? null : toJson(input.environments),
+          created_at: input.now.getTime(),
+        }
+        yield* run(db.insertInto('ci_identities').values(row))
+        yield* insertLog(d, log)
+        return { ok: true, identity: toIdentity(row) }
+      }),
+
+    findCiIdentities: (filter) =>
+      s.read(function* () {
+        const q =
+          'vaultId' in filter
+            ? identities.where('vault_id', '=', filter.vaultId)
+            : 'issuer' in filter
+              ? identities.where('issuer', '=', filter.issuer)
+              : identities.where('id', '=', filter.id)
+        return (yield* all(q.orderBy(d.byBytes('name')).orderBy(d.byBytes('id')))).map(toIdentity)
+      }),
+
+    removeCiIdentity: (input, log) =>
+      s.write(function* () {
+        const gone = yield* run(db.deleteFrom('ci_identities').where('id', '=', input.id).where('vault_id', '=', input.vaultId))
+        if (gone === 0) return false
+        yield* run(
+          db.updateTable('sign_ins').set({ revoked_at: input.now.getTime() }).where('person_id', '=', ciPrincipal(input.id)).where('revoked_at', 'is', null),
+        )
+        yield* insertLog(d, log)
+        return true
+      }),
+
+    issueCiSignIn: (input) =>
+      s.write(function* (): Generator<Step, 'issued' | 'replayed', unknown> {
+        const used = yield* run(
+          db
+            .insertInto('used_subject_tokens')
+            .values({ key: input.subjectTokenKey, expires_at: input.subjectTokenExpiresAt.getTime() })
+            .onConflict((oc) => oc.column('key').doNothing()),
+        )
+        if (used === 0) return 'replayed'
+        const si = input.signIn
+        yield* run(db.insertInto('sign_ins').values(signInRow(d, si, null, null)))
+        yield* insertAccessToken(d, si.id, input.accessTokenHash, si.expiresAt, si.createdAt)
+        return 'issued'
+      }),
+  }
+}
