@@ -4,6 +4,7 @@ import {
   createClientRegistrationStore,
   createOAuthStore,
   createOverrideStore,
+  createPurge,
   createRateCounters,
   createWebhookStore,
 } from '@envkeep/storage-sql'
@@ -17,7 +18,6 @@ import { PostgresVaultStore } from './vault-store.js'
 export interface PostgresStorage extends Storage {
   countRequest: NonNullable<Storage['countRequest']>
   peekRequests: NonNullable<Storage['peekRequests']>
-  forgetRequests: NonNullable<Storage['forgetRequests']>
   /** the open pool and kysely instance, for the server's own stores (accounts) and tests */
   readonly database: OpenPostgres
   close(): Promise<void>
@@ -37,6 +37,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     ...createWebhookStore(sql),
     ...createOverrideStore(sql),
     ...createRateCounters(sql),
+    ...createPurge(sql, { rateCounters: true }),
     ...createClientRegistrationStore(sql),
     database,
     close: () => database.close(),

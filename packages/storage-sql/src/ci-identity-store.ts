@@ -1,8 +1,8 @@
-import type { CiIdentityRecord, CiIdentityStore, CreateCiIdentityResult } from '@envkeep/env-api-plugin'
-import { ciPrincipal, StorageError } from '@envkeep/env-api-plugin'
+import type { AccessLogEntry, ChangeResult, CiIdentityChange, CiIdentityRecord, CiIdentityStore } from '@envkeep/env-api-plugin'
+import { ciPrincipal } from '@envkeep/env-api-plugin'
 import type { Selectable } from 'kysely'
 import { insertLog } from './access-log.js'
-import type { SqlRunner } from './dialect.js'
+import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, run, type Step } from './op.js'
 import { insertAccessToken, signInRow } from './oauth-store.js'
 import { date, fromJson, toJson } from './rows.js'
@@ -29,35 +29,7 @@ export function createCiIdentityStore(s: SqlRunner): CiIdentityStore {
   const { db } = d
   const identities = db.selectFrom('ci_identities').selectAll()
   return {
-    createCiIdentity: (input, log) =>
-      s.write(function* (): Generator<Step, CreateCiIdentityResult, unknown> {
-        // the vault's row is locked (PostgreSQL): two identities of one name cannot race
-        const vault = yield* first(
-          db
-            .selectFrom('vaults')
-            .select('id')
-            .where('id', '=', input.vaultId)
-            .$if(d.rowLocks, (q) => q.forUpdate()),
-        )
-        if (!vault) throw new StorageError('23503', 'ci_identities')
-        const taken = yield* first(identities.where('vault_id', '=', input.vaultId).where((eb) => eb(eb.fn('lower', ['name']), '=', input.name.toLowerCase())))
-        if (taken) return { ok: false, reason: 'name_taken' }
-        const row = {
-          id: input.id,
-          vault_id: input.vaultId,
-          name: input.name,
-          issuer: input.issuer,
-          audience: input.audience,
-          subject_pattern: input.subjectPattern,
-          required_claims: toJson(input.requiredClaims),
-          role: input.role,
-          environments: input.environments === null ? null : toJson(input.environments),
-          created_at: input.now.getTime(),
-        }
-        yield* run(db.insertInto('ci_identities').values(row))
-        yield* insertLog(d, log)
-        return { ok: true, identity: toIdentity(row) }
-      }),
+    changeCiIdentity: (change, log) => s.write(() => changeCiIdentity(d, change, log)),
 
     findCiIdentities: (filter) =>
       s.read(function* () {
@@ -70,30 +42,70 @@ export function createCiIdentityStore(s: SqlRunner): CiIdentityStore {
         return (yield* all(q.orderBy(d.byBytes('name')).orderBy(d.byBytes('id')))).map(toIdentity)
       }),
 
-    removeCiIdentity: (input, log) =>
-      s.write(function* () {
-        const gone = yield* run(db.deleteFrom('ci_identities').where('id', '=', input.id).where('vault_id', '=', input.vaultId))
-        if (gone === 0) return false
-        yield* run(
-          db.updateTable('sign_ins').set({ revoked_at: input.now.getTime() }).where('person_id', '=', ciPrincipal(input.id)).where('revoked_at', 'is', null),
-        )
-        yield* insertLog(d, log)
-        return true
-      }),
-
     issueCiSignIn: (input) =>
-      s.write(function* (): Generator<Step, 'issued' | 'replayed', unknown> {
+      s.write(function* (): Generator<Step, ChangeResult<'replayed'>, unknown> {
         const used = yield* run(
           db
             .insertInto('used_subject_tokens')
             .values({ key: input.subjectTokenKey, expires_at: input.subjectTokenExpiresAt.getTime() })
             .onConflict((oc) => oc.column('key').doNothing()),
         )
-        if (used === 0) return 'replayed'
+        if (used === 0) return { ok: false, reason: 'replayed' }
         const si = input.signIn
         yield* run(db.insertInto('sign_ins').values(signInRow(d, si, null, null)))
         yield* insertAccessToken(d, si.id, input.accessTokenHash, si.expiresAt, si.createdAt)
-        return 'issued'
+        return { ok: true, value: undefined }
       }),
   }
+}
+
+function* changeCiIdentity(
+  d: SqlDialect,
+  change: CiIdentityChange,
+  log: AccessLogEntry,
+): Generator<Step, ChangeResult<'name_taken' | 'not_found', CiIdentityRecord>, unknown> {
+  const { db } = d
+  if (change.kind === 'remove') {
+    const gone = yield* all(db.deleteFrom('ci_identities').where('id', '=', change.id).where('vault_id', '=', change.vaultId).returningAll())
+    const was = gone[0]
+    if (!was) return { ok: false, reason: 'not_found' }
+    yield* run(
+      db.updateTable('sign_ins').set({ revoked_at: change.now.getTime() }).where('person_id', '=', ciPrincipal(change.id)).where('revoked_at', 'is', null),
+    )
+    yield* insertLog(d, log)
+    return { ok: true, value: toIdentity(was) }
+  }
+  const input = change.identity
+  // the vault's row is locked (PostgreSQL): two identities of one name cannot race
+  const vault = yield* first(
+    db
+      .selectFrom('vaults')
+      .select('id')
+      .where('id', '=', input.vaultId)
+      .$if(d.rowLocks, (q) => q.forUpdate()),
+  )
+  if (!vault) return { ok: false, reason: 'not_found' }
+  const taken = yield* first(
+    db
+      .selectFrom('ci_identities')
+      .select('id')
+      .where('vault_id', '=', input.vaultId)
+      .where((eb) => eb(eb.fn('lower', ['name']), '=', input.name.toLowerCase())),
+  )
+  if (taken) return { ok: false, reason: 'name_taken' }
+  const row = {
+    id: input.id,
+    vault_id: input.vaultId,
+    name: input.name,
+    issuer: input.issuer,
+    audience: input.audience,
+    subject_pattern: input.subjectPattern,
+    required_claims: toJson(input.requiredClaims),
+    role: input.role,
+    environments: input.environments === null ? null : toJson(input.environments),
+    created_at: input.now.getTime(),
+  }
+  yield* run(db.insertInto('ci_identities').values(row))
+  yield* insertLog(d, log)
+  return { ok: true, value: toIdentity(row) }
 }

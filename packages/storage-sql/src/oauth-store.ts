@@ -1,11 +1,11 @@
 import type {
   AccessGrant,
   AuthorizationCodeRecord,
-  ExchangeCodeResult,
+  ChangeResult,
+  FoundToken,
   IssuedTokens,
   OAuthStore,
   RefreshTokenRecord,
-  RotateRefreshResult,
   SignInRecord,
 } from '@envkeep/env-api-plugin'
 import { CompiledQuery, type Selectable } from 'kysely'
@@ -79,7 +79,7 @@ function* insertTokens(d: SqlDialect, signInId: string, t: IssuedTokens, now: Da
 }
 
 /** Revokes the live sign-ins a filter selects; answers how many. */
-function* revoke(d: SqlDialect, now: Date, where: { personId?: string; id?: string; codeHash?: string }) {
+function* revoke(d: SqlDialect, now: Date, where: { personId?: string; id?: string; codeHash?: string; clientId?: string }) {
   return yield* run(
     d.db
       .updateTable('sign_ins')
@@ -87,12 +87,13 @@ function* revoke(d: SqlDialect, now: Date, where: { personId?: string; id?: stri
       .where('revoked_at', 'is', null)
       .$if(where.personId !== undefined, (q) => q.where('person_id', '=', where.personId ?? ''))
       .$if(where.id !== undefined, (q) => q.where('id', '=', where.id ?? ''))
-      .$if(where.codeHash !== undefined, (q) => q.where('code_hash', '=', where.codeHash ?? '')),
+      .$if(where.codeHash !== undefined, (q) => q.where('code_hash', '=', where.codeHash ?? ''))
+      .$if(where.clientId !== undefined, (q) => q.where('client_id', '=', where.clientId ?? '')),
   )
 }
 
 /** The OAuth store (oauth-store.ts in the plugin): tables oauth_codes, sign_ins, access_tokens, refresh_tokens. */
-export function createOAuthStore(s: SqlRunner): Required<OAuthStore> {
+export function createOAuthStore(s: SqlRunner): OAuthStore {
   const d = s.dialect
   const { db } = d
   // The token check runs on every API request: its statement is compiled once, and only
@@ -145,7 +146,7 @@ export function createOAuthStore(s: SqlRunner): Required<OAuthStore> {
       }),
 
     exchangeAuthorizationCode: (codeHash, signIn, tokens, now) =>
-      s.write(function* (): Generator<Step, ExchangeCodeResult, unknown> {
+      s.write(function* (): Generator<Step, ChangeResult<'replayed' | 'unknown', SignInRecord>, unknown> {
         const code = yield* first(
           db
             .selectFrom('oauth_codes')
@@ -153,58 +154,31 @@ export function createOAuthStore(s: SqlRunner): Required<OAuthStore> {
             .where('code_hash', '=', codeHash)
             .$if(d.rowLocks, (q) => q.forUpdate()),
         )
-        if (!code) return { outcome: 'unknown' }
+        if (!code) return { ok: false, reason: 'unknown' }
         if (code.consumed_at !== null) {
           yield* revoke(d, now, { codeHash })
-          return { outcome: 'replayed' }
+          return { ok: false, reason: 'replayed' }
         }
         yield* run(db.updateTable('oauth_codes').set({ consumed_at: now.getTime() }).where('code_hash', '=', codeHash))
         const row = signInRow(d, { ...signIn, label: null }, codeHash, now)
         yield* run(db.insertInto('sign_ins').values(row))
         yield* insertTokens(d, signIn.id, tokens, now)
-        return {
-          outcome: 'issued',
-          signIn: Object.freeze({ ...signIn, scopes: Object.freeze([...signIn.scopes]), lastUsedAt: now, revokedAt: null, label: null }),
-        }
-      }),
-
-    findRefreshToken: (tokenHash) =>
-      s.read(function* () {
-        const r = yield* first(refreshWithSignIn(tokenHash))
-        if (!r) return null
-        return Object.freeze({ tokenHash, signIn: toSignIn(r), usedAt: dateOrNull(r.used_at) }) satisfies RefreshTokenRecord
+        return { ok: true, value: Object.freeze({ ...signIn, scopes: Object.freeze([...signIn.scopes]), lastUsedAt: now, revokedAt: null, label: null }) }
       }),
 
     rotateRefreshToken: (oldHash, tokens, now) =>
-      s.write(function* (): Generator<Step, RotateRefreshResult, unknown> {
+      s.write(function* (): Generator<Step, ChangeResult<'reused' | 'unknown', SignInRecord>, unknown> {
         const r = yield* first(refreshWithSignIn(oldHash).$if(d.rowLocks, (q) => q.forUpdate()))
-        if (!r) return { outcome: 'unknown' }
-        if (r.revoked_at !== null || now.getTime() >= num(r.expires_at)) return { outcome: 'unknown' }
+        if (!r) return { ok: false, reason: 'unknown' }
+        if (r.revoked_at !== null || now.getTime() >= num(r.expires_at)) return { ok: false, reason: 'unknown' }
         if (r.used_at !== null) {
           yield* revoke(d, now, { id: r.id })
-          return { outcome: 'reused' }
+          return { ok: false, reason: 'reused' }
         }
         yield* run(db.updateTable('refresh_tokens').set({ used_at: now.getTime() }).where('token_hash', '=', oldHash))
         yield* insertTokens(d, r.id, tokens, now)
         yield* run(db.updateTable('sign_ins').set({ last_used_at: now.getTime() }).where('id', '=', r.id))
-        return { outcome: 'rotated', signIn: toSignIn({ ...r, last_used_at: now.getTime() }) }
-      }),
-
-    revokeByToken: (tokenHash, clientId, now) =>
-      s.write(function* () {
-        const owner =
-          (yield* first(db.selectFrom('access_tokens').select('sign_in_id').where('token_hash', '=', tokenHash))) ??
-          (yield* first(db.selectFrom('refresh_tokens').select('sign_in_id').where('token_hash', '=', tokenHash)))
-        if (!owner) return false
-        const n = yield* run(
-          db
-            .updateTable('sign_ins')
-            .set({ revoked_at: now.getTime() })
-            .where('id', '=', owner.sign_in_id)
-            .where('client_id', '=', clientId)
-            .where('revoked_at', 'is', null),
-        )
-        return n > 0
+        return { ok: true, value: toSignIn({ ...r, last_used_at: now.getTime() }) }
       }),
 
     /**
@@ -212,28 +186,8 @@ export function createOAuthStore(s: SqlRunner): Required<OAuthStore> {
      * sign-in), and at most once a minute per sign-in one update of its last use, outside a
      * transaction (a revocation is seen by the next request).
      */
-    findAccessToken: (tokenHash, now, idleCutoff) =>
-      s.read(function* () {
-        const rows = yield* all({ compile: () => CompiledQuery.raw(findAccess.sql, [tokenHash]) as CompiledQuery<SignInRow & { token_expires_at: number }> })
-        const r = rows[0]
-        if (!r) return null
-        const t = now.getTime()
-        const lastUsed = r.last_used_at === null ? null : num(r.last_used_at)
-        if (r.revoked_at !== null || t >= num(r.token_expires_at) || t >= num(r.expires_at)) return null
-        if ((lastUsed ?? num(r.created_at)) < idleCutoff.getTime()) return null
-        let row = r
-        if (lastUsed === null || t - lastUsed >= LAST_USE_GRANULARITY_MS) {
-          yield* run(
-            db
-              .updateTable('sign_ins')
-              .set({ last_used_at: t })
-              .where('id', '=', r.id)
-              .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', t)])),
-          )
-          row = { ...r, last_used_at: t }
-        }
-        return Object.freeze({ signIn: toSignIn(row), tokenExpiresAt: date(r.token_expires_at) }) satisfies AccessGrant
-      }),
+    findToken: <K extends keyof FoundToken>(tokenHash: string, kind: K, now: Date, idleCutoff: Date) =>
+      (kind === 'access' ? findAccessToken(tokenHash, now, idleCutoff) : findRefreshToken(tokenHash)) as Promise<FoundToken[K] | null>,
 
     listSignIns: (personId) =>
       s.read(function* () {
@@ -241,26 +195,45 @@ export function createOAuthStore(s: SqlRunner): Required<OAuthStore> {
         return rows.map(toSignIn)
       }),
 
-    revokeSignIns: (input, now) => s.write(() => revoke(d, now, { personId: input.personId, id: input.signInId })),
-
-    purgeExpired: (now, codesBefore, signInsBefore) =>
+    revokeSignIns: (filter, now) =>
       s.write(function* () {
-        const cutoff = signInsBefore.getTime()
-        const ended = db
-          .selectFrom('sign_ins')
-          .select('id')
-          .where((eb) => eb.or([eb('revoked_at', '<', cutoff), eb('expires_at', '<', cutoff)]))
-        let n = 0
-        n += yield* run(db.deleteFrom('oauth_codes').where('expires_at', '<', codesBefore.getTime()))
-        n += yield* run(db.deleteFrom('access_tokens').where('expires_at', '<', now.getTime()))
-        // tokens first: the foreign keys' cascade is not relied on (foreign_keys may be off on a SQLite copy)
-        n += yield* run(db.deleteFrom('refresh_tokens').where('sign_in_id', 'in', ended))
-        n += yield* run(db.deleteFrom('access_tokens').where('sign_in_id', 'in', ended))
-        n += yield* run(db.deleteFrom('sign_ins').where((eb) => eb.or([eb('revoked_at', '<', cutoff), eb('expires_at', '<', cutoff)])))
-        n += yield* run(db.deleteFrom('used_subject_tokens').where('expires_at', '<', now.getTime()))
-        if (d.name === 'postgres')
-          n += yield* run(db.deleteFrom('rate_counters').where((eb) => eb(eb('window_start', '+', eb.ref('window_ms')), '<', now.getTime())))
-        return n
+        if (!('tokenHash' in filter)) return yield* revoke(d, now, { personId: filter.personId, id: filter.signInId })
+        const owner =
+          (yield* first(db.selectFrom('access_tokens').select('sign_in_id').where('token_hash', '=', filter.tokenHash))) ??
+          (yield* first(db.selectFrom('refresh_tokens').select('sign_in_id').where('token_hash', '=', filter.tokenHash)))
+        return owner ? yield* revoke(d, now, { id: owner.sign_in_id, clientId: filter.clientId }) : 0
       }),
+  }
+
+  function findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | null> {
+    return s.read(function* () {
+      const r = yield* first(refreshWithSignIn(tokenHash))
+      if (!r) return null
+      return Object.freeze({ tokenHash, signIn: toSignIn(r), usedAt: dateOrNull(r.used_at) }) satisfies RefreshTokenRecord
+    })
+  }
+
+  function findAccessToken(tokenHash: string, now: Date, idleCutoff: Date): Promise<AccessGrant | null> {
+    return s.read(function* () {
+      const rows = yield* all({ compile: () => CompiledQuery.raw(findAccess.sql, [tokenHash]) as CompiledQuery<SignInRow & { token_expires_at: number }> })
+      const r = rows[0]
+      if (!r) return null
+      const t = now.getTime()
+      const lastUsed = r.last_used_at === null ? null : num(r.last_used_at)
+      if (r.revoked_at !== null || t >= num(r.token_expires_at) || t >= num(r.expires_at)) return null
+      if ((lastUsed ?? num(r.created_at)) < idleCutoff.getTime()) return null
+      let row = r
+      if (lastUsed === null || t - lastUsed >= LAST_USE_GRANULARITY_MS) {
+        yield* run(
+          db
+            .updateTable('sign_ins')
+            .set({ last_used_at: t })
+            .where('id', '=', r.id)
+            .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', t)])),
+        )
+        row = { ...r, last_used_at: t }
+      }
+      return Object.freeze({ signIn: toSignIn(row), tokenExpiresAt: date(r.token_expires_at) }) satisfies AccessGrant
+    })
   }
 }

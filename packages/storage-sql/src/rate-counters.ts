@@ -4,7 +4,7 @@ import type { SqlRunner } from './dialect.js'
 import { all, first, run } from './op.js'
 import { date, num } from './rows.js'
 
-export type RateCounters = Required<Pick<Storage, 'countRequest' | 'peekRequests' | 'forgetRequests'>>
+export type RateCounters = Required<Pick<Storage, 'countRequest' | 'peekRequests'>>
 
 /**
  * Request counters in the database, shared by every server process (table rate_counters):
@@ -17,9 +17,12 @@ export function createRateCounters(s: SqlRunner): RateCounters {
   const { db } = s.dialect
   return {
     // one statement, atomic by itself: run outside a transaction (no BEGIN and COMMIT round
-    // trips), since the API's rate limit counts every request here
-    countRequest: (key, windowsMs, now) =>
-      s.read(function* () {
+    // trips), since the API's rate limit counts every request here; `afresh` (a success of the
+    // sign-in back-off) first deletes the key's windows, in one transaction with the count
+    countRequest: (key, windowsMs, now, afresh) => {
+      const count = function* () {
+        if (afresh) yield* run(db.deleteFrom('rate_counters').where('key', '=', key))
+        if (windowsMs.length === 0) return []
         const at = now.getTime()
         const values = windowsMs.map((w) => sql`(${key}, cast(${w} as bigint), cast(${at} as bigint), cast(1 as bigint))`)
         const upsert = sql<{ window_ms: unknown; window_start: unknown; count: unknown }>`
@@ -34,15 +37,13 @@ export function createRateCounters(s: SqlRunner): RateCounters {
           if (!r) throw new Error('envkeep: a rate counter was not counted')
           return { count: num(r.count), resetAt: date(num(r.window_start) + w) }
         })
-      }),
+      }
+      return afresh ? s.write(count) : s.read(count)
+    },
     peekRequests: (key, windowMs) =>
       s.read(function* () {
         const r = yield* first(db.selectFrom('rate_counters').select(['window_start', 'count']).where('key', '=', key).where('window_ms', '=', windowMs))
         return r ? { count: num(r.count), windowStart: date(r.window_start) } : null
-      }),
-    forgetRequests: (key) =>
-      s.write(function* () {
-        yield* run(db.deleteFrom('rate_counters').where('key', '=', key))
       }),
   }
 }

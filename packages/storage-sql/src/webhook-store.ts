@@ -1,7 +1,17 @@
-import type { ClaimedDelivery, DeliveryRecord, WebhookEvent, WebhookRecord, WebhookStore } from '@envkeep/env-api-plugin'
+import type {
+  AccessLogEntry,
+  ChangeResult,
+  ClaimedDelivery,
+  DeliveryRecord,
+  WebhookChange,
+  WebhookEvent,
+  WebhookRecord,
+  WebhookStore,
+} from '@envkeep/env-api-plugin'
 import { type Selectable, sql } from 'kysely'
-import type { SqlRunner } from './dialect.js'
-import { all, run } from './op.js'
+import { insertLog } from './access-log.js'
+import type { SqlDialect, SqlRunner } from './dialect.js'
+import { all, first, run, type Step } from './op.js'
 import { bytes, copyBytes, date, dateOrNull, fromJson, num, toJson } from './rows.js'
 import type { WebhookDeliveriesTable, WebhooksTable } from './schema.js'
 
@@ -69,46 +79,23 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
       'd.last_error',
     ])
   return {
-    createWebhook: (w) =>
-      s.write(function* () {
-        const events = EVENT_ORDER.filter((e) => w.events.includes(e))
-        const row = {
-          id: w.id,
-          vault_id: w.vaultId,
-          url: w.url,
-          format: w.format,
-          events: toJson(events),
-          sealed_secret: w.sealedSecret && bytes(w.sealedSecret),
-          created_at: w.createdAt.getTime(),
-          created_by: w.createdBy,
-        }
-        yield* run(db.insertInto('webhooks').values(row))
-        return webhookOf(row)
-      }),
+    changeWebhook: (change, log) => s.write(() => changeWebhook(d, change, log)),
 
-    listWebhooks: (vaultId) =>
+    listWebhooks: (vaultId, recent) =>
       s.read(function* () {
         const rows = yield* all(db.selectFrom('webhooks').selectAll().where('vault_id', '=', vaultId).orderBy('created_at').orderBy(d.byBytes('id')))
-        return rows.map((r) => ({ ...webhookOf(r), sealedSecret: r.sealed_secret && copyBytes(r.sealed_secret) }))
-      }),
-
-    sealWebhookUrl: (input) =>
-      s.write(function* () {
-        const n = yield* run(
-          db
-            .updateTable('webhooks')
-            .set({ url: input.url, sealed_secret: bytes(input.sealedSecret) })
-            .where('id', '=', input.webhookId)
-            .where('vault_id', '=', input.vaultId)
-            .where('url', '=', input.ifUrl),
-        )
-        return n > 0
-      }),
-
-    // the deliveries go by the foreign key's cascade
-    deleteWebhook: (vaultId, webhookId) =>
-      s.write(function* () {
-        return (yield* run(db.deleteFrom('webhooks').where('id', '=', webhookId).where('vault_id', '=', vaultId))) > 0
+        const out: WebhookRecord[] = []
+        for (const r of rows) {
+          const w: WebhookRecord = { ...webhookOf(r), sealedSecret: r.sealed_secret && copyBytes(r.sealed_secret) }
+          if (recent === undefined) out.push(w)
+          else {
+            const latest = yield* all(
+              deliveries.where('d.webhook_id', '=', r.id).orderBy('d.occurred_at', 'desc').orderBy('d.id', 'desc').limit(limitOf(recent)),
+            )
+            out.push({ ...w, recent: latest.map(deliveryOf) })
+          }
+        }
+        return out
       }),
 
     enqueueDeliveries: (input) =>
@@ -173,8 +160,8 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
 
     finishAttempt: (a) => {
       // a delivery id is an integer (SQLite integer, PostgreSQL bigint): anything else is no delivery
-      if (!/^[0-9]{1,15}$/.test(a.deliveryId)) return Promise.resolve(false)
-      return s.write(function* () {
+      if (!/^[0-9]{1,15}$/.test(a.deliveryId)) return Promise.resolve({ ok: false, reason: 'not_found' })
+      return s.write(function* (): Generator<Step, ChangeResult<'not_found'>, unknown> {
         const n = yield* run(
           db
             .updateTable('webhook_deliveries')
@@ -191,24 +178,67 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
             .where('id', '=', Number(a.deliveryId))
             .where('claim_token', '=', a.claimToken),
         )
-        return n > 0
+        return n > 0 ? { ok: true, value: undefined } : { ok: false, reason: 'not_found' }
       })
     },
-
-    listDeliveries: (vaultId, webhookId, limit) =>
-      s.read(function* () {
-        const rows = yield* all(
-          deliveries
-            .where('w.vault_id', '=', vaultId)
-            .where('d.webhook_id', '=', webhookId)
-            .orderBy('d.occurred_at', 'desc')
-            .orderBy('d.id', 'desc')
-            .limit(limitOf(limit)),
-        )
-        return rows.map(deliveryOf)
-      }),
-
-    pruneDeliveries: (olderThan) =>
-      s.write(() => run(db.deleteFrom('webhook_deliveries').where('status', '<>', 'pending').where('occurred_at', '<', olderThan.getTime()))),
   }
+}
+
+function* changeWebhook(
+  d: SqlDialect,
+  change: WebhookChange,
+  log: AccessLogEntry | undefined,
+): Generator<Step, ChangeResult<'not_found' | 'too_many', WebhookRecord>, unknown> {
+  const { db } = d
+  let done: WebhookRecord
+  if (change.kind === 'create') {
+    const w = change.webhook
+    // the vault's row is locked (PostgreSQL): two additions cannot both pass the count
+    const vault = yield* first(
+      db
+        .selectFrom('vaults')
+        .select('id')
+        .where('id', '=', w.vaultId)
+        .$if(d.rowLocks, (q) => q.forUpdate()),
+    )
+    if (!vault) return { ok: false, reason: 'not_found' }
+    const has = yield* first(
+      db
+        .selectFrom('webhooks')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('vault_id', '=', w.vaultId),
+    )
+    if (num(has?.n ?? 0) >= change.most) return { ok: false, reason: 'too_many' }
+    const row = {
+      id: w.id,
+      vault_id: w.vaultId,
+      url: w.url,
+      format: w.format,
+      events: toJson(EVENT_ORDER.filter((e) => w.events.includes(e))),
+      sealed_secret: w.sealedSecret && bytes(w.sealedSecret),
+      created_at: w.createdAt.getTime(),
+      created_by: w.createdBy,
+    }
+    yield* run(db.insertInto('webhooks').values(row))
+    done = webhookOf(row)
+  } else if (change.kind === 'seal') {
+    const [row] = yield* all(
+      db
+        .updateTable('webhooks')
+        .set({ url: change.url, sealed_secret: bytes(change.sealedSecret) })
+        .where('id', '=', change.webhookId)
+        .where('vault_id', '=', change.vaultId)
+        .where('url', '=', change.ifUrl)
+        .returningAll(),
+    )
+    if (!row) return { ok: false, reason: 'not_found' }
+    done = webhookOf(row)
+  } else {
+    // the deliveries go by the foreign key's cascade
+    const [row] = yield* all(db.deleteFrom('webhooks').where('id', '=', change.webhookId).where('vault_id', '=', change.vaultId).returningAll())
+    if (!row) return { ok: false, reason: 'not_found' }
+    done = webhookOf(row)
+  }
+  if (log) yield* insertLog(d, log)
+  return { ok: true, value: done }
 }

@@ -1,5 +1,12 @@
 import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
-import { createCiIdentityStore, createClientRegistrationStore, createOAuthStore, createOverrideStore, createWebhookStore } from '@envkeep/storage-sql'
+import {
+  createCiIdentityStore,
+  createClientRegistrationStore,
+  createOAuthStore,
+  createOverrideStore,
+  createPurge,
+  createWebhookStore,
+} from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteRunner } from './sql-runner.js'
@@ -21,6 +28,7 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
     ...createCiIdentityStore(sql),
     ...boundMethods(createSqliteHistoryStore(database)),
     ...createWebhookStore(sql),
+    ...createPurge(sql, { rateCounters: false }),
     ...createClientRegistrationStore(sql),
     ...createOverrideStore(sql),
     database,

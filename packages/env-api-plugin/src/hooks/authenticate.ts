@@ -73,7 +73,7 @@ export async function liveSignInOf(request: FastifyRequest, opts: ResolvedOption
   const token = bearerTokenOf(request)
   if (token === null) return null
   const now = opts.now()
-  const grant = await opts.storage.findAccessToken(tokenHash(token), now, new Date(now.getTime() - opts.signInIdleMs))
+  const grant = await opts.storage.findToken(tokenHash(token), 'access', now, new Date(now.getTime() - opts.signInIdleMs))
   if (!grant) return null
   const s = grant.signIn
   if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || now.getTime() >= grant.tokenExpiresAt.getTime()) return null

@@ -27,7 +27,6 @@ const LEASE_MS = 60_000
 const BATCH = 10
 const SWEEP_EVERY_MS = 60_000
 const SWEEP_WINDOW_MS = 86_400_000
-const KEEP_DELIVERIES_MS = 30 * 86_400_000
 
 export interface WorkerLog {
   info(o: object, msg: string): void
@@ -143,8 +142,8 @@ export function sweepWebhookEvents(deps: Pick<WebhookWorkerDeps, 'storage' | 'no
 
 /**
  * Runs the worker in the plugin: every `webhookIntervalMs` a batch is
- * delivered; every minute the sweep runs (and, hourly, deliveries older
- * than 30 days are pruned). One run at a time; the timer never keeps the
+ * delivered; every minute the sweep runs (deliveries older than 30 days
+ * go with housekeeping's hourly purge). One run at a time; the timer never keeps the
  * process alive and stops when the app closes (after the run under way).
  */
 export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOptions): void {
@@ -161,7 +160,6 @@ export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOp
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> | null = null
   let lastSweep = 0
-  let sweeps = 0
 
   let legacySealed = false
 
@@ -176,7 +174,6 @@ export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOp
       if (Date.now() - lastSweep >= SWEEP_EVERY_MS) {
         lastSweep = Date.now()
         await sweepWebhookEvents(deps)
-        if (sweeps++ % 60 === 0) await opts.storage.pruneDeliveries(new Date(opts.now().getTime() - KEEP_DELIVERIES_MS))
       }
       for (let i = 0; i < 10; i++) {
         const c = await deliverDueWebhooks(deps)

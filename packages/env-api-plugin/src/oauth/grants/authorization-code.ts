@@ -58,9 +58,9 @@ export async function authorizationCodeGrant(
     tokens.hashes,
     now,
   )
-  if (result.outcome === 'replayed') {
-    throw oauthErrors.invalidGrant('the code was already used; the sign-in it started is revoked')
+  if (!result.ok) {
+    if (result.reason === 'replayed') throw oauthErrors.invalidGrant('the code was already used; the sign-in it started is revoked')
+    throw invalid()
   }
-  if (result.outcome !== 'issued') throw invalid()
-  return tokens.respond(result.signIn.scopes, target.showsPerson ? await personShown(opts, result.signIn.personId) : undefined)
+  return tokens.respond(result.value.scopes, target.showsPerson ? await personShown(opts, result.value.personId) : undefined)
 }

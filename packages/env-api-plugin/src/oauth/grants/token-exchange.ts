@@ -177,7 +177,7 @@ export async function tokenExchangeGrant(
     subjectTokenKey: key,
     subjectTokenExpiresAt: new Date((claims.exp + SUBJECT_TOKEN_SKEW_SECONDS) * 1000),
   })
-  if (outcome === 'replayed') throw refused('this subject token was exchanged before')
+  if (!outcome.ok) throw refused('this subject token was exchanged before')
   return {
     access_token: access,
     issued_token_type: TOKEN_TYPE_ACCESS_TOKEN,
