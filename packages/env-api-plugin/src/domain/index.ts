@@ -22,7 +22,7 @@ import {
   vaultOfPush,
   type PushView,
 } from './pushes.js'
-import { listSignIns, revokeAllSignIns, revokeOwnSignIns, revokeSignIn } from './sign-ins.js'
+import { clientNamesOf, listSignIns, revokeAllSignIns, revokeOwnSignIns, revokeSignIn } from './sign-ins.js'
 import {
   deleteVariable,
   listReferences,
@@ -38,7 +38,19 @@ import { createVault, deleteVault, renameVault, setEnvironmentRules } from './va
 import { allowOverrides, describeOverrides, setOverride } from './overrides.js'
 import { readEnvironmentIfChanged } from './watch.js'
 import { findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
-import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
+import { addWebhook, listWebhooks, removeWebhook, sealLegacyWebhooks } from './webhooks.js'
+import { claimDeliveries, deliveryFacts, finishDelivery, sweepDeliveries } from './deliveries.js'
+import {
+  findAuthorizationCode,
+  findRefreshToken,
+  redeemAuthorizationCode,
+  revokeByToken,
+  rotateRefreshToken,
+  saveAuthorizationCode,
+  signInOfToken,
+} from './tokens.js'
+import type { AuthorizationCodeRecord, IssuedTokens, SignInRecord } from '../adapters/oauth-store.js'
+import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
 
 /**
  * The domain layer: the only code that knows the rules of vaults, members,
@@ -115,6 +127,12 @@ export function createDomain(d: DomainDeps) {
     addWebhook: (actor: Actor, input: Parameters<typeof addWebhook>[2]) => addWebhook(d, actor, input),
     listWebhooks: (actor: Actor, vaultId: string) => listWebhooks(d, actor, vaultId),
     removeWebhook: (actor: Actor, input: { vaultId: string; webhookId: string }) => removeWebhook(d, actor, input),
+    // webhook deliveries (the delivery worker: no actor)
+    claimWebhookDeliveries: (input: { leaseMs: number; limit: number; token: string }) => claimDeliveries(d, input),
+    webhookDeliveryFacts: (delivery: ClaimedDelivery) => deliveryFacts(d, delivery),
+    finishWebhookDelivery: (attempt: DeliveryAttempt) => finishDelivery(d, attempt),
+    sweepWebhookDeliveries: (windowMs: number) => sweepDeliveries(d, windowMs),
+    sealLegacyWebhooks: () => sealLegacyWebhooks(d),
     // access log
     listAccessLog: (actor: Actor, input: Parameters<typeof listAccessLog>[2]) => listAccessLog(d, actor, input),
     // sign-ins
@@ -122,11 +140,23 @@ export function createDomain(d: DomainDeps) {
     revokeSignIn: (actor: PersonActor, signInId: string) => revokeSignIn(d, actor, signInId),
     revokeOwnSignIns: (actor: PersonActor) => revokeOwnSignIns(d, actor),
     revokeAllSignIns: (actor: AdministratorActor, personId: string) => revokeAllSignIns(d, actor, personId),
+    clientNamesOf: (signIns: readonly SignInRecord[]) => clientNamesOf(d, signIns),
+    // sign-ins by their secrets (the OAuth grants and the bearer check: hashes only, no actor)
+    signInOfToken: (tokenHash: string, idleMs: number) => signInOfToken(d, tokenHash, idleMs),
+    saveAuthorizationCode: (code: AuthorizationCodeRecord) => saveAuthorizationCode(d, code),
+    findAuthorizationCode: (codeHash: string) => findAuthorizationCode(d, codeHash),
+    redeemAuthorizationCode: (codeHash: string, signIn: Omit<SignInRecord, 'lastUsedAt' | 'revokedAt'>, tokens: IssuedTokens, now: Date) =>
+      redeemAuthorizationCode(d, codeHash, signIn, tokens, now),
+    findRefreshToken: (tokenHash: string) => findRefreshToken(d, tokenHash),
+    rotateRefreshToken: (tokenHash: string, tokens: IssuedTokens, now: Date) => rotateRefreshToken(d, tokenHash, tokens, now),
+    revokeByToken: (tokenHash: string, clientId: string) => revokeByToken(d, tokenHash, clientId),
     // the server administrator's own
     listAudit: (actor: AdministratorActor, input: { limit: number }) => listAudit(d, actor, input),
     listAllVaults: (actor: AdministratorActor) => listAllVaults(d, actor),
     rotateDataKey: (actor: AdministratorActor, vaultId: string) => rotateVaultKey(d, actor, vaultId),
     rewrapDataKeys: (actor: AdministratorActor, rewrap: Parameters<typeof rewrapDataKeys>[2]) => rewrapDataKeys(d, actor, rewrap),
+    /** the storage's request counters every process shares (PostgreSQL), or null: each process counts in memory */
+    sharedRequestCounter: () => (d.storage.countRequest ? d.storage.countRequest.bind(d.storage) : null),
     // housekeeping (the periodic work: no actor)
     expirePushes: () => expirePushes(d),
     purgeSignIns: () => purgeSignIns(d),

@@ -8,7 +8,6 @@ import { canManageVault } from './permissions.js'
 import { locateVault, VAULT_NOT_FOUND } from './vaults.js'
 import { shownUrl, webhookUrlProblem } from './webhook-url.js'
 import type { VaultCrypto } from '../vault-service.js'
-import type { Storage } from '../adapters/storage.js'
 
 /**
  * Per-vault webhooks (issue 14, item 5): owners add, list and remove them;
@@ -119,7 +118,7 @@ export async function openWebhookCredentials(
  * worker starts (it needs the master key), on every backend alike; compare-and-set, so
  * several processes may run it at once. Returns how many it sealed.
  */
-export async function sealLegacyWebhooks(d: { storage: Storage; crypto: VaultCrypto }): Promise<number> {
+export async function sealLegacyWebhooks(d: Pick<DomainDeps, 'storage' | 'crypto'>): Promise<number> {
   let n = 0
   for (const vault of await d.storage.findVaults({})) {
     for (const w of await d.storage.listWebhooks(vault.id)) {

@@ -1,6 +1,5 @@
 import t from 'tap'
 import { deliverDueWebhooks, MAX_ATTEMPTS, RETRY_DELAYS_MS, type WebhookWorkerDeps } from '../../src/index.js'
-import { createVaultCrypto } from '../../src/vault-service.js'
 import { build, createTestPeople, type Built } from '../pages/helpers.js'
 import { domainOf, editorActor, ownerActor, receiver } from './helpers.js'
 
@@ -16,8 +15,7 @@ async function latestDeliveries(b: Built, webhookId: string) {
 function workerOf(b: Built, logs: string[], timeoutMs?: number): WebhookWorkerDeps {
   const line = (level: string) => (o: object, msg: string) => void logs.push(`${level} ${msg} ${JSON.stringify(o)}`)
   return {
-    storage: b.storage,
-    crypto: createVaultCrypto(b.storage, b.keyring),
+    domain: domainOf(b),
     people: createTestPeople(),
     baseUrl: 'https://envkeep.example.com',
     now: () => b.clock.now,

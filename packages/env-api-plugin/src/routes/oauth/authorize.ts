@@ -263,7 +263,7 @@ export async function authorizeRoutes(app: FastifyInstance, { opts }: { opts: Re
 export async function issueCode(opts: ResolvedOptions, r: AuthorizeRequest<unknown>, scopes: readonly string[], personId: string): Promise<string> {
   const now = opts.now()
   const code = newAuthorizationCode()
-  await opts.storage.saveAuthorizationCode({
+  await opts.core.domain.saveAuthorizationCode({
     codeHash: tokenHash(code),
     clientId: r.clientId,
     redirectUri: r.redirectUri,
