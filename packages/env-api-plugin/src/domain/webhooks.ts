@@ -143,13 +143,12 @@ export async function listWebhooks(d: DomainDeps, actor: Actor, vaultId: string)
 export async function removeWebhook(d: DomainDeps, actor: Actor, input: { vaultId: string; webhookId: string }): Promise<VaultAccess> {
   const vault = await ownedVault(d, actor, input.vaultId)
   const gone = (await d.storage.listWebhooks(vault.id)).find((w) => w.id === input.webhookId)
-  const removed =
-    gone &&
-    (await d.storage.changeWebhook(
-      { kind: 'delete', vaultId: vault.id, webhookId: input.webhookId },
-      entryFor(actor, { vaultId: vault.id, action: 'webhook_removed', at: d.now(), detail: `${gone.format}: ${gone.events.join(', ')}` }),
-    ))
-  if (!removed || !removed.ok) throw fail.notFound(WEBHOOK_NOT_FOUND, 'the webhook')
+  if (!gone) throw fail.notFound(WEBHOOK_NOT_FOUND, 'the webhook')
+  const removed = await d.storage.changeWebhook(
+    { kind: 'delete', vaultId: vault.id, webhookId: input.webhookId },
+    entryFor(actor, { vaultId: vault.id, action: 'webhook_removed', at: d.now(), detail: `${gone.format}: ${gone.events.join(', ')}` }),
+  )
+  if (!removed.ok) throw fail.notFound(WEBHOOK_NOT_FOUND, 'the webhook')
   return vault
 }
 
