@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
+import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord, type NewCiSignIn } from '../adapters/ci-identity-store.js'
+import type { ChangeResult } from '../adapters/results.js'
+import { sameVaultName } from './vault-admin.js'
 import type { VaultAccess, VaultStore } from '../adapters/vault-store.js'
 import { issuerProblem } from '../oauth/workload/issuer-url.js'
 import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
@@ -167,4 +169,26 @@ export async function ciIdentityOwnerStays(storage: Pick<VaultStore, 'listAccess
   const adder = (await ciIdentityAdders(storage, identity.vaultId)).get(identity.id) ?? null
   if (adder === null) return true
   return (await storage.listMembers(identity.vaultId)).some((m) => m.personId === adder && m.role === 'owner')
+}
+
+/** The CI identities trusting exactly this issuer, of every vault (the token exchange's first step). */
+export function ciIdentitiesTrusting(d: Pick<DomainDeps, 'storage'>, issuer: string): Promise<CiIdentityRecord[]> {
+  return d.storage.findCiIdentities({ issuer })
+}
+
+/** The identities among `matches` that belong to the vault `ref` names: its id, else its name (case-insensitive). */
+export async function ciIdentitiesOfVault(d: Pick<DomainDeps, 'storage'>, matches: readonly CiIdentityRecord[], ref: string): Promise<CiIdentityRecord[]> {
+  const byId = matches.filter((i) => i.vaultId === ref.toLowerCase())
+  if (byId.length > 0) return byId
+  const named: CiIdentityRecord[] = []
+  for (const vaultId of new Set(matches.map((i) => i.vaultId))) {
+    const [vault] = await d.storage.findVaults({ id: vaultId })
+    if (vault && sameVaultName(vault.name, ref)) named.push(...matches.filter((i) => i.vaultId === vaultId))
+  }
+  return named
+}
+
+/** Signs a CI run in (its identity token used once): refused with 'replayed' when that token was exchanged before. */
+export function issueCiSignIn(d: Pick<DomainDeps, 'storage'>, input: NewCiSignIn): Promise<ChangeResult<'replayed'>> {
+  return d.storage.issueCiSignIn(input)
 }

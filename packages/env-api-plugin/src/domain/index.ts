@@ -2,7 +2,16 @@ import type { Actor, AdministratorActor, PersonActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { listAccessLog } from './access-log.js'
 import { expirePushes, listAllVaults, listAudit, pruneOldHistory, purgeSignIns, rewrapDataKeys, rotateVaultKey } from './administration.js'
-import { addCiIdentity, listCiIdentities, removeCiIdentity, type NewCiIdentityInput } from './ci-identities.js'
+import {
+  addCiIdentity,
+  ciIdentitiesOfVault,
+  ciIdentitiesTrusting,
+  ciIdentityOwnerStays,
+  issueCiSignIn,
+  listCiIdentities,
+  removeCiIdentity,
+  type NewCiIdentityInput,
+} from './ci-identities.js'
 import { createEnvironment } from './environments.js'
 import { changeOfPush, listHistory, loadChange, planRollback, revealChange, rollBack, variableHistory } from './history.js'
 import type { Person } from '../adapters/people.js'
@@ -51,6 +60,7 @@ import {
 } from './tokens.js'
 import type { AuthorizationCodeRecord, IssuedTokens, SignInRecord } from '../adapters/oauth-store.js'
 import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
+import type { CiIdentityRecord, NewCiSignIn } from '../adapters/ci-identity-store.js'
 
 /**
  * The domain layer: the only code that knows the rules of vaults, members,
@@ -123,6 +133,11 @@ export function createDomain(d: DomainDeps) {
     addCiIdentity: (actor: Actor, input: NewCiIdentityInput) => addCiIdentity(d, actor, input),
     listCiIdentities: (actor: Actor, vaultId: string) => listCiIdentities(d, actor, vaultId),
     removeCiIdentity: (actor: Actor, input: { vaultId: string; identity: string }) => removeCiIdentity(d, actor, input),
+    // the CI token exchange (oauth/grants/token-exchange.ts: no actor yet, a verified identity token)
+    ciIdentitiesTrusting: (issuer: string) => ciIdentitiesTrusting(d, issuer),
+    ciIdentitiesOfVault: (matches: readonly CiIdentityRecord[], ref: string) => ciIdentitiesOfVault(d, matches, ref),
+    ciIdentityMaySignIn: (identity: CiIdentityRecord) => ciIdentityOwnerStays(d.storage, identity),
+    issueCiSignIn: (input: NewCiSignIn) => issueCiSignIn(d, input),
     // webhooks
     addWebhook: (actor: Actor, input: Parameters<typeof addWebhook>[2]) => addWebhook(d, actor, input),
     listWebhooks: (actor: Actor, vaultId: string) => listWebhooks(d, actor, vaultId),
