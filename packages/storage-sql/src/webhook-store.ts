@@ -98,8 +98,9 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
         return out
       }),
 
+    // one statement, atomic by itself (the unique (webhook, push, event) decides): no transaction
     enqueueDeliveries: (input) =>
-      s.write(function* () {
+      s.read(function* () {
         const since = input.since.getTime()
         const onePush = input.pushId === undefined ? sql`` : sql`and id = ${input.pushId}`
         // `events` is JSON text (SQLite) or jsonb (PostgreSQL): as text, both hold each event quoted
@@ -119,33 +120,38 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
         return yield* run({ compile: () => insert.compile(db) })
       }),
 
+    // The claim is one statement, atomic by itself (PostgreSQL: the due rows are locked, and
+    // rows another process holds skipped), run outside a transaction: a worker that finds
+    // nothing due costs one round trip per tick.
     claimDeliveries: (input) =>
-      s.write(function* () {
+      s.read(function* () {
         const now = input.now.getTime()
-        const due = yield* all(
-          db
-            .selectFrom('webhook_deliveries')
-            .select('id')
-            .where('status', '=', 'pending')
-            .where('next_attempt_at', '<=', now)
-            .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
-            .orderBy('next_attempt_at')
-            .orderBy('id')
-            .limit(limitOf(input.limit))
-            .$if(d.rowLocks, (q) => q.forUpdate().skipLocked()),
-        )
-        if (due.length === 0) return []
-        const ids = due.map((r) => r.id)
-        yield* run(
+        const due = db
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where('status', '=', 'pending')
+          .where('next_attempt_at', '<=', now)
+          .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
+          .orderBy('next_attempt_at')
+          .orderBy('id')
+          .limit(limitOf(input.limit))
+          .$if(d.rowLocks, (q) => q.forUpdate().skipLocked())
+        const claimed = yield* all(
           db
             .updateTable('webhook_deliveries')
             .set({ claim_token: input.token, claimed_until: now + input.leaseMs })
-            .where('id', 'in', ids),
+            .where('id', 'in', due)
+            .returning('id'),
         )
+        if (claimed.length === 0) return []
         const rows = yield* all(
           deliveries
             .select(['w.url', 'w.format', 'w.events', 'w.created_at', 'w.created_by', 'w.sealed_secret'])
-            .where('d.id', 'in', ids)
+            .where(
+              'd.id',
+              'in',
+              claimed.map((r) => r.id),
+            )
             .orderBy('d.next_attempt_at')
             .orderBy('d.id'),
         )
