@@ -2,6 +2,7 @@ import type { AccessLogEntry, ChangeResult, CiIdentityChange, CiIdentityRecord, 
 import { ciPrincipal } from '@envkeep/env-api-plugin'
 import type { Selectable } from 'kysely'
 import { insertLog } from './access-log.js'
+import { lockVault } from './vault-lock.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, run, type Step } from './op.js'
 import { insertAccessToken, signInRow } from './oauth-store.js'
@@ -76,15 +77,8 @@ function* changeCiIdentity(
     return { ok: true, value: toIdentity(was) }
   }
   const input = change.identity
-  // the vault's row is locked (PostgreSQL): two identities of one name cannot race
-  const vault = yield* first(
-    db
-      .selectFrom('vaults')
-      .select('id')
-      .where('id', '=', input.vaultId)
-      .$if(d.rowLocks, (q) => q.forUpdate()),
-  )
-  if (!vault) return { ok: false, reason: 'not_found' }
+  // two identities of one name cannot race
+  if (!(yield* lockVault(d, input.vaultId))) return { ok: false, reason: 'not_found' }
   const taken = yield* first(
     db
       .selectFrom('ci_identities')

@@ -10,6 +10,7 @@ import type {
 } from '@envkeep/env-api-plugin'
 import { type Selectable, sql } from 'kysely'
 import { insertLog } from './access-log.js'
+import { lockVault } from './vault-lock.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, run, type Step } from './op.js'
 import { bytes, copyBytes, date, dateOrNull, fromJson, num, toJson } from './rows.js'
@@ -199,15 +200,8 @@ function* changeWebhook(
   let done: WebhookRecord
   if (change.kind === 'create') {
     const w = change.webhook
-    // the vault's row is locked (PostgreSQL): two additions cannot both pass the count
-    const vault = yield* first(
-      db
-        .selectFrom('vaults')
-        .select('id')
-        .where('id', '=', w.vaultId)
-        .$if(d.rowLocks, (q) => q.forUpdate()),
-    )
-    if (!vault) return { ok: false, reason: 'not_found' }
+    // two additions cannot both pass the count
+    if (!(yield* lockVault(d, w.vaultId))) return { ok: false, reason: 'not_found' }
     const has = yield* first(
       db
         .selectFrom('webhooks')
