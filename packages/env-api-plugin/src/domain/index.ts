@@ -60,6 +60,7 @@ import {
 } from './tokens.js'
 import type { AuthorizationCodeRecord, IssuedTokens, SignInRecord } from '../adapters/oauth-store.js'
 import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
+import type { Storage } from '../adapters/storage.js'
 import type { CiIdentityRecord, NewCiSignIn } from '../adapters/ci-identity-store.js'
 
 /**
@@ -171,7 +172,7 @@ export function createDomain(d: DomainDeps) {
     rotateDataKey: (actor: AdministratorActor, vaultId: string) => rotateVaultKey(d, actor, vaultId),
     rewrapDataKeys: (actor: AdministratorActor, rewrap: Parameters<typeof rewrapDataKeys>[2]) => rewrapDataKeys(d, actor, rewrap),
     /** the storage's request counters every process shares (PostgreSQL), or null: each process counts in memory */
-    sharedRequestCounter: () => (d.storage.countRequest ? d.storage.countRequest.bind(d.storage) : null),
+    sharedCounters: () => sharedCounters(d.storage),
     // housekeeping (the periodic work: no actor)
     expirePushes: () => expirePushes(d),
     purgeSignIns: () => purgeSignIns(d),
@@ -180,6 +181,15 @@ export function createDomain(d: DomainDeps) {
 }
 
 export type Domain = ReturnType<typeof createDomain>
+
+/** Counting requests and reading a count back, in counters every server process shares. */
+export type SharedCounters = Required<Pick<Storage, 'countRequest' | 'peekRequests'>>
+
+function sharedCounters(storage: Storage): SharedCounters | null {
+  const { countRequest, peekRequests } = storage
+  if (!countRequest || !peekRequests) return null
+  return { countRequest: countRequest.bind(storage), peekRequests: peekRequests.bind(storage) }
+}
 
 export { ADMINISTRATOR, ADMINISTRATOR_CLIENT, authorOf, entryFor, personActor, type Actor, type AdministratorActor, type PersonActor } from './actor.js'
 export type { DomainDeps } from './deps.js'

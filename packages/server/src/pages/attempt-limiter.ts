@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { Storage } from '@envkeep/env-api-plugin'
+import type { SharedCounters } from '@envkeep/env-api-plugin'
 
 /**
  * Attempt limits of the sign-in forms (login, setup, invitations, and any
@@ -10,15 +10,8 @@ import type { Storage } from '@envkeep/env-api-plugin'
  * process), in memory.
  */
 
-/** The storage's shared request counters, the ones the API's rate limits use. */
-export type AttemptCounters = Required<Pick<Storage, 'countRequest' | 'peekRequests'>>
-
-/** The storage's shared counters when it has them (every process sees them), else null. */
-export function attemptCounters(storage: Partial<Storage>): AttemptCounters | null {
-  const { countRequest, peekRequests } = storage
-  if (!countRequest || !peekRequests) return null
-  return { countRequest: countRequest.bind(storage), peekRequests: peekRequests.bind(storage) }
-}
+/** The storage's shared request counters, the ones the API's rate limits use (the core's `domain.sharedCounters()`). */
+export type AttemptCounters = SharedCounters
 
 export interface AttemptLimiter {
   /** Counts one attempt for `key`; refused with the seconds to wait once over the limit. */
