@@ -47,6 +47,7 @@ export {
   type DomainDeps,
   type FailureKind,
   type PersonActor,
+  type SharedCounters,
 } from './domain/index.js'
 
 /**

@@ -38,7 +38,7 @@ export async function createRateLimitHook(app: FastifyInstance, opts: ResolvedOp
     [MINUTE, opts.rateLimit.perMinute, `more than ${opts.rateLimit.perMinute} requests in a minute`],
     [DAY, opts.rateLimit.perDay, `more than ${opts.rateLimit.perDay} requests in a day`],
   ]
-  const shared = opts.storage.countRequest?.bind(opts.storage)
+  const shared = opts.core.domain.sharedCounters()?.countRequest
   if (shared) {
     // counters in the database: the limits hold whichever process answers
     const overLimit = createSharedLimits(shared, windows)

@@ -127,7 +127,7 @@ export function hiddenFields(r: AuthorizeRequest<unknown>, personId: string): Re
 export async function issueCode(opts: ResolvedOptions, r: AuthorizeRequest<unknown>, scopes: readonly string[], personId: string): Promise<string> {
   const now = opts.now()
   const code = newAuthorizationCode()
-  await opts.storage.saveAuthorizationCode({
+  await opts.core.domain.saveAuthorizationCode({
     codeHash: tokenHash(code),
     clientId: r.clientId,
     redirectUri: r.redirectUri,
