@@ -9,9 +9,10 @@ import { docNowAndExpected, storageMembers } from '../../../scripts/storage-cont
  * Issue 19 asks for a contract of at most 45 members; this is where it stands. The figure may
  * only go down: lower it when a change removes members, never raise it.
  */
-// plus the two of personal overrides (issue 24: OverrideStore, agreed as the minimal addition)
+// plus the two of personal overrides (issue 24: OverrideStore, agreed as the minimal addition);
+// minus eight of webhooks, CI identities, OAuth and the rate counters (issue 19: 26 → 18)
 // plus watchChanges (issue 20: the one member the core's caches need to see other processes' changes)
-const MOST_MEMBERS = 64
+const MOST_MEMBERS = 56
 
 t.test('the Storage type, counted from the built declarations, does not grow', async (t) => {
   const members = storageMembers() as { name: string }[]

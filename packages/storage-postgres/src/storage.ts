@@ -1,21 +1,24 @@
-import { boundMethods, onChanges, type CiIdentityStore, type Storage } from '@envkeep/env-api-plugin'
-import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
-import { PostgresCiIdentityStore } from './ci-identity-store.js'
+import { boundMethods, onChanges, type Storage } from '@envkeep/env-api-plugin'
+import {
+  createCiIdentityStore,
+  createClientRegistrationStore,
+  createOAuthStore,
+  createOverrideStore,
+  createPurge,
+  createRateCounters,
+  createWebhookStore,
+} from '@envkeep/storage-sql'
 import { PostgresHistoryStore } from './history-store.js'
 import { PostgresImportStore } from './import-store.js'
 import { PostgresVaultAdminStore } from './vault-admin-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
-import { PostgresOAuthStore } from './oauth-store.js'
 import { createPostgresRunner } from './sql-runner.js'
 import { PostgresVaultStore } from './vault-store.js'
-import { PostgresRateCounters } from './rate-counters.js'
-import { PostgresWebhookStore } from './webhook-store.js'
 import { createPostgresChangeListener } from './change-listener.js'
 
-export interface PostgresStorage extends Storage, CiIdentityStore {
+export interface PostgresStorage extends Storage {
   countRequest: NonNullable<Storage['countRequest']>
   peekRequests: NonNullable<Storage['peekRequests']>
-  forgetRequests: NonNullable<Storage['forgetRequests']>
   watchChanges: NonNullable<Storage['watchChanges']>
   /** the open pool and kysely instance, for the server's own stores (accounts) and tests */
   readonly database: OpenPostgres
@@ -31,14 +34,15 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
   return onChanges(
     {
       ...boundMethods(new PostgresVaultStore(database.db)),
-      ...boundMethods(new PostgresOAuthStore(database.db)),
-      ...boundMethods(new PostgresCiIdentityStore(database.db)),
+      ...createOAuthStore(sql),
+      ...createCiIdentityStore(sql),
       ...boundMethods(new PostgresHistoryStore(database.db)),
       ...boundMethods(new PostgresImportStore(database.db)),
       ...boundMethods(new PostgresVaultAdminStore(database.db)),
-      ...boundMethods(new PostgresWebhookStore(database.db)),
+      ...createWebhookStore(sql),
       ...createOverrideStore(sql),
-      ...boundMethods(new PostgresRateCounters(database.db)),
+      ...createRateCounters(sql),
+      ...createPurge(sql, { rateCounters: true }),
       ...createClientRegistrationStore(sql),
       watchChanges: (listener) => changes.watch(listener),
       database,

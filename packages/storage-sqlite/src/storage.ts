@@ -1,12 +1,16 @@
 import { boundMethods, onChanges, type Storage } from '@envkeep/env-api-plugin'
-import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
+import {
+  createCiIdentityStore,
+  createClientRegistrationStore,
+  createOAuthStore,
+  createOverrideStore,
+  createPurge,
+  createWebhookStore,
+} from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
-import { createSqliteCiIdentityStore } from './ci-identity-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
-import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteRunner } from './sql-runner.js'
 import { createSqliteVaultStore } from './vault-store.js'
-import { createSqliteWebhookStore } from './webhook-store.js'
 import { createSqliteChangeWatch } from './change-watch.js'
 
 export interface SqliteStorage extends Storage {
@@ -25,10 +29,11 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   return onChanges(
     {
       ...createSqliteVaultStore(database),
-      ...createSqliteOAuthStore(database),
-      ...createSqliteCiIdentityStore(database),
+      ...createOAuthStore(sql),
+      ...createCiIdentityStore(sql),
       ...boundMethods(createSqliteHistoryStore(database)),
-      ...boundMethods(createSqliteWebhookStore(database)),
+      ...createWebhookStore(sql),
+      ...createPurge(sql, { rateCounters: false }),
       ...createClientRegistrationStore(sql),
       ...createOverrideStore(sql),
       watchChanges: (listener) => changes.watch(listener),

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import type { AccessGrant } from '../adapters/oauth-store.js'
+import type { AccessGrant, FoundToken } from '../adapters/oauth-store.js'
 import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { OverrideRow } from '../adapters/override-store.js'
 import type { Storage } from '../adapters/storage.js'
@@ -10,7 +10,7 @@ import { onChanges } from './change-kinds.js'
  * The core's caches (issue 20): what every request reads, kept once per core
  * and emptied whole on every change.
  *
- * - sign-ins by token hash (`findAccessToken`, the auth hook's lookup);
+ * - sign-ins by access token hash (`findToken(hash, 'access')`, every request's lookup);
  * - a person's vault access: role, environments and their rules (`getVault`),
  *   a vault by id (`findVaults({id})`) and a CI identity by id
  *   (`findCiIdentities({id})`), which the domain's locate reads;
@@ -127,21 +127,10 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
 
   const storage: Storage = {
     ...changing,
-    async findAccessToken(tokenHash, now, idleCutoff) {
-      const t = now.getTime()
-      const hit = signIns.get(tokenHash)
-      if (hit && t >= hit.loadedAt && t - hit.loadedAt < SIGN_IN_RECHECK_MS) {
-        const { signIn, tokenExpiresAt } = hit.grant
-        if (signIn.revokedAt !== null || t >= signIn.expiresAt.getTime() || t >= tokenExpiresAt.getTime()) return null
-        const lastUse = Math.max(signIn.createdAt.getTime(), signIn.lastUsedAt?.getTime() ?? 0)
-        if (lastUse >= idleCutoff.getTime()) return hit.grant
-      }
-      const g = generation
-      const grant = await base.findAccessToken(tokenHash, now, idleCutoff)
-      if (grant && g === generation) signIns.set(tokenHash, { grant, loadedAt: t })
-      else signIns.delete(tokenHash)
-      return grant
-    },
+    findToken: (<K extends keyof FoundToken>(tokenHash: string, kind: K, now: Date, idleCutoff: Date): Promise<FoundToken[K] | null> =>
+      kind === 'access'
+        ? (accessGrant(tokenHash, now, idleCutoff) as Promise<FoundToken[K] | null>)
+        : base.findToken(tokenHash, kind, now, idleCutoff)) as Storage['findToken'],
     getVault: (vaultId, personId) => held(access, `${vaultId}\n${personId}`, () => base.getVault(vaultId, personId)),
     async findVaults(filter) {
       const id = onlyId(filter)
@@ -162,6 +151,23 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
       const r = await held(overrides, `${vaultId}\n${environment}\n${personId ?? ''}`, () => base.readOverrides(vaultId, environment, personId))
       return { allowed: r.allowed, overrides: [...r.overrides] }
     },
+  }
+
+  /** An access token's live grant: the cached one while it is live at `now`, else storage's. */
+  async function accessGrant(tokenHash: string, now: Date, idleCutoff: Date): Promise<AccessGrant | null> {
+    const t = now.getTime()
+    const hit = signIns.get(tokenHash)
+    if (hit && t >= hit.loadedAt && t - hit.loadedAt < SIGN_IN_RECHECK_MS) {
+      const { signIn, tokenExpiresAt } = hit.grant
+      if (signIn.revokedAt !== null || t >= signIn.expiresAt.getTime() || t >= tokenExpiresAt.getTime()) return null
+      const lastUse = Math.max(signIn.createdAt.getTime(), signIn.lastUsedAt?.getTime() ?? 0)
+      if (lastUse >= idleCutoff.getTime()) return hit.grant
+    }
+    const g = generation
+    const grant = await base.findToken(tokenHash, 'access', now, idleCutoff)
+    if (grant && g === generation) signIns.set(tokenHash, { grant, loadedAt: t })
+    else signIns.delete(tokenHash)
+    return grant
   }
 
   function sizes(): CacheSizes {

@@ -14,7 +14,7 @@ const NEUTRAL = new Set([
   'firstChangesAfter',
   'appendAccessLog',
   'countRequest',
-  'forgetRequests',
+  'pruneHistory',
   'saveAuthorizationCode',
   'saveClientRegistration',
   'claimDeliveries',
