@@ -5,7 +5,7 @@ import { sql } from 'kysely'
 import { mintSignIn } from '@envkeep/env-api-plugin/testing'
 import { createPostgresStorage } from '@envkeep/storage-postgres'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
-import { freePort, spawnNode, withTestDatabase } from '@envkeep/test-support'
+import { freePort, spawnNode, untilSeen, withTestDatabase } from '@envkeep/test-support'
 import { createHash, randomUUID } from 'node:crypto'
 import { createPostgresAccountStore } from '../src/accounts/postgres-account-store.js'
 import { createSqliteAccountStore } from '../src/accounts/sqlite-account-store.js'
@@ -164,8 +164,15 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
   t.equal(changes.length, 2)
   const restored = await cli(['admin', 'restore', '--vault', 'shop', '--env', 'production', '--change', changes[1]!.id], '', pgEnv)
   t.equal(restored.code, 0, restored.stderr)
-  const first = await fetch(`${base}/api/env/${vaultId}/production`, { headers: { authorization: `Bearer ${signIn.accessToken}` } })
-  t.same(((await first.json()) as { variables: Record<string, string> }).variables, { DB: FIRST }, 'the first version, opened from the history')
+  // the running server hears the command's change through the database (issue 20: within a second)
+  const first = await untilSeen(
+    async () => {
+      const r = await fetch(`${base}/api/env/${vaultId}/production`, { headers: { authorization: `Bearer ${signIn.accessToken}` } })
+      return ((await r.json()) as { variables: Record<string, string> }).variables
+    },
+    (v) => v.DB === FIRST,
+  )
+  t.same(first, { DB: FIRST }, 'the first version, opened from the history')
   server.child.kill('SIGTERM')
   await server.done
 })

@@ -4,7 +4,7 @@ import t from 'tap'
 import { sql } from 'kysely'
 import { mintSignIn } from '@envkeep/env-api-plugin/testing'
 import { createPostgresStorage } from '@envkeep/storage-postgres'
-import { freePort, spawnNode, withTestDatabase, type Spawned } from '@envkeep/test-support'
+import { freePort, spawnNode, untilSeen, withTestDatabase, type Spawned } from '@envkeep/test-support'
 import { runCli, tempDir } from './helpers.js'
 import { hiddenFields, httpBrowser, setUpFirstAccount } from './http-flows.js'
 
@@ -150,13 +150,3 @@ t.test('two envkeep-server processes on one PostgreSQL are one service', async (
   two.child.kill('SIGTERM')
   t.same([(await two.done).code, (await two.done).signal], [0, null])
 })
-
-/**
- * Asks again until `seen` holds, at most 500 times, request after request (no timer): another
- * process hears a change through the database's notification, not at once (issue 20).
- */
-async function untilSeen<T>(ask: () => Promise<T>, seen: (v: T) => boolean): Promise<T> {
-  let v = await ask()
-  for (let i = 0; i < 500 && !seen(v); i++) v = await ask()
-  return v
-}

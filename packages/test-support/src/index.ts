@@ -118,3 +118,4 @@ export async function loopbackCallback(host: '127.0.0.1' | '::1' = '127.0.0.1'):
 export { startOidcIssuer, type TestOidcIssuer, type OidcIssuerKey } from './oidc-issuer.js'
 export { axeViolations, describeViolations, type AxePage, type AxeViolation } from './axe.js'
 export { withTestDatabase, testDatabaseServerUrl, NO_TEST_DATABASE_REASON, type TestLike } from './postgres.js'
+export { untilSeen } from './until-seen.js'
