@@ -1,8 +1,6 @@
 import { boundMethods, type CiIdentityStore, type Storage } from '@envkeep/env-api-plugin'
-import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
+import { createAccessLogStore, createClientRegistrationStore, createHistoryStore, createImportStore, createOverrideStore } from '@envkeep/storage-sql'
 import { PostgresCiIdentityStore } from './ci-identity-store.js'
-import { PostgresHistoryStore } from './history-store.js'
-import { PostgresImportStore } from './import-store.js'
 import { PostgresVaultAdminStore } from './vault-admin-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { PostgresOAuthStore } from './oauth-store.js'
@@ -28,11 +26,12 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     ...boundMethods(new PostgresVaultStore(database.db)),
     ...boundMethods(new PostgresOAuthStore(database.db)),
     ...boundMethods(new PostgresCiIdentityStore(database.db)),
-    ...boundMethods(new PostgresHistoryStore(database.db)),
-    ...boundMethods(new PostgresImportStore(database.db)),
     ...boundMethods(new PostgresVaultAdminStore(database.db)),
     ...boundMethods(new PostgresWebhookStore(database.db)),
     ...createOverrideStore(sql),
+    ...createAccessLogStore(sql),
+    ...createImportStore(sql),
+    ...createHistoryStore(sql),
     ...boundMethods(new PostgresRateCounters(database.db)),
     ...createClientRegistrationStore(sql),
     database,

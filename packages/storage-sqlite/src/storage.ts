@@ -1,8 +1,7 @@
 import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
-import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
+import { createAccessLogStore, createClientRegistrationStore, createHistoryStore, createImportStore, createOverrideStore } from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteCiIdentityStore } from './ci-identity-store.js'
-import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteRunner } from './sql-runner.js'
 import { createSqliteVaultStore } from './vault-store.js'
@@ -22,10 +21,12 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
     ...createSqliteVaultStore(database),
     ...createSqliteOAuthStore(database),
     ...createSqliteCiIdentityStore(database),
-    ...boundMethods(createSqliteHistoryStore(database)),
     ...boundMethods(createSqliteWebhookStore(database)),
     ...createClientRegistrationStore(sql),
     ...createOverrideStore(sql),
+    ...createAccessLogStore(sql),
+    ...createImportStore(sql),
+    ...createHistoryStore(sql),
     database,
     close: () => database.close(),
   } satisfies SqliteStorage
