@@ -158,7 +158,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: "readVariables appends its log entry with the names read (the caller's names are replaced)",
+    name: 'a read (readCurrent, then appendAccessLog with the names read) stores its entry as given, field by field',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
@@ -181,7 +181,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'readVariables of chosen names: only those (that exist) are returned and logged',
+    name: 'readCurrent of chosen names: only those (that exist) are returned, in name order, and logged',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
@@ -199,7 +199,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'readVariables: if the log entry cannot be written, the read fails and nothing is logged',
+    name: 'appendAccessLog: if the entry cannot be written, it throws (the read fails) and nothing is logged',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
