@@ -172,7 +172,17 @@ function* listChangeSets(d: SqlDialect, vaultId: string, f: ChangeSetFilter) {
       .selectFrom(chosen.as('s'))
       .leftJoin('change_entries as e', 'e.change_set_seq', 's.seq')
       .select(['s.seq', 's.id', 's.vault_id', 's.environment', 's.at', 's.by', 's.how', 's.ref', 'e.name', 'e.kind'])
-      .$if(withValues, (q) => q.select(['e.before', 'e.after']))
+      // with `name`, only that entry's values leave the database (a change set may hold thousands)
+      .$if(withValues, (q) =>
+        q.select((eb) => {
+          const only = f.name
+          if (only === undefined) return [eb.ref('e.before').as('before'), eb.ref('e.after').as('after')]
+          return [
+            eb.case().when('e.name', '=', only).then(eb.ref('e.before')).end().as('before'),
+            eb.case().when('e.name', '=', only).then(eb.ref('e.after')).end().as('after'),
+          ]
+        }),
+      )
       .orderBy('s.seq', 'desc')
       .orderBy(d.byBytes('e.name')),
   )
