@@ -78,7 +78,7 @@ async function mintSignIn(storage: Storage, personId: string, now: Date): Promis
     { accessTokenHash: sha256(access), accessExpiresAt: new Date(now.getTime() + 3_600_000), refreshTokenHash: sha256(refresh) },
     now,
   )
-  if (r.outcome !== 'issued') throw new Error('bench: sign-in was not issued')
+  if (!r.ok) throw new Error(`bench: sign-in was not issued (${r.reason})`)
   return access
 }
 

@@ -17,7 +17,8 @@ import { fixedQuery } from './fixed-query.js'
 import { all, first, type Op, run } from './op.js'
 import { bytes, date, dateOrNull, fromJson, toJson } from './rows.js'
 import type { ImportsTable } from './schema.js'
-import { bumpVersion, insertChangeSet, lockVault, staleKey, usageOf } from './vault-values.js'
+import { bumpVersion, insertChangeSet, staleKey, usageOf } from './vault-values.js'
+import { lockVault } from './vault-lock.js'
 
 /** Pushes (import-store.ts in the plugin): tables imports and import_values. The expiry rules are the domain's (storage-rules.ts). */
 export function createImportStore(s: SqlRunner): ImportStore {

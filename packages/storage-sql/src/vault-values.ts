@@ -7,26 +7,10 @@ import { bytes, num } from './rows.js'
 
 /**
  * What every change of a vault's values shares (variables, pushes,
- * history): the vault's row locked first, its key compared, its usage
+ * history), after the vault's row is locked (vault-lock.ts): its key compared, its usage
  * counted, a variable written, the version moved, a change set inserted.
  * Each runs inside the caller's transaction.
  */
-
-/**
- * The vault's wrapped key, its row locked for the transaction where the
- * database locks rows (PostgreSQL: every change of a vault starts here, so
- * limit, expiry and decision hold across processes); undefined when there
- * is no such vault.
- */
-export function* lockVault(d: SqlDialect, vaultId: string) {
-  return yield* first(
-    d.db
-      .selectFrom('vaults')
-      .select('wrapped_key')
-      .where('id', '=', vaultId)
-      .$if(d.rowLocks, (q) => q.forUpdate()),
-  )
-}
 
 /** True when the values were sealed under a key that is not the vault's (`sealedUnder` given and different). */
 export function staleKey(vault: { wrapped_key: Uint8Array | null } | undefined, sealedUnder: Uint8Array | undefined): boolean {

@@ -1,11 +1,18 @@
-import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
-import { createAccessLogStore, createClientRegistrationStore, createHistoryStore, createImportStore, createOverrideStore } from '@envkeep/storage-sql'
+import type { Storage } from '@envkeep/env-api-plugin'
+import {
+  createAccessLogStore,
+  createCiIdentityStore,
+  createClientRegistrationStore,
+  createHistoryStore,
+  createImportStore,
+  createOAuthStore,
+  createOverrideStore,
+  createPurge,
+  createWebhookStore,
+} from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
-import { createSqliteCiIdentityStore } from './ci-identity-store.js'
-import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteRunner } from './sql-runner.js'
 import { createSqliteVaultStore } from './vault-store.js'
-import { createSqliteWebhookStore } from './webhook-store.js'
 
 export interface SqliteStorage extends Storage {
   /** the open database, for the server's own stores (accounts) and tests */
@@ -19,9 +26,10 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   const sql = createSqliteRunner(database)
   return {
     ...createSqliteVaultStore(database),
-    ...createSqliteOAuthStore(database),
-    ...createSqliteCiIdentityStore(database),
-    ...boundMethods(createSqliteWebhookStore(database)),
+    ...createOAuthStore(sql),
+    ...createCiIdentityStore(sql),
+    ...createWebhookStore(sql),
+    ...createPurge(sql, { rateCounters: false }),
     ...createClientRegistrationStore(sql),
     ...createOverrideStore(sql),
     ...createAccessLogStore(sql),
