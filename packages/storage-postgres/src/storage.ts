@@ -1,15 +1,16 @@
 import { boundMethods, onChanges, type Storage } from '@envkeep/env-api-plugin'
 import {
+  createAccessLogStore,
   createCiIdentityStore,
   createClientRegistrationStore,
+  createHistoryStore,
+  createImportStore,
   createOAuthStore,
   createOverrideStore,
   createPurge,
   createRateCounters,
   createWebhookStore,
 } from '@envkeep/storage-sql'
-import { PostgresHistoryStore } from './history-store.js'
-import { PostgresImportStore } from './import-store.js'
 import { PostgresVaultAdminStore } from './vault-admin-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { createPostgresRunner } from './sql-runner.js'
@@ -36,11 +37,12 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
       ...boundMethods(new PostgresVaultStore(database.db)),
       ...createOAuthStore(sql),
       ...createCiIdentityStore(sql),
-      ...boundMethods(new PostgresHistoryStore(database.db)),
-      ...boundMethods(new PostgresImportStore(database.db)),
       ...boundMethods(new PostgresVaultAdminStore(database.db)),
       ...createWebhookStore(sql),
       ...createOverrideStore(sql),
+      ...createAccessLogStore(sql),
+      ...createImportStore(sql),
+      ...createHistoryStore(sql),
       ...createRateCounters(sql),
       ...createPurge(sql, { rateCounters: true }),
       ...createClientRegistrationStore(sql),

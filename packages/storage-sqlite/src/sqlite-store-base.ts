@@ -1,8 +1,7 @@
-import type { AccessLogEntry, SealedVariable } from '@envkeep/env-api-plugin'
+import type { AccessLogEntry } from '@envkeep/env-api-plugin'
 import type { Statement } from 'better-sqlite3'
-import { sql, type Compilable } from 'kysely'
+import type { Compilable } from 'kysely'
 import type { OpenDatabase } from './database.js'
-import { usageOf } from './limits.js'
 import { runSync, type TransactionMode } from './sqlite-errors.js'
 import { INSERT_LOG_SQL, logParams } from './vault-store.js'
 
@@ -17,8 +16,7 @@ export function bytes(u: Uint8Array): Buffer {
 /**
  * What the SQLite stores share: statements prepared once, kysely queries
  * compiled and run synchronously, one transaction per method through
- * `runSync` (nothing else on the connection interleaves), the log insert,
- * and the few writes every change of variables makes.
+ * `runSync` (nothing else on the connection interleaves), the log insert.
  */
 export abstract class SqliteStoreBase {
   protected readonly d: OpenDatabase
@@ -63,35 +61,5 @@ export abstract class SqliteStoreBase {
 
   protected log(e: AccessLogEntry): void {
     this.stmt(INSERT_LOG_SQL).run(...logParams(e))
-  }
-
-  protected bumpVersion(vaultId: string, environment: string): void {
-    this.run(this.db.updateTable('environments').set({ version: sql<number>`"version" + 1` }).where('vault_id', '=', vaultId).where('name', '=', environment))
-  }
-
-  protected upsertVariable(vaultId: string, environment: string, v: SealedVariable, by: string | null, at: number): void {
-    this.run(
-      this.db
-        .insertInto('variables')
-        .values({ vault_id: vaultId, environment, name: v.name, sealed: bytes(v.sealed), updated_at: at, updated_by: by })
-        .onConflict((oc) =>
-          oc.columns(['vault_id', 'environment', 'name']).doUpdateSet({
-            sealed: (eb) => eb.ref('excluded.sealed'),
-            updated_at: (eb) => eb.ref('excluded.updated_at'),
-            updated_by: (eb) => eb.ref('excluded.updated_by'),
-          }),
-        ),
-    )
-  }
-
-  /** True when the vault's stored key is not the one the caller sealed under. */
-  protected staleKey(vaultId: string, sealedUnder: Uint8Array | undefined): boolean {
-    if (!sealedUnder) return false
-    const r = this.first(this.db.selectFrom('vaults').select('wrapped_key').where('id', '=', vaultId))
-    return !r?.wrapped_key || !Buffer.from(r.wrapped_key).equals(bytes(sealedUnder))
-  }
-
-  protected usage(vaultId: string): { n: number; bytes: number } {
-    return usageOf(this.d, vaultId)
   }
 }

@@ -1,14 +1,16 @@
-import { boundMethods, onChanges, type Storage } from '@envkeep/env-api-plugin'
+import { onChanges, type Storage } from '@envkeep/env-api-plugin'
 import {
+  createAccessLogStore,
   createCiIdentityStore,
   createClientRegistrationStore,
+  createHistoryStore,
+  createImportStore,
   createOAuthStore,
   createOverrideStore,
   createPurge,
   createWebhookStore,
 } from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
-import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteRunner } from './sql-runner.js'
 import { createSqliteVaultStore } from './vault-store.js'
 import { createSqliteChangeWatch } from './change-watch.js'
@@ -31,11 +33,13 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
       ...createSqliteVaultStore(database),
       ...createOAuthStore(sql),
       ...createCiIdentityStore(sql),
-      ...boundMethods(createSqliteHistoryStore(database)),
       ...createWebhookStore(sql),
       ...createPurge(sql, { rateCounters: false }),
       ...createClientRegistrationStore(sql),
       ...createOverrideStore(sql),
+      ...createAccessLogStore(sql),
+      ...createImportStore(sql),
+      ...createHistoryStore(sql),
       watchChanges: (listener) => changes.watch(listener),
       database,
       close: () => {

@@ -3,7 +3,8 @@ import type { AccessGrant, FoundToken } from '../adapters/oauth-store.js'
 import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { OverrideRow } from '../adapters/override-store.js'
 import type { Storage } from '../adapters/storage.js'
-import type { SealedVariable, VaultAccess, VaultInfo } from '../adapters/vault-store.js'
+import type { CurrentOptions, CurrentState } from '../adapters/history-store.js'
+import type { VaultAccess, VaultInfo } from '../adapters/vault-store.js'
 import { onChanges } from './change-kinds.js'
 
 /**
@@ -72,7 +73,7 @@ interface Held<T> {
   readonly v: T
 }
 
-type Current = { version: number; variables: SealedVariable[] }
+type Current = CurrentState<CurrentOptions>
 type Overrides = { allowed: boolean; overrides: OverrideRow[] }
 
 const SEALED_ROW_OVERHEAD = 64
@@ -84,9 +85,9 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
   const access = new LRUCache<string, Held<VaultAccess | null>>({ max })
   const vaults = new LRUCache<string, Held<VaultInfo[]>>({ max })
   const ci = new LRUCache<string, Held<CiIdentityRecord[]>>({ max })
-  const sizeOf = (rows: readonly { name: string; sealed: Uint8Array }[]): number => {
+  const sizeOf = (rows: readonly ({ name: string; sealed: Uint8Array } | { name: string })[]): number => {
     let n = SEALED_ROW_OVERHEAD
-    for (const r of rows) n += r.sealed.byteLength + 2 * r.name.length + SEALED_ROW_OVERHEAD
+    for (const r of rows) n += ('sealed' in r ? r.sealed.byteLength : 0) + 2 * r.name.length + SEALED_ROW_OVERHEAD
     return n
   }
   const sealedMax = o.maxSealedBytes ?? 16 * 1024 * 1024
@@ -142,11 +143,12 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
       if (id === null) return base.findCiIdentities(filter)
       return [...(await held(ci, id, () => base.findCiIdentities({ id })))]
     },
-    async readCurrent(vaultId, environment, names) {
-      const key = `${vaultId}\n${environment}\n${names === undefined ? '*' : names.join('\n')}`
-      const r = await held(current, key, () => base.readCurrent(vaultId, environment, names))
+    readCurrent: (async (vaultId: string, environment: string, options?: CurrentOptions) => {
+      const names = options?.names
+      const key = `${vaultId}\n${environment}\n${options?.values === false ? 'meta' : 'sealed'}\n${names === undefined ? '*' : names.join('\n')}`
+      const r = await held(current, key, () => base.readCurrent(vaultId, environment, options))
       return { version: r.version, variables: [...r.variables] }
-    },
+    }) as Storage['readCurrent'],
     async readOverrides(vaultId, environment, personId) {
       const r = await held(overrides, `${vaultId}\n${environment}\n${personId ?? ''}`, () => base.readOverrides(vaultId, environment, personId))
       return { allowed: r.allowed, overrides: [...r.overrides] }

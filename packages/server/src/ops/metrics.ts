@@ -25,7 +25,6 @@ export interface Metrics {
 /** Storage methods that write an access-log entry in their transaction (a read's entry before its values leave). */
 const LOGGING_METHODS = new Set([
   'appendAccessLog',
-  'readVariables',
   'createImport',
   'decideImport',
   'changeVariables',
