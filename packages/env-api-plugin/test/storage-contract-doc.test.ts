@@ -10,7 +10,7 @@ import { docNowAndExpected, storageMembers } from '../../../scripts/storage-cont
  * only go down: lower it when a change removes members, never raise it.
  */
 // plus the two of personal overrides (issue 24: OverrideStore, agreed as the minimal addition)
-const MOST_MEMBERS = 63
+const MOST_MEMBERS = 58
 
 t.test('the Storage type, counted from the built declarations, does not grow', async (t) => {
   const members = storageMembers() as { name: string }[]

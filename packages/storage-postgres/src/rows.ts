@@ -1,4 +1,4 @@
-import type { AccessLogRow, ImportRecord, RefusedLine, Role, VaultRecord } from '@envkeep/env-api-plugin'
+import type { AccessLogRow, ImportRecord, RefusedLine } from '@envkeep/env-api-plugin'
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 
 /** The rows and conversions the PostgreSQL stores share. */
@@ -14,19 +14,6 @@ export const ms = (v: unknown): number => Number(v)
 export const bytes = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength))
 export const copy = (b: Uint8Array): Uint8Array => new Uint8Array(b)
 export const json = (v: unknown) => sql`${JSON.stringify(v)}::jsonb`
-
-export interface VaultRow {
-  id: string
-  name: string
-  plan: string
-  require_second_person: boolean
-  created_at: string
-  role?: Role
-}
-
-export function record(v: VaultRow): VaultRecord {
-  return { id: v.id, name: v.name, plan: v.plan, requireSecondPerson: v.require_second_person, createdAt: new Date(ms(v.created_at)) }
-}
 
 export interface ImportRow {
   id: string

@@ -1,9 +1,8 @@
 import { boundMethods, type CiIdentityStore, type Storage } from '@envkeep/env-api-plugin'
-import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
+import { createClientRegistrationStore, createKeyStore, createOverrideStore, createVaultStore } from '@envkeep/storage-sql'
 import { PostgresCiIdentityStore } from './ci-identity-store.js'
 import { PostgresHistoryStore } from './history-store.js'
 import { PostgresImportStore } from './import-store.js'
-import { PostgresVaultAdminStore } from './vault-admin-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { PostgresOAuthStore } from './oauth-store.js'
 import { createPostgresRunner } from './sql-runner.js'
@@ -30,9 +29,10 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
     ...boundMethods(new PostgresCiIdentityStore(database.db)),
     ...boundMethods(new PostgresHistoryStore(database.db)),
     ...boundMethods(new PostgresImportStore(database.db)),
-    ...boundMethods(new PostgresVaultAdminStore(database.db)),
     ...boundMethods(new PostgresWebhookStore(database.db)),
     ...createOverrideStore(sql),
+    ...createVaultStore(sql),
+    ...createKeyStore(sql),
     ...boundMethods(new PostgresRateCounters(database.db)),
     ...createClientRegistrationStore(sql),
     database,

@@ -259,3 +259,16 @@ export interface DB {
   override_environments: OverrideEnvironmentsTable
   overrides: OverridesTable
 }
+
+// webhooks (SQLite 011, PostgreSQL 005): only the columns the core reads (a data-key rotation reseals their secrets)
+
+export interface WebhooksTable {
+  id: string
+  vault_id: string
+  /** the signing secret, sealed under the vault's data key (webhookPlaceOf) */
+  sealed_secret: Uint8Array | null
+}
+
+export interface DB {
+  webhooks: WebhooksTable
+}

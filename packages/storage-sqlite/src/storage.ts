@@ -1,5 +1,5 @@
 import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
-import { createClientRegistrationStore, createOverrideStore } from '@envkeep/storage-sql'
+import { createClientRegistrationStore, createKeyStore, createOverrideStore, createVaultStore } from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteCiIdentityStore } from './ci-identity-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
@@ -26,6 +26,8 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
     ...boundMethods(createSqliteWebhookStore(database)),
     ...createClientRegistrationStore(sql),
     ...createOverrideStore(sql),
+    ...createVaultStore(sql),
+    ...createKeyStore(sql),
     database,
     close: () => database.close(),
   } satisfies SqliteStorage

@@ -1,4 +1,4 @@
-import type { Role, SetMemberResult, VaultAccess } from '../adapters/vault-store.js'
+import type { MemberChangeResult, Role, VaultAccess } from '../adapters/vault-store.js'
 import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
@@ -57,8 +57,8 @@ export async function addMember(
   if (!who) throw fail.notFound(NEEDS_ACCOUNT)
   const expect = input.mode ?? 'new'
   if (!(await d.storage.listMembers(vault.id)).some((m) => m.personId === who.id)) await requireFreeName(d, who.id, vault.name, 'they', vault.id)
-  const r = await d.storage.setMember(
-    { vaultId: vault.id, personId: who.id, role, expect },
+  const r = await d.storage.changeMember(
+    { kind: 'set', vaultId: vault.id, personId: who.id, role, expect },
     entryFor(actor, { vaultId: vault.id, action: 'member_added', at: d.now(), subject: who.id, detail: role }),
   )
   const added = outcome(vault, who.id, role, r)
@@ -71,8 +71,8 @@ export async function changeRole(d: DomainDeps, actor: Actor, input: { vaultId: 
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'change roles')
   const role = roleOf(input.role)
-  const r = await d.storage.setMember(
-    { vaultId: vault.id, personId: input.personId, role, expect: 'existing' },
+  const r = await d.storage.changeMember(
+    { kind: 'set', vaultId: vault.id, personId: input.personId, role, expect: 'existing' },
     entryFor(actor, { vaultId: vault.id, action: 'member_changed', at: d.now(), subject: input.personId, detail: role }),
   )
   const changed = outcome(vault, input.personId, role, r)
@@ -80,9 +80,9 @@ export async function changeRole(d: DomainDeps, actor: Actor, input: { vaultId: 
   return changed
 }
 
-function outcome(vault: VaultAccess, personId: string, role: Role, r: SetMemberResult): MemberChangeOutcome {
-  if (r.ok) return { vault, personId, role, previous: r.previous }
-  if (r.reason === 'not_member') throw fail.notFound(MEMBER_NOT_FOUND)
+function outcome(vault: VaultAccess, personId: string, role: Role, r: MemberChangeResult): MemberChangeOutcome {
+  if (r.ok) return { vault, personId, role, previous: r.value }
+  if (r.reason === 'not_member' || r.reason === 'not_found') throw fail.notFound(MEMBER_NOT_FOUND)
   if (r.reason === 'already_member') throw fail.conflict(ALREADY_MEMBER)
   throw fail.conflict(LAST_OWNER_DEMOTED)
 }
@@ -95,15 +95,15 @@ export async function removeMember(
 ): Promise<{ vault: VaultAccess; personId: string; previous: Role }> {
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'remove members')
-  const r = await d.storage.removeMember(
-    { vaultId: vault.id, personId: input.personId },
+  const r = await d.storage.changeMember(
+    { kind: 'remove', vaultId: vault.id, personId: input.personId },
     entryFor(actor, { vaultId: vault.id, action: 'member_removed', at: d.now(), subject: input.personId }),
   )
-  if (r.ok) {
-    if (r.previous === 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, input.personId)
-    return { vault, personId: input.personId, previous: r.previous }
+  if (r.ok && r.value !== null) {
+    if (r.value === 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, input.personId)
+    return { vault, personId: input.personId, previous: r.value }
   }
-  if (r.reason === 'not_member') throw fail.notFound(MEMBER_NOT_FOUND)
+  if (r.ok || r.reason !== 'last_owner') throw fail.notFound(MEMBER_NOT_FOUND)
   throw fail.conflict(LAST_OWNER_REMOVED)
 }
 

@@ -59,14 +59,14 @@ export async function applyGroupRules(
     const member = (await o.storage.listMembers(vaultId)).find((m) => m.personId === accountId)
     const byRule = made.get(vaultId)
     if (!member) {
-      const r = await o.storage.setMember(
-        { vaultId, personId: accountId, role: w.role, expect: 'new' },
+      const r = await o.storage.changeMember(
+        { kind: 'set', vaultId, personId: accountId, role: w.role, expect: 'new' },
         ruleEntry(vaultId, 'member_added', accountId, w.role, w.group, o.now),
       )
       if (r.ok) await o.accounts.setRuleMembership(vaultId, accountId, w.group, w.role)
     } else if (byRule && member.role !== w.role) {
-      const r = await o.storage.setMember(
-        { vaultId, personId: accountId, role: w.role, expect: 'existing' },
+      const r = await o.storage.changeMember(
+        { kind: 'set', vaultId, personId: accountId, role: w.role, expect: 'existing' },
         ruleEntry(vaultId, 'member_changed', accountId, w.role, w.group, o.now),
       )
       if (r.ok) await o.accounts.setRuleMembership(vaultId, accountId, w.group, w.role)
@@ -75,7 +75,10 @@ export async function applyGroupRules(
   }
   for (const [vaultId, m] of made) {
     if (wanted.has(vaultId)) continue
-    const r = await o.storage.removeMember({ vaultId, personId: accountId }, ruleEntry(vaultId, 'member_removed', accountId, null, m.group, o.now))
+    const r = await o.storage.changeMember(
+      { kind: 'remove', vaultId, personId: accountId },
+      ruleEntry(vaultId, 'member_removed', accountId, null, m.group, o.now),
+    )
     if (r.ok || r.reason === 'not_member') await o.accounts.deleteRuleMembership(vaultId, accountId)
     else o.log.warn({ vault: vaultId, reason: r.reason }, 'group rule: the membership it made could not be removed (the last owner stays)')
   }

@@ -30,10 +30,8 @@ const LOGGING_METHODS = new Set([
   'decideImport',
   'changeVariables',
   'createVault',
-  'renameVault',
-  'createEnvironment',
-  'setMember',
-  'removeMember',
+  'changeVault',
+  'changeMember',
 ])
 
 export function createMetrics(o: { storage: Storage; now: () => Date }): Metrics {

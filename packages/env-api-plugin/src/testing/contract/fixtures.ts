@@ -181,3 +181,8 @@ export async function rejectsWith(p: Promise<unknown>, sqlstate: string, message
   assert.equal(e.sqlstate, sqlstate, message)
   return e
 }
+
+/** One vault as the person sees it (`listVaults` with its id), or null. */
+export async function getVault(store: Pick<VaultStore, 'listVaults'>, vaultId: string, personId: string) {
+  return (await store.listVaults(personId, { vaultId }))[0] ?? null
+}
