@@ -63,7 +63,7 @@ async function setUp(t: Test) {
     const r = await b.post(`/v/${vaultId}/reveal`, { _csrf: csrfOf(page.body), environment: 'development', name })
     return /<code class="value" data-name="[^"]+">([^<]*)<\/code>/.exec(r.body)?.[1]
   }
-  return { ...built, vaultId, rotation, add, read, oldRing }
+  return { ...built, vaultId, rotation, add, read, oldRing, newRing }
 }
 
 t.test('the data key is wrapped under the retiring key, then the rotation swaps the file before the server unwraps it', async (t) => {
@@ -85,6 +85,30 @@ t.test('the data key is wrapped under the retiring key, then the rotation swaps 
   t.not(r.statusCode, 500, 'never a 500')
   t.equal(r.statusCode, 303, 'the write went through')
   t.equal(await s.read('API_KEY'), 'value-during-rotation')
+})
+
+t.test('a data key wrapped under the retiring key and stored after the rotation finished is wrapped again by its maker', async (t) => {
+  const s = await setUp(t)
+  // the store's signal: the server is about to store the vault's first data key, wrapped under
+  // the old key; the whole rotation (both passes, the file swap) runs right then, before it lands
+  const swap = s.storage.swapWrappedKey.bind(s.storage)
+  let rotated = false
+  s.storage.swapWrappedKey = async (change) => {
+    if (!rotated && change.kind === 'key' && change.expect === null) {
+      rotated = true
+      await s.rotation.firstPass()
+      await s.rotation.swap()
+      t.ok(await s.oldRing.unwrap(change.next, s.vaultId), 'the key being stored is under the old key')
+    }
+    return swap(change)
+  }
+  const r = await s.add('API_KEY', 'value-after-rotation')
+  t.ok(rotated, 'the rotation ran between the wrapping and the storing')
+  t.equal(r.statusCode, 303, 'the write went through')
+  const stored = await s.storage.getWrappedKey(s.vaultId)
+  t.ok(stored)
+  t.ok(await s.newRing.unwrap(stored!, s.vaultId).then(() => true, () => false), 'the stored key opens under the new key alone')
+  t.equal(await s.read('API_KEY'), 'value-after-rotation')
 })
 
 t.test('the first pass rewrapped the data key, the file is not swapped yet', async (t) => {
