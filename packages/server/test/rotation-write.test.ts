@@ -107,7 +107,13 @@ t.test('a data key wrapped under the retiring key and stored after the rotation 
   t.equal(r.statusCode, 303, 'the write went through')
   const stored = await s.storage.getWrappedKey(s.vaultId)
   t.ok(stored)
-  t.ok(await s.newRing.unwrap(stored!, s.vaultId).then(() => true, () => false), 'the stored key opens under the new key alone')
+  t.ok(
+    await s.newRing.unwrap(stored!, s.vaultId).then(
+      () => true,
+      () => false,
+    ),
+    'the stored key opens under the new key alone',
+  )
   t.equal(await s.read('API_KEY'), 'value-after-rotation')
 })
 

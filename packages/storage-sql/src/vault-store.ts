@@ -16,6 +16,7 @@ import type {
 import { memberChangeEntry } from '@envkeep/env-api-plugin'
 import { sql } from 'kysely'
 import { insertLog } from './access-log.js'
+import { compiledOnce } from './compiled-once.js'
 import { jsonArray, type SqlDialect, type SqlRunner } from './dialect.js'
 import { all, first, type Op, run } from './op.js'
 import { date, flag, fromJson, isSet, num } from './rows.js'
@@ -108,20 +109,33 @@ function* createVault(d: SqlDialect, input: NewVault, log: AccessLogEntry) {
   return { id: input.id, name: input.name, plan: input.plan, requireSecondPerson: false, createdAt: new Date(at) } satisfies VaultRecord
 }
 
-/** The API's every request starts here: one statement (the environments come along as JSON), by the members' primary key. */
+/** The API's every request starts here: one statement (the environments come along as JSON), by the members' primary key, compiled once. */
 function* listVaults(d: SqlDialect, personId: string, vaultId: string | undefined) {
-  const rows = yield* all(
+  const q = vaultId === undefined ? accessQueries(d).all(personId) : accessQueries(d).one(personId, vaultId)
+  const rows = yield* all(q)
+  return rows.map((v): VaultAccess => ({ ...record(v), role: v.role, environments: environments(v.environments) }))
+}
+
+/** A person's vaults, and one of them by id, each compiled once per dialect. */
+const accessByDialect = new WeakMap<SqlDialect, ReturnType<typeof makeAccessQueries>>()
+function accessQueries(d: SqlDialect) {
+  let q = accessByDialect.get(d)
+  if (!q) accessByDialect.set(d, (q = makeAccessQueries(d)))
+  return q
+}
+
+function makeAccessQueries(d: SqlDialect) {
+  const mine = (personId: string) =>
     d.db
       .selectFrom('vaults as v')
       .innerJoin('members as m', 'm.vault_id', 'v.id')
       .select(['v.id', 'v.name', 'v.plan', 'v.require_second_person', 'v.created_at', 'm.role'])
       .select(environmentsOf(d))
       .where('m.person_id', '=', personId)
-      .$if(vaultId !== undefined, (q) => q.where('v.id', '=', vaultId ?? ''))
-      .orderBy(d.byBytes('v.name'))
-      .orderBy(d.byBytes('v.id')),
-  )
-  return rows.map((v): VaultAccess => ({ ...record(v), role: v.role, environments: environments(v.environments) }))
+  return {
+    all: compiledOnce((personId: string) => mine(personId).orderBy(d.byBytes('v.name')).orderBy(d.byBytes('v.id'))),
+    one: compiledOnce((personId: string, vaultId: string) => mine(personId).where('v.id', '=', vaultId)),
+  }
 }
 
 function* findVaults(d: SqlDialect, filter: { readonly id: string } | { readonly name: string } | Record<string, never>) {

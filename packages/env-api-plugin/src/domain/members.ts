@@ -1,5 +1,5 @@
 import type { MemberChangeResult, Role, VaultAccess } from '../adapters/vault-store.js'
-import { entryFor, type Actor } from './actor.js'
+import { entryFor, requireAdministrator, type Actor, type AdministratorActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { endCiIdentitiesAddedBy } from './ci-identities.js'
@@ -105,6 +105,27 @@ export async function removeMember(
   }
   if (r.ok || r.reason !== 'last_owner') throw fail.notFound(MEMBER_NOT_FOUND)
   throw fail.conflict(LAST_OWNER_REMOVED)
+}
+
+/**
+ * A membership given, changed or taken (`role` null) by a single-sign-on group
+ * rule at a person's sign-in (issue 22; the server's oidc/group-rules.ts decides
+ * which): the administrator's act, logged as the rule's (`group-rule:<group>`,
+ * no person). Refusals (`last_owner`, `expect`) are answered, not thrown.
+ */
+export async function changeMemberByRule(
+  d: DomainDeps,
+  actor: AdministratorActor,
+  input: { vaultId: string; personId: string; role: Role | null; expect?: 'new' | 'existing'; group: string },
+): Promise<MemberChangeResult> {
+  requireAdministrator(actor, 'apply group rules')
+  const { vaultId, personId, role } = input
+  const action = role === null ? 'member_removed' : input.expect === 'new' ? 'member_added' : 'member_changed'
+  const log = { ...entryFor(actor, { vaultId, action, at: d.now(), subject: personId, detail: role }), clientId: `group-rule:${input.group}` }
+  return d.storage.changeMember(
+    role === null ? { kind: 'remove', vaultId, personId } : { kind: 'set', vaultId, personId, role, ...(input.expect ? { expect: input.expect } : {}) },
+    log,
+  )
 }
 
 /** Removes the person with this email (the administrator's `member remove`). */
