@@ -48,7 +48,7 @@ export async function adminRotateMasterKey(ctx: CommandContext): Promise<number>
       await domain.rewrapDataKeys(ADMINISTRATOR, toNewKey)
     } catch (err) {
       try {
-        await domain.rewrapDataKeys(ADMINISTRATOR, rewrapUnder(newRing, oldRing)) // the keys rewrapped so far go back
+        await domain.rewrapDataKeys(ADMINISTRATOR, backUnder(newRing, oldRing)) // the keys rewrapped so far go back
       } catch (back) {
         throw new CommandFailure(`could not rewrap the data keys with the new key, nor put them back: keep ${next}, fix the cause and run again`, {
           cause: back,
@@ -98,5 +98,13 @@ export function rewrapUnder(oldRing: Keyring, newRing: Keyring): (wrapped: Uint8
     } catch {
       return newRing.wrap(await oldRing.unwrap(wrapped, vaultId), vaultId)
     }
+  }
+}
+
+/** Undoing a first pass that failed: a key under the new master key goes back under the old one; any other is left as it is. */
+function backUnder(newRing: Keyring, oldRing: Keyring): (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array> {
+  return async (wrapped, vaultId) => {
+    const key = await newRing.unwrap(wrapped, vaultId).catch(() => null)
+    return key ? oldRing.wrap(key, vaultId) : wrapped
   }
 }
