@@ -119,8 +119,10 @@ function* listVaults(d: SqlDialect, personId: string, vaultId: string | undefine
 /** A person's vaults, and one of them by id, each compiled once per dialect. */
 const accessByDialect = new WeakMap<SqlDialect, ReturnType<typeof makeAccessQueries>>()
 function accessQueries(d: SqlDialect) {
-  let q = accessByDialect.get(d)
-  if (!q) accessByDialect.set(d, (q = makeAccessQueries(d)))
+  const known = accessByDialect.get(d)
+  if (known) return known
+  const q = makeAccessQueries(d)
+  accessByDialect.set(d, q)
   return q
 }
 
