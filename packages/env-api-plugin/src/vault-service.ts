@@ -155,11 +155,8 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
 
   /**
    * The vault's first data key: wrapped, then stored if the vault still has
-   * none (compare-and-set; another writer's key wins). No lock is held while
-   * the keyring wraps: if the keyring's key changed meanwhile (a master-key
-   * rotation swapped the key file), the key is wrapped again under the new
-   * one, since the rotation's last pass may have read the vault before it
-   * was stored.
+   * none (compare-and-set; another writer's key wins), then kept under the
+   * keyring's current key (`keepCurrent`). No lock is held while the keyring wraps.
    */
   async function makeKey(keyring: Keyring, vaultId: string): Promise<Uint8Array> {
     return retryOptimistic(
@@ -168,19 +165,13 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       async () => {
         const fresh = randomBytes(32)
         try {
-          let wrapped = await keyring.wrap(fresh, vaultId)
+          const wrapped = await keyring.wrap(fresh, vaultId)
           const r = await storage.swapWrappedKey({ kind: 'key', vaultId, expect: null, next: wrapped })
           if (!r.ok) {
             if (r.reason === 'not_found') throw new StorageError('23503', 'vaults')
             return (await storage.getWrappedKey(vaultId)) ?? AGAIN // another writer made it first
           }
-          while (keyring.isCurrent && !(await keyring.isCurrent(wrapped, vaultId))) {
-            const again = await keyring.wrap(fresh, vaultId)
-            const swapped = await storage.swapWrappedKey({ kind: 'key', vaultId, expect: wrapped, next: again })
-            if (!swapped.ok) return (await storage.getWrappedKey(vaultId)) ?? AGAIN // the rotation rewrapped it first
-            wrapped = again
-          }
-          return wrapped
+          return (await keepCurrent(storage, keyring, vaultId, wrapped)) ?? (await storage.getWrappedKey(vaultId)) ?? AGAIN
         } finally {
           fresh.fill(0)
         }
@@ -334,10 +325,27 @@ export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId:
       if (!current) return false
       const next = await resealed(keyring, vaultId, current)
       const r = await storage.swapWrappedKey({ kind: 'reseal', vaultId, expect: current, next })
-      if (r.ok) return true
-      return r.reason === 'not_found' ? false : AGAIN
+      if (!r.ok) return r.reason === 'not_found' ? false : AGAIN
+      await keepCurrent(storage, keyring, vaultId, next.wrappedKey)
+      return true
     },
   )
+}
+
+/**
+ * A data key just stored, kept under the keyring's current key: if the keyring's key changed
+ * while it was wrapped (a master-key rotation swapped the key file), it is wrapped again under
+ * the new one, since the rotation's last pass may have read the vault before it was stored.
+ * Answers the key stored, or null when another writer changed it meanwhile (read it again).
+ */
+async function keepCurrent(storage: Storage, keyring: Keyring, vaultId: string, stored: Uint8Array): Promise<Uint8Array | null> {
+  let wrapped = stored
+  while (keyring.isCurrent && !(await keyring.isCurrent(wrapped, vaultId))) {
+    const again = await keyring.wrap(await keyring.unwrap(wrapped, vaultId), vaultId)
+    if (!(await storage.swapWrappedKey({ kind: 'key', vaultId, expect: wrapped, next: again })).ok) return null // the rotation rewrapped it first
+    wrapped = again
+  }
+  return wrapped
 }
 
 /** A vault's secrets sealed again under a new data key (pure crypto; nothing stored). */

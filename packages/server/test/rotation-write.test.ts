@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { renameSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { createLocalKeyring, type Storage } from '@envkeep/env-api-plugin'
+import { createLocalKeyring, rotateDataKey, type Storage } from '@envkeep/env-api-plugin'
 import { storeFirstKey, testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { rewrapUnder } from '../src/commands/admin-rotate-master-key.js'
 import { createFileKeyring, writeNewKeyFile } from '../src/keyring-file.js'
@@ -63,7 +63,7 @@ async function setUp(t: Test) {
     const r = await b.post(`/v/${vaultId}/reveal`, { _csrf: csrfOf(page.body), environment: 'development', name })
     return /<code class="value" data-name="[^"]+">([^<]*)<\/code>/.exec(r.body)?.[1]
   }
-  return { ...built, vaultId, rotation, add, read, oldRing, newRing }
+  return { ...built, vaultId, rotation, add, read, oldRing, newRing, keyring }
 }
 
 t.test('the data key is wrapped under the retiring key, then the rotation swaps the file before the server unwraps it', async (t) => {
@@ -115,6 +115,36 @@ t.test('a data key wrapped under the retiring key and stored after the rotation 
     'the stored key opens under the new key alone',
   )
   t.equal(await s.read('API_KEY'), 'value-after-rotation')
+})
+
+t.test('a data-key rotation whose new key was wrapped under the retiring key, stored after the rotation, is wrapped again', async (t) => {
+  const s = await setUp(t)
+  await storeFirstKey(s.storage, s.vaultId, await s.oldRing.wrap(randomBytes(32), s.vaultId))
+  t.equal((await s.add('API_KEY', 'value-kept')).statusCode, 303)
+  // the vault's key is under the next key now; the file still holds the old one, so the
+  // data-key rotation wraps its new key under the old key
+  await s.rotation.firstPass()
+  // the store's signal: the new data key is about to be stored; the file swap and the last pass run first
+  const swap = s.storage.swapWrappedKey.bind(s.storage)
+  let swapped = false
+  s.storage.swapWrappedKey = async (change) => {
+    if (!swapped && change.kind === 'reseal') {
+      swapped = true
+      await s.rotation.swap()
+    }
+    return swap(change)
+  }
+  t.equal(await rotateDataKey(s.storage, s.keyring, s.vaultId), true)
+  t.ok(swapped, 'the master-key rotation finished between the wrapping and the storing')
+  const stored = await s.storage.getWrappedKey(s.vaultId)
+  t.ok(
+    await s.newRing.unwrap(stored!, s.vaultId).then(
+      () => true,
+      () => false,
+    ),
+    'the new data key opens under the new master key alone',
+  )
+  t.equal(await s.read('API_KEY'), 'value-kept')
 })
 
 t.test('the first pass rewrapped the data key, the file is not swapped yet', async (t) => {
