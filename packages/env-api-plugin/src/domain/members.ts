@@ -6,7 +6,7 @@ import { endCiIdentitiesAddedBy } from './ci-identities.js'
 import { canManageVault } from './permissions.js'
 import { isRole, ROLES } from './rules.js'
 import { requireFreeName } from './vault-admin.js'
-import { locateVault } from './vaults.js'
+import { locateVault, VAULT_NOT_FOUND, VAULT_OR_ENVIRONMENT } from './vaults.js'
 
 /**
  * Members and their roles. Only owners (and the administrator) change
@@ -82,7 +82,8 @@ export async function changeRole(d: DomainDeps, actor: Actor, input: { vaultId: 
 
 function outcome(vault: VaultAccess, personId: string, role: Role, r: MemberChangeResult): MemberChangeOutcome {
   if (r.ok) return { vault, personId, role, previous: r.value }
-  if (r.reason === 'not_member' || r.reason === 'not_found') throw fail.notFound(MEMBER_NOT_FOUND)
+  if (r.reason === 'not_found') throw fail.notFound(VAULT_NOT_FOUND, VAULT_OR_ENVIRONMENT) // deleted meanwhile
+  if (r.reason === 'not_member') throw fail.notFound(MEMBER_NOT_FOUND)
   if (r.reason === 'already_member') throw fail.conflict(ALREADY_MEMBER)
   throw fail.conflict(LAST_OWNER_DEMOTED)
 }
