@@ -50,7 +50,20 @@ process.on('message', (m: unknown) => {
     process.send?.({ cpu: u.user + u.system })
   } else if (m === 'stats') {
     // maxRSS (getrusage) is the process's high-water mark, in KiB
-    process.send?.({ stats: { peakRssBytes: process.resourceUsage().maxRSS * 1024, rssBytes: process.memoryUsage.rss() } })
+    const m = process.memoryUsage()
+    process.send?.({
+      stats: {
+        peakRssBytes: process.resourceUsage().maxRSS * 1024,
+        rssBytes: m.rss,
+        heapUsedBytes: m.heapUsed,
+        heapTotalBytes: m.heapTotal,
+        externalBytes: m.external,
+      },
+    })
+  } else if (m === 'heap') {
+    // the soak's sample: the heap after a full GC when the server runs with --expose-gc
+    ;(globalThis as { gc?: () => void }).gc?.()
+    process.send?.({ heap: process.memoryUsage().heapUsed })
   } else if (m === 'stop') {
     void app.close().then(() => process.exit(0))
   }

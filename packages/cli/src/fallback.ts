@@ -3,9 +3,24 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { writeFileAtomic } from './config-store.js'
-import type { Context } from './context.js'
 import { CliError, usageError } from './errors.js'
-import type { Target } from './target.js'
+
+/**
+ * What the offline copy needs of the command's context and target (context.ts, target.ts):
+ * named here, not imported, so that the API client (which clears the copies at sign-out) and
+ * the context that builds it do not import each other through this file.
+ */
+interface CopyContext {
+  readonly store: { readonly dir: string }
+  readonly deps: { readonly now: () => Date }
+  err(text: string): void
+}
+interface CopyTarget {
+  readonly baseUrl: string
+  readonly vaultRef: string
+  readonly environment: string
+  readonly fallback: boolean
+}
 
 /**
  * The offline fallback (off by default): an encrypted copy of the last successful read of
@@ -41,7 +56,7 @@ export function parseDuration(raw: string): number {
 }
 
 /** The fallback options of a command (flags, else the linked folder's setting), or null when off. */
-export function fallbackOptions(values: Record<string, string | boolean | undefined>, target: Target): FallbackOptions | null {
+export function fallbackOptions(values: Record<string, string | boolean | undefined>, target: CopyTarget): FallbackOptions | null {
   const on = values.fallback === true || (values.fallback === undefined && target.fallback)
   if (!on) return null
   const age = values['fallback-max-age']
@@ -100,7 +115,7 @@ async function key(dir: string, create: boolean): Promise<Buffer | null> {
   return k
 }
 
-function copyDir(ctx: Context): string {
+function copyDir(ctx: CopyContext): string {
   return join(ctx.store.dir, 'fallback')
 }
 
@@ -126,8 +141,8 @@ interface CopyFile {
 
 /** Saves the copy of a successful read. A failure to save is a warning, never the command's failure. */
 export async function writeFallback(
-  ctx: Context,
-  target: Target,
+  ctx: CopyContext,
+  target: CopyTarget,
   set: { vault: string; environment: string; variables: Record<string, string> },
 ): Promise<void> {
   try {
@@ -169,8 +184,8 @@ function age(ms: number): string {
 
 /** The copy for this target, after the server could not be reached; else the original failure. */
 export async function readFallback(
-  ctx: Context,
-  target: Target,
+  ctx: CopyContext,
+  target: CopyTarget,
   o: FallbackOptions,
   failure: unknown,
 ): Promise<{ vault: string; environment: string; variables: Record<string, string> }> {

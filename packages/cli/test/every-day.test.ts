@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { Masker } from '../src/mask.js'
 import { CLI_BIN, createPerson, runBin, startRealServer } from './helpers/real-server.js'
+import { runCli } from './helpers/run-cli.js'
 
 // Issue 15: the CLI for every day, through the built binary against the real server.
 
@@ -196,8 +197,13 @@ t.test('every day, in a linked folder', async (t) => {
     t.match(offline.stderr, /warning: 127\.0\.0\.1:\d+ cannot be reached; using the offline copy of development saved \S+ \(\d+ min old\)/)
     const without = await bin(['pull'])
     t.equal(without.code, 1, 'off unless asked')
-    await new Promise((r) => setTimeout(r, 1100))
-    const tooOld = await bin(['pull', '--fallback', '--fallback-max-age', '1s'])
+    // the same CLI in-process, its clock two seconds ahead: the copy is older than the 1 s allowed (no sleep)
+    const later = new Date(Date.now() + 2_000)
+    const tooOld = await runCli(['pull', '--fallback', '--fallback-max-age', '1s'], {
+      env: { ...process.env, ...env },
+      cwd: project,
+      now: () => later,
+    })
     t.equal(tooOld.code, 1)
     t.match(tooOld.stderr, /offline copy is 1 min old, older than the 1 min allowed/)
     // logout forgets the sign-in and deletes the copies (the revocation itself fails: the server is down)

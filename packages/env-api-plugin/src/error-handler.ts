@@ -43,6 +43,10 @@ declare module 'fastify' {
      */
     envkeepOperation: string | null
   }
+  interface FastifyContextConfig {
+    /** The operation phrase of the route before the handler knows more (see `request.envkeepOperation`); made only for an error. */
+    envkeepPhrase?: (request: FastifyRequest) => string
+  }
 }
 
 /**
@@ -52,7 +56,7 @@ declare module 'fastify' {
  */
 export function renderApiError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = toApiError(err)
-  const operation = request.envkeepOperation ?? defaultOperation(request)
+  const operation = request.envkeepOperation ?? request.routeOptions?.config?.envkeepPhrase?.(request) ?? defaultOperation(request)
   const ref = logFailure(request, 'request', { status: e.status, error: e.code, where: e.where, reason: e.reason, cause: e.cause })
   reply.code(e.status).headers(API_HEADERS).headers(e.headers).type('application/json; charset=utf-8')
   return reply.send({ error: e.code, message: `${operation}: ${e.reason}`, where: e.where, ref })

@@ -29,7 +29,7 @@ export function scheduleHousekeeping(app: FastifyInstance, opts: ResolvedOptions
       const expired = await domain.expirePushes()
       if (expired > 0) {
         app.log.info({ expired }, 'expired pending pushes')
-        await sweepWebhookEvents({ storage: opts.storage, now: opts.now })
+        await sweepWebhookEvents({ domain })
       }
       // the rest once a minute (real time: the timer's, not the injected clock)
       if (Date.now() - lastMinutely < MINUTE) return

@@ -47,6 +47,7 @@ export {
   type DomainDeps,
   type FailureKind,
   type PersonActor,
+  type SharedCounters,
 } from './domain/index.js'
 
 /**
@@ -65,8 +66,10 @@ async function envApi(app: FastifyInstance, options: EnvApiOptions): Promise<voi
   }
   app.decorateRequest('envkeepOperation', null)
   // every answer (API, OAuth, metadata, pages, assets, errors, redirects) forbids MIME sniffing
-  app.addHook('onSend', async function noSniff(_request, reply) {
+  // (hooks on every request take `done` rather than being async: no promise made per request)
+  app.addHook('onSend', function noSniff(_request, reply, payload, done) {
     reply.header('x-content-type-options', 'nosniff')
+    done(null, payload)
   })
   // Pages share one cookie parser and CSRF protection (Origin check and a token bound to
   // the people adapter's session). A host that registered them already keeps its own.

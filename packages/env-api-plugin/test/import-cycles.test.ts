@@ -33,10 +33,6 @@ const KNOWN: readonly (readonly string[])[] = [
     'packages/storage-sqlite/src/vault-admin-store.ts',
     'packages/storage-sqlite/src/vault-store.ts',
   ],
-  // arrived with main's MCP merge: the MCP consent reuses the OAuth authorize helpers, and the authorize route builds the MCP consent
-  ['packages/env-api-plugin/src/mcp/authorize.ts', 'packages/env-api-plugin/src/routes/oauth/authorize.ts'],
-  ['packages/cli/src/api-client.ts', 'packages/cli/src/context.ts', 'packages/cli/src/fallback.ts', 'packages/cli/src/target.ts'],
-  ['packages/server/src/accounts/account-store.ts', 'packages/server/src/accounts/invitation-store.ts'],
 ]
 
 function sources(dir: string, out: string[] = []): string[] {

@@ -9,8 +9,10 @@ import { docNowAndExpected, storageMembers } from '../../../scripts/storage-cont
  * Issue 19 asks for a contract of at most 45 members; this is where it stands. The figure may
  * only go down: lower it when a change removes members, never raise it.
  */
-// plus the two of personal overrides (issue 24: OverrideStore, agreed as the minimal addition)
-const MOST_MEMBERS = 58
+// plus the two of personal overrides (issue 24: OverrideStore, agreed as the minimal addition);
+// minus eight of webhooks, CI identities, OAuth and the rate counters (issue 19: 26 → 18);
+// minus five of vaults, members and data keys (issue 19: 16 → 11)
+const MOST_MEMBERS = 50
 
 t.test('the Storage type, counted from the built declarations, does not grow', async (t) => {
   const members = storageMembers() as { name: string }[]

@@ -14,7 +14,6 @@ import type { ServerConfig } from './config.js'
 import { createInvitationHooks } from './invitations.js'
 import { createMailer, type Mailer } from './mailer.js'
 import { createCookieTossGuard, createLocalPeople, PENDING_COOKIE, sessionCookieName, type LocalPeople } from './people-local.js'
-import { attemptCounters } from './pages/attempt-limiter.js'
 import { accountPages } from './pages/account-pages.js'
 import { createOidcClient, type OidcClient } from './oidc/oidc-client.js'
 import { oidcPages } from './oidc/oidc-pages.js'
@@ -134,7 +133,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   // CSRF at the root, for the account pages and the plugin's pages alike: tokens bound to the session
   await app.register(csrfPlugin, { baseUrl: config.baseUrl, binding: (request) => people.sessionBinding(request) })
   // sign-in limits in the storage's shared counters when it has them: every process counts alike
-  const counters = attemptCounters(deps.storage)
+  const counters = core.domain.sharedCounters()
   await app.register(accountPages, {
     accounts: deps.accounts,
     attemptCounters: counters,

@@ -69,16 +69,8 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
   t.ok((await sqlite.deleteVault({ vaultId: oldId, by: ana, at: new Date() })).ok)
   // a webhook and a pending invitation
   const hookId = randomUUID()
-  await sqlite.createWebhook({
-    id: hookId,
-    vaultId,
-    url: 'https://hooks.example/migrate',
-    format: 'slack',
-    events: ['push.created'],
-    sealedSecret: null,
-    createdAt: new Date(),
-    createdBy: ana,
-  })
+  const hook = { id: hookId, vaultId, url: 'https://hooks.example/migrate', format: 'slack' as const, events: ['push.created' as const] }
+  await sqlite.changeWebhook({ kind: 'create', webhook: { ...hook, sealedSecret: null, createdAt: new Date(), createdBy: ana }, most: 10 })
   const accounts = await createSqliteAccountStore(sqlite.database)
   const invited = await accounts.createInvitation({
     id: randomUUID(),

@@ -33,25 +33,28 @@ t.test('an override is seen by its person only: not another member, not a CI ide
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
   await storage.changeMember({ kind: 'set', vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added' }))
-  const ci = await storage.createCiIdentity(
+  const ci = await storage.changeCiIdentity(
     {
-      id: randomUUID(),
-      vaultId,
-      name: 'deploy',
-      issuer: 'https://issuer.example',
-      audience: 'envkeep',
-      subjectPattern: '*',
-      requiredClaims: {},
-      role: 'owner',
-      environments: null,
-      now,
+      kind: 'create',
+      identity: {
+        id: randomUUID(),
+        vaultId,
+        name: 'deploy',
+        issuer: 'https://issuer.example',
+        audience: 'envkeep',
+        subjectPattern: '*',
+        requiredClaims: {},
+        role: 'owner',
+        environments: null,
+        now,
+      },
     },
     testLogEntry({ vaultId, action: 'member_added' }),
   )
   t.ok(ci.ok)
   const mint = async (personId: string, scopes?: string[]) =>
     (await mintSignIn(storage, { baseUrl: config.baseUrl, personId, now, signInTtlMs: 86_400_000, ...(scopes ? { scopes } : {}) })).accessToken
-  const tokens = { ana: await mint(ana.id), ed: await mint(ed.id), ci: await mint(`ci:${ci.ok ? ci.identity.id : ''}`, ['env:read']) }
+  const tokens = { ana: await mint(ana.id), ed: await mint(ed.id), ci: await mint(`ci:${ci.ok ? ci.value.id : ''}`, ['env:read']) }
   const read = (who: keyof typeof tokens, env = 'development') =>
     app.inject({ method: 'GET', url: `/api/env/${vaultId}/${env}`, headers: { authorization: `Bearer ${tokens[who]}` } })
   const putOverride = (who: keyof typeof tokens, name: string, value: string, env = 'development') =>

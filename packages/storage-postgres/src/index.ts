@@ -1,5 +1,3 @@
 export { openPostgres, toStorageError, inTransaction, type OpenPostgres, type PostgresOptions } from './database.js'
 export { createPostgresStorage, type PostgresStorage } from './storage.js'
 export { PostgresVaultStore } from './vault-store.js'
-export { PostgresOAuthStore } from './oauth-store.js'
-export { PostgresCiIdentityStore } from './ci-identity-store.js'

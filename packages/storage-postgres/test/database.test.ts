@@ -83,11 +83,12 @@ t.test('request counters are shared and atomic: 200 concurrent counts from two p
   t.equal(await a.peekRequests('sign-in:x', 1234), null, 'a window never counted: null')
   t.equal(await a.peekRequests('sign-in:none', 60_000), null)
   await a.countRequest('sign-in:y', [60_000], now)
-  await b.forgetRequests('sign-in:x')
+  t.same(await b.countRequest('sign-in:x', [], now, true), [], 'afresh with no windows: only forgets')
   t.equal(await a.peekRequests('sign-in:x', 60_000), null, 'every window of the key is forgotten')
   t.equal(await a.peekRequests('sign-in:x', 86_400_000), null)
   t.equal((await a.peekRequests('sign-in:y', 60_000))!.count, 1, 'other keys are kept')
   t.equal((await a.countRequest('sign-in:x', [60_000], now))[0]!.count, 1, 'counting starts afresh')
+  t.equal((await a.countRequest('sign-in:y', [60_000], now, true))[0]!.count, 1, 'afresh with a window: forgets, then counts one')
 })
 
 t.test('the expiry sweep on several processes at once: each push expires exactly once (one push_expired entry)', async (t) => {

@@ -108,7 +108,7 @@ export interface OAuthCodesTable {
   redirect_uri: string
   code_challenge: string
   resource: string
-  /** space-separated */
+  /** SQLite: space-separated text; PostgreSQL: a jsonb array (see oauth-store.ts) */
   scopes: string
   person_id: string
   created_at: number
@@ -121,7 +121,7 @@ export interface SignInsTable {
   person_id: string
   client_id: string
   resource: string
-  /** space-separated */
+  /** SQLite: space-separated text; PostgreSQL: a jsonb array (see oauth-store.ts) */
   scopes: string
   /** the code it was issued for, so a replayed code finds what it issued */
   code_hash: string | null
@@ -136,14 +136,16 @@ export interface SignInsTable {
 export interface AccessTokensTable {
   token_hash: string
   sign_in_id: string
-  created_at: number
+  /** SQLite only (PostgreSQL's table has no such column): see oauth-store.ts */
+  created_at?: number
   expires_at: number
 }
 
 export interface RefreshTokensTable {
   token_hash: string
   sign_in_id: string
-  created_at: number
+  /** SQLite only (PostgreSQL's table has no such column): see oauth-store.ts */
+  created_at?: number
   used_at: number | null
 }
 
@@ -260,15 +262,49 @@ export interface DB {
   overrides: OverridesTable
 }
 
-// webhooks (SQLite 011, PostgreSQL 005): only the columns the core reads (a data-key rotation reseals their secrets)
+// webhooks (SQLite 008, PostgreSQL 005)
 
 export interface WebhooksTable {
   id: string
   vault_id: string
-  /** the signing secret, sealed under the vault's data key (webhookPlaceOf) */
+  /** the shown form of the URL (the URL itself is sealed in sealed_secret) */
+  url: string
+  format: 'generic' | 'slack'
+  /** JSON array of events */
+  events: string
   sealed_secret: Uint8Array | null
+  created_at: number
+  created_by: string | null
+}
+
+export interface WebhookDeliveriesTable {
+  /** SQLite integer, PostgreSQL bigint identity (read as text) */
+  id: Generated<number>
+  webhook_id: string
+  push_id: string
+  event: 'push.created' | 'push.decided' | 'push.expired'
+  occurred_at: number
+  status: 'pending' | 'delivered' | 'failed'
+  attempts: number
+  next_attempt_at: number | null
+  last_attempt_at: number | null
+  last_status: number | null
+  last_error: string | null
+  claim_token: string | null
+  claimed_until: number | null
+}
+
+// rate counters (PostgreSQL 002 only: SQLite is one process and counts in memory)
+
+export interface RateCountersTable {
+  key: string
+  window_ms: number
+  window_start: number
+  count: number
 }
 
 export interface DB {
   webhooks: WebhooksTable
+  webhook_deliveries: WebhookDeliveriesTable
+  rate_counters: RateCountersTable
 }

@@ -1,4 +1,3 @@
 export { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 export { createSqliteStorage, type SqliteStorage } from './storage.js'
 export { createSqliteVaultStore } from './vault-store.js'
-export { createSqliteOAuthStore } from './oauth-store.js'

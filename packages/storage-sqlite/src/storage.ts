@@ -1,12 +1,18 @@
 import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
-import { createClientRegistrationStore, createKeyStore, createOverrideStore, createVaultStore } from '@envkeep/storage-sql'
+import {
+  createCiIdentityStore,
+  createClientRegistrationStore,
+  createKeyStore,
+  createOAuthStore,
+  createOverrideStore,
+  createPurge,
+  createVaultStore,
+  createWebhookStore,
+} from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
-import { createSqliteCiIdentityStore } from './ci-identity-store.js'
 import { createSqliteHistoryStore } from './history-store.js'
-import { createSqliteOAuthStore } from './oauth-store.js'
 import { createSqliteRunner } from './sql-runner.js'
 import { createSqliteVaultStore } from './vault-store.js'
-import { createSqliteWebhookStore } from './webhook-store.js'
 
 export interface SqliteStorage extends Storage {
   /** the open database, for the server's own stores (accounts) and tests */
@@ -20,10 +26,11 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   const sql = createSqliteRunner(database)
   return {
     ...createSqliteVaultStore(database),
-    ...createSqliteOAuthStore(database),
-    ...createSqliteCiIdentityStore(database),
+    ...createOAuthStore(sql),
+    ...createCiIdentityStore(sql),
     ...boundMethods(createSqliteHistoryStore(database)),
-    ...boundMethods(createSqliteWebhookStore(database)),
+    ...createWebhookStore(sql),
+    ...createPurge(sql, { rateCounters: false }),
     ...createClientRegistrationStore(sql),
     ...createOverrideStore(sql),
     ...createVaultStore(sql),

@@ -1,13 +1,13 @@
 import t from 'tap'
 import { oauthStoreContract } from '@envkeep/env-api-plugin/testing'
-import { createSqliteOAuthStore, openDatabase } from '../src/index.js'
+import { createSqliteStorage, openDatabase } from '../src/index.js'
 
 // The shared OAuth store contract, on SQLite :memory:.
 for (const c of oauthStoreContract) {
   t.test(c.name, () =>
     c.run(async () => {
-      const d = await openDatabase({ filename: ':memory:' })
-      return { store: createSqliteOAuthStore(d), close: () => d.close() }
+      const store = await createSqliteStorage({ filename: ':memory:' })
+      return { store, close: () => store.close() }
     }),
   )
 }

@@ -1,3 +1,4 @@
+import type { ChangeResult } from './results.js'
 import type { AccessLogEntry } from './vault-store.js'
 
 /**
@@ -43,10 +44,12 @@ export interface NewCiIdentity {
   readonly now: Date
 }
 
-export type CreateCiIdentityResult =
-  | { readonly ok: true; readonly identity: CiIdentityRecord }
-  /** the vault has a CI identity of that name already (names compare case-insensitively) */
-  | { readonly ok: false; readonly reason: 'name_taken' }
+/** A change of a vault's CI identities (`changeCiIdentity`). */
+export type CiIdentityChange =
+  /** adds one; 'name_taken' when the vault has one of that name (names compare case-insensitively), 'not_found' when the vault is gone */
+  | { readonly kind: 'create'; readonly identity: NewCiIdentity }
+  /** removes one of the vault and revokes every sign-in it holds; 'not_found' when the vault has no such identity */
+  | { readonly kind: 'remove'; readonly vaultId: string; readonly id: string; readonly now: Date }
 
 /** A sign-in made by exchanging a CI's identity token (no refresh token, one access token). */
 export interface NewCiSignIn {
@@ -72,11 +75,13 @@ export interface NewCiSignIn {
 
 export interface CiIdentityStore {
   /**
-   * Adds a CI identity to a vault and appends `log` (`member_added`, with
-   * `subject` `ci:<id>` and the role as `detail`), in one transaction. No
-   * such vault: throws 23503.
+   * Applies `change` and appends `log` (`member_added` with `subject` `ci:<id>` and the role
+   * as `detail`; `member_removed` with `subject` `ci:<id>`), in one transaction. Answers the
+   * identity as created or as it was; a removal also revokes every sign-in the identity holds
+   * (`personId` = `ci:<id>`: its live tokens stop at once). Refused, with nothing written or
+   * logged, for the reasons each kind gives.
    */
-  createCiIdentity(input: NewCiIdentity, log: AccessLogEntry): Promise<CreateCiIdentityResult>
+  changeCiIdentity(change: CiIdentityChange, log: AccessLogEntry): Promise<ChangeResult<'name_taken' | 'not_found', CiIdentityRecord>>
 
   /**
    * The CI identities of one vault (`vaultId`), trusting exactly one issuer
@@ -86,20 +91,12 @@ export interface CiIdentityStore {
   findCiIdentities(filter: { readonly vaultId: string } | { readonly issuer: string } | { readonly id: string }): Promise<CiIdentityRecord[]>
 
   /**
-   * Removes a CI identity of a vault, revokes every sign-in it holds
-   * (`personId` = `ci:<id>`; its live tokens stop at once) and appends `log`
-   * (`member_removed`, `subject` `ci:<id>`), in one transaction. False (nothing logged) when
-   * the vault has no such identity.
-   */
-  removeCiIdentity(input: { readonly vaultId: string; readonly id: string; readonly now: Date }, log: AccessLogEntry): Promise<boolean>
-
-  /**
    * Atomically: records `subjectTokenKey` as used and creates the sign-in
-   * with its one access token (no refresh token) → 'issued'. A key used
-   * before → 'replayed', nothing created. Under concurrency exactly one
-   * caller gets 'issued'. Housekeeping may forget keys past their expiry.
+   * with its one access token (no refresh token). A key used before →
+   * 'replayed', nothing created. Under concurrency exactly one caller
+   * succeeds. Housekeeping may forget keys past their expiry.
    */
-  issueCiSignIn(input: NewCiSignIn): Promise<'issued' | 'replayed'>
+  issueCiSignIn(input: NewCiSignIn): Promise<ChangeResult<'replayed'>>
 }
 
 /** The sign-in `personId` of a CI identity (never a person's id: those are not `ci:`-prefixed). */

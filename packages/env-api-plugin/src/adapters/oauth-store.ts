@@ -7,6 +7,8 @@
  * The OAuth work (issue 3) owns this file and may extend it.
  */
 
+import type { ChangeResult } from './results.js'
+
 export interface SignInRecord {
   readonly id: string
   readonly personId: string
@@ -53,19 +55,20 @@ export interface IssuedTokens {
   readonly refreshTokenHash: string
 }
 
-export type ExchangeCodeResult =
-  /** the code was unused: it is now consumed, the sign-in and its tokens exist */
-  | { readonly outcome: 'issued'; readonly signIn: SignInRecord }
-  /** the code had been redeemed before: the sign-in it created is now revoked */
-  | { readonly outcome: 'replayed' }
-  | { readonly outcome: 'unknown' }
+/** The records a token's hash finds (`findToken`), by kind of token. */
+export interface FoundToken {
+  /** an access token's live grant */
+  readonly access: AccessGrant
+  /** a refresh token with its sign-in, as stored (used or not, its sign-in live or not) */
+  readonly refresh: RefreshTokenRecord
+}
 
-export type RotateRefreshResult =
-  | { readonly outcome: 'rotated'; readonly signIn: SignInRecord }
-  /** the token had been used before: the whole sign-in is now revoked */
-  | { readonly outcome: 'reused' }
-  /** unknown, or its sign-in is revoked or expired */
-  | { readonly outcome: 'unknown' }
+/** Which live sign-ins `revokeSignIns` ends. */
+export type SignInFilter =
+  /** a person's: one (`signInId`; none when absent, already revoked or not theirs) or all of them */
+  | { readonly personId: string; readonly signInId?: string }
+  /** the one an access or refresh token (by hash) belongs to, if that sign-in is `clientId`'s (RFC 7009) */
+  | { readonly tokenHash: string; readonly clientId: string }
 
 export interface RefreshTokenRecord {
   readonly tokenHash: string
@@ -81,56 +84,38 @@ export interface OAuthStore {
 
   /**
    * Atomically: if the code is unconsumed, mark it consumed and create the
-   * sign-in (`signIn`) with `tokens` → 'issued'. If it was already consumed,
-   * revoke the sign-in created from it → 'replayed'. Unknown → 'unknown'.
-   * Under concurrency exactly one caller gets 'issued'.
+   * sign-in (`signIn`) with `tokens`, answering it. If it was already
+   * consumed, revoke the sign-in created from it → 'replayed'. Unknown →
+   * 'unknown'. Under concurrency exactly one caller succeeds.
    */
   exchangeAuthorizationCode(
     codeHash: string,
     signIn: Omit<SignInRecord, 'lastUsedAt' | 'revokedAt'>,
     tokens: IssuedTokens,
     now: Date,
-  ): Promise<ExchangeCodeResult>
+  ): Promise<ChangeResult<'replayed' | 'unknown', SignInRecord>>
 
-  /** A refresh token by hash with its sign-in (used or not), or null. Reading never consumes. */
-  findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | null>
+  /**
+   * A token by its hash, or null. `access`: its live grant, or null when unknown, expired,
+   * its sign-in revoked, past its absolute end, or idle since before `idleCutoff`; records
+   * last use (at most once a minute). Every API request asks this: one indexed read. `refresh`:
+   * the token and its sign-in as stored (used or not; `now` and `idleCutoff` unused); reading
+   * never consumes.
+   */
+  findToken<K extends keyof FoundToken>(tokenHash: string, kind: K, now: Date, idleCutoff: Date): Promise<FoundToken[K] | null>
 
   /**
    * Atomically: an unused refresh token of a live sign-in (not revoked,
-   * `now < expiresAt`) is marked used and `tokens` are added to its sign-in
-   * → 'rotated'. A used one revokes the whole sign-in → 'reused'.
-   * Under concurrency exactly one caller gets 'rotated'.
+   * `now < expiresAt`) is marked used and `tokens` are added to its sign-in,
+   * answering the sign-in. A used one revokes the whole sign-in → 'reused';
+   * unknown, or its sign-in revoked or ended → 'unknown'. Under concurrency
+   * exactly one caller succeeds.
    */
-  rotateRefreshToken(oldHash: string, tokens: IssuedTokens, now: Date): Promise<RotateRefreshResult>
-
-  /**
-   * Revokes the sign-in that an access or refresh token (by hash) belongs
-   * to, if that sign-in belongs to `clientId`. Returns true if something was revoked.
-   */
-  revokeByToken(tokenHash: string, clientId: string, now: Date): Promise<boolean>
-
-  /**
-   * Resolves an access token hash to its live grant, or null (unknown,
-   * expired, sign-in revoked, past its absolute end, or idle since before
-   * `idleCutoff`). May record last use (at most once a minute).
-   */
-  findAccessToken(tokenHash: string, now: Date, idleCutoff: Date): Promise<AccessGrant | null>
+  rotateRefreshToken(oldHash: string, tokens: IssuedTokens, now: Date): Promise<ChangeResult<'reused' | 'unknown', SignInRecord>>
 
   /** Sign-ins of one person, newest first (for the "Sign-ins" page), revoked ones included. */
   listSignIns(personId: string): Promise<SignInRecord[]>
 
-  /**
-   * Revokes the live sign-ins of a person: one (`signInId`; 0 if absent,
-   * already revoked or not theirs) or all of them (admin). Returns how many.
-   */
-  revokeSignIns(input: { readonly personId: string; readonly signInId?: string }, now: Date): Promise<number>
-
-  /**
-   * Optional housekeeping: deletes what can no longer be used or needed,
-   * and returns how many rows went. Codes expired before `codesBefore`,
-   * access tokens expired before `now`, and sign-ins (with all their tokens)
-   * that ended (revoked or past their absolute end) before `signInsBefore`.
-   * Used refresh tokens of live sign-ins stay: reuse detection needs them.
-   */
-  purgeExpired?(now: Date, codesBefore: Date, signInsBefore: Date): Promise<number>
+  /** Revokes the live sign-ins the filter selects. Returns how many. */
+  revokeSignIns(filter: SignInFilter, now: Date): Promise<number>
 }

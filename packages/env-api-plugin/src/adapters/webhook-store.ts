@@ -15,6 +15,9 @@
  * `webhookPlaceOf`); storage copies bytes.
  */
 
+import type { ChangeResult } from './results.js'
+import type { AccessLogEntry } from './vault-store.js'
+
 export type WebhookEvent = 'push.created' | 'push.decided' | 'push.expired'
 export type WebhookFormat = 'generic' | 'slack'
 
@@ -39,7 +42,7 @@ export interface WebhookRecord {
   /**
    * What the domain stored as the URL: since issue 25 a masked form (scheme and host), the
    * URL itself being sealed in `sealedSecret`; rows written before hold the URL until the
-   * domain seals it (sealWebhookUrl).
+   * domain seals it (changeWebhook, `seal`).
    */
   readonly url: string
   readonly format: WebhookFormat
@@ -49,6 +52,8 @@ export interface WebhookRecord {
   readonly createdBy: string | null
   /** the sealed secret as stored (listWebhooks gives it; other answers may leave it out) */
   readonly sealedSecret?: Uint8Array | null
+  /** its latest deliveries, newest event first, when `listWebhooks` was asked for them */
+  readonly recent?: readonly DeliveryRecord[]
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
@@ -91,28 +96,42 @@ export interface DeliveryAttempt {
   readonly nextAttemptAt: Date | null
 }
 
-export interface WebhookStore {
-  /** Stores a webhook. The vault must exist (StorageError 23503); the id must be new (23505). */
-  createWebhook(webhook: NewWebhook): Promise<WebhookRecord>
-
-  /** The webhooks of a vault, oldest first; [] for an unknown vault. */
-  listWebhooks(vaultId: string): Promise<WebhookRecord[]>
-
+/** A change of a vault's webhooks (`changeWebhook`). */
+export type WebhookChange =
+  /**
+   * Stores a webhook, unless its vault has `most` webhooks already ('too_many', counted in the
+   * transaction) or is gone ('not_found'). The id must be new (StorageError 23505).
+   */
+  | { readonly kind: 'create'; readonly webhook: NewWebhook; readonly most: number }
   /**
    * Replaces a webhook's `url` and `sealedSecret` when its url is still `ifUrl` (compare and
-   * set): the domain's one-time sealing of URLs stored plain before issue 25. False, and
+   * set): the domain's one-time sealing of URLs stored plain before issue 25. 'not_found',
    * nothing written, when the webhook is gone, is another vault's, or its url changed.
    */
-  sealWebhookUrl(input: {
-    readonly vaultId: string
-    readonly webhookId: string
-    readonly ifUrl: string
-    readonly url: string
-    readonly sealedSecret: Uint8Array
-  }): Promise<boolean>
+  | {
+      readonly kind: 'seal'
+      readonly vaultId: string
+      readonly webhookId: string
+      readonly ifUrl: string
+      readonly url: string
+      readonly sealedSecret: Uint8Array
+    }
+  /** Deletes a webhook of the vault and its deliveries, at once; 'not_found' when there was none. */
+  | { readonly kind: 'delete'; readonly vaultId: string; readonly webhookId: string }
 
-  /** Deletes a webhook of the vault and its deliveries, at once. False when there was none. */
-  deleteWebhook(vaultId: string, webhookId: string): Promise<boolean>
+export interface WebhookStore {
+  /**
+   * Applies `change` and appends `log` (when given), in one transaction. Answers the webhook
+   * as it now is (created, sealed) or was (deleted); refused, with nothing written or logged,
+   * for the reasons each kind gives.
+   */
+  changeWebhook(change: WebhookChange, log?: AccessLogEntry): Promise<ChangeResult<'not_found' | 'too_many', WebhookRecord>>
+
+  /**
+   * The webhooks of a vault, oldest first; [] for an unknown vault. With `deliveries`, each
+   * carries its latest deliveries, at most that many, newest event first (`recent`).
+   */
+  listWebhooks(vaultId: string, deliveries?: number): Promise<WebhookRecord[]>
 
   /**
    * For every push event that happened at or after `since` (and at or after
@@ -122,7 +141,9 @@ export interface WebhookStore {
    * already. Events: `push.created` at the push's createdAt;
    * `push.decided` at decidedAt when applied or rejected; `push.expired` at
    * decidedAt when expired. Returns how many were inserted. Safe from
-   * several processes at once.
+   * several processes at once. (Not folded into `claimDeliveries`: the
+   * domain enqueues one push's deliveries right after it changed, and the
+   * minutely sweep over a day of pushes would be too much for every claim.)
    */
   enqueueDeliveries(input: { readonly now: Date; readonly since: Date; readonly pushId?: string }): Promise<number>
 
@@ -136,14 +157,9 @@ export interface WebhookStore {
 
   /**
    * Records an attempt of a claimed delivery (attempts + 1, last status and
-   * error, the outcome) and releases the claim. False, and nothing written,
+   * error, the outcome) and releases the claim. 'not_found', nothing written,
    * when the delivery is gone or no longer claimed with `claimToken`.
+   * (Finished deliveries are deleted by the housekeeping purge, `purgeExpired`.)
    */
-  finishAttempt(attempt: DeliveryAttempt): Promise<boolean>
-
-  /** The latest deliveries of a webhook of the vault, newest event first. */
-  listDeliveries(vaultId: string, webhookId: string, limit: number): Promise<DeliveryRecord[]>
-
-  /** Deletes delivered and failed deliveries of events older than `olderThan`. Returns how many. */
-  pruneDeliveries(olderThan: Date): Promise<number>
+  finishAttempt(attempt: DeliveryAttempt): Promise<ChangeResult<'not_found'>>
 }

@@ -72,15 +72,19 @@ export async function expirePushes(d: DomainDeps): Promise<number> {
 
 const DAY = 86_400_000
 
+/** Finished webhook deliveries are kept this long (then the purge deletes them). */
+export const KEEP_DELIVERIES_MS = 30 * DAY
+
 /**
  * Housekeeping: OAuth codes expired a day ago (kept so a late replay still
  * revokes), expired access tokens and sign-ins ended more than 30 days ago,
- * when the store can purge; how many rows went.
+ * used subject-token keys and rate counters past their end, and finished
+ * webhook deliveries older than 30 days; how many rows went.
  */
 export async function purgeSignIns(d: DomainDeps): Promise<number> {
-  if (!d.storage.purgeExpired) return 0
   const now = d.now()
-  return d.storage.purgeExpired(now, new Date(now.getTime() - DAY), new Date(now.getTime() - 30 * DAY))
+  const before = (ms: number) => new Date(now.getTime() - ms)
+  return d.storage.purgeExpired({ now, codesBefore: before(DAY), signInsBefore: before(30 * DAY), deliveriesBefore: before(KEEP_DELIVERIES_MS) })
 }
 
 /** Housekeeping: versions kept in history past `historyDays` (each variable's last 10 stay); how many went. */

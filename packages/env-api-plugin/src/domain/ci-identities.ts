@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord } from '../adapters/ci-identity-store.js'
+import { ciIdentityIdOf, ciPrincipal, type CiIdentityRecord, type NewCiSignIn } from '../adapters/ci-identity-store.js'
+import type { ChangeResult } from '../adapters/results.js'
+import { sameVaultName } from './vault-admin.js'
 import type { VaultAccess, VaultStore } from '../adapters/vault-store.js'
 import { issuerProblem } from '../oauth/workload/issuer-url.js'
 import { subjectPatternProblem } from '../oauth/workload/subject-pattern.js'
@@ -7,7 +9,7 @@ import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { canReadEnvironment, requireOwner } from './permissions.js'
-import { locateVault } from './vaults.js'
+import { locateVault, VAULT_NOT_FOUND } from './vaults.js'
 import { ciVault, isCiPrincipal, type CiVaultAccess } from './ci-vault.js'
 
 // how a CI identity reaches its vault lives in ci-vault.ts (vaults.ts locates through it)
@@ -84,12 +86,12 @@ export async function addCiIdentity(d: DomainDeps, actor: Actor, input: NewCiIde
   const c = checked(d, vault, input)
   const id = randomUUID()
   const now = d.now()
-  const r = await d.storage.createCiIdentity(
-    { id, vaultId: vault.id, ...c, now },
+  const r = await d.storage.changeCiIdentity(
+    { kind: 'create', identity: { id, vaultId: vault.id, ...c, now } },
     entryFor(actor, { vaultId: vault.id, action: 'member_added', at: now, subject: ciPrincipal(id), detail: `${c.role} (CI: ${c.name})` }),
   )
-  if (!r.ok) throw fail.conflict('this vault has a CI identity by that name already')
-  return r.identity
+  if (!r.ok) throw r.reason === 'name_taken' ? fail.conflict('this vault has a CI identity by that name already') : fail.notFound(VAULT_NOT_FOUND)
+  return r.value
 }
 
 export async function listCiIdentities(d: DomainDeps, actor: Actor, vaultId: string): Promise<CiIdentityRecord[]> {
@@ -106,11 +108,11 @@ export async function removeCiIdentity(d: DomainDeps, actor: Actor, input: { vau
   const found = all.find((i) => i.id === input.identity) ?? all.find((i) => i.name.toLowerCase() === input.identity.trim().toLowerCase())
   if (!found) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
   const now = d.now()
-  const removed = await d.storage.removeCiIdentity(
-    { vaultId: vault.id, id: found.id, now },
+  const removed = await d.storage.changeCiIdentity(
+    { kind: 'remove', vaultId: vault.id, id: found.id, now },
     entryFor(actor, { vaultId: vault.id, action: 'member_removed', at: now, subject: ciPrincipal(found.id), detail: `CI: ${found.name}` }),
   )
-  if (!removed) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
+  if (!removed.ok) throw fail.notFound(CI_IDENTITY_NOT_FOUND)
   return found
 }
 
@@ -131,8 +133,8 @@ export async function endCiIdentitiesAddedBy(d: DomainDeps, actor: Actor, vaultI
   for (const identity of identities) {
     if (adders.get(identity.id) !== personId) continue
     const now = d.now()
-    const removed = await d.storage.removeCiIdentity(
-      { vaultId, id: identity.id, now },
+    const removed = await d.storage.changeCiIdentity(
+      { kind: 'remove', vaultId, id: identity.id, now },
       entryFor(actor, {
         vaultId,
         action: 'member_removed',
@@ -141,7 +143,7 @@ export async function endCiIdentitiesAddedBy(d: DomainDeps, actor: Actor, vaultI
         detail: `CI: ${identity.name} (ended: the owner who added it is no longer an owner)`,
       }),
     )
-    if (removed) ended.push(identity.name)
+    if (removed.ok) ended.push(identity.name)
   }
   return ended
 }
@@ -167,4 +169,26 @@ export async function ciIdentityOwnerStays(storage: Pick<VaultStore, 'listAccess
   const adder = (await ciIdentityAdders(storage, identity.vaultId)).get(identity.id) ?? null
   if (adder === null) return true
   return (await storage.listMembers(identity.vaultId)).some((m) => m.personId === adder && m.role === 'owner')
+}
+
+/** The CI identities trusting exactly this issuer, of every vault (the token exchange's first step). */
+export function ciIdentitiesTrusting(d: Pick<DomainDeps, 'storage'>, issuer: string): Promise<CiIdentityRecord[]> {
+  return d.storage.findCiIdentities({ issuer })
+}
+
+/** The identities among `matches` that belong to the vault `ref` names: its id, else its name (case-insensitive). */
+export async function ciIdentitiesOfVault(d: Pick<DomainDeps, 'storage'>, matches: readonly CiIdentityRecord[], ref: string): Promise<CiIdentityRecord[]> {
+  const byId = matches.filter((i) => i.vaultId === ref.toLowerCase())
+  if (byId.length > 0) return byId
+  const named: CiIdentityRecord[] = []
+  for (const vaultId of new Set(matches.map((i) => i.vaultId))) {
+    const [vault] = await d.storage.findVaults({ id: vaultId })
+    if (vault && sameVaultName(vault.name, ref)) named.push(...matches.filter((i) => i.vaultId === vaultId))
+  }
+  return named
+}
+
+/** Signs a CI run in (its identity token used once): refused with 'replayed' when that token was exchanged before. */
+export function issueCiSignIn(d: Pick<DomainDeps, 'storage'>, input: NewCiSignIn): Promise<ChangeResult<'replayed'>> {
+  return d.storage.issueCiSignIn(input)
 }

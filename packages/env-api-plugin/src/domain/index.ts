@@ -2,7 +2,16 @@ import type { Actor, AdministratorActor, PersonActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { listAccessLog } from './access-log.js'
 import { expirePushes, listAllVaults, listAudit, pruneOldHistory, purgeSignIns, rewrapDataKeys, rotateVaultKey } from './administration.js'
-import { addCiIdentity, listCiIdentities, removeCiIdentity, type NewCiIdentityInput } from './ci-identities.js'
+import {
+  addCiIdentity,
+  ciIdentitiesOfVault,
+  ciIdentitiesTrusting,
+  ciIdentityOwnerStays,
+  issueCiSignIn,
+  listCiIdentities,
+  removeCiIdentity,
+  type NewCiIdentityInput,
+} from './ci-identities.js'
 import { createEnvironment } from './environments.js'
 import { changeOfPush, listHistory, loadChange, planRollback, revealChange, rollBack, variableHistory } from './history.js'
 import type { Person } from '../adapters/people.js'
@@ -22,7 +31,7 @@ import {
   vaultOfPush,
   type PushView,
 } from './pushes.js'
-import { listSignIns, revokeAllSignIns, revokeOwnSignIns, revokeSignIn } from './sign-ins.js'
+import { clientNamesOf, listSignIns, revokeAllSignIns, revokeOwnSignIns, revokeSignIn } from './sign-ins.js'
 import {
   deleteVariable,
   listReferences,
@@ -38,7 +47,21 @@ import { createVault, deleteVault, renameVault, setEnvironmentRules } from './va
 import { allowOverrides, describeOverrides, setOverride } from './overrides.js'
 import { readEnvironmentIfChanged } from './watch.js'
 import { findVaultForAdministrator, listVaults, locateEnvironment, locateVault } from './vaults.js'
-import { addWebhook, listWebhooks, removeWebhook } from './webhooks.js'
+import { addWebhook, listWebhooks, removeWebhook, sealLegacyWebhooks } from './webhooks.js'
+import { claimDeliveries, deliveryFacts, finishDelivery, sweepDeliveries } from './deliveries.js'
+import {
+  findAuthorizationCode,
+  findRefreshToken,
+  redeemAuthorizationCode,
+  revokeByToken,
+  rotateRefreshToken,
+  saveAuthorizationCode,
+  signInOfToken,
+} from './tokens.js'
+import type { AuthorizationCodeRecord, IssuedTokens, SignInRecord } from '../adapters/oauth-store.js'
+import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
+import type { Storage } from '../adapters/storage.js'
+import type { CiIdentityRecord, NewCiSignIn } from '../adapters/ci-identity-store.js'
 
 /**
  * The domain layer: the only code that knows the rules of vaults, members,
@@ -112,10 +135,21 @@ export function createDomain(d: DomainDeps) {
     addCiIdentity: (actor: Actor, input: NewCiIdentityInput) => addCiIdentity(d, actor, input),
     listCiIdentities: (actor: Actor, vaultId: string) => listCiIdentities(d, actor, vaultId),
     removeCiIdentity: (actor: Actor, input: { vaultId: string; identity: string }) => removeCiIdentity(d, actor, input),
+    // the CI token exchange (oauth/grants/token-exchange.ts: no actor yet, a verified identity token)
+    ciIdentitiesTrusting: (issuer: string) => ciIdentitiesTrusting(d, issuer),
+    ciIdentitiesOfVault: (matches: readonly CiIdentityRecord[], ref: string) => ciIdentitiesOfVault(d, matches, ref),
+    ciIdentityMaySignIn: (identity: CiIdentityRecord) => ciIdentityOwnerStays(d.storage, identity),
+    issueCiSignIn: (input: NewCiSignIn) => issueCiSignIn(d, input),
     // webhooks
     addWebhook: (actor: Actor, input: Parameters<typeof addWebhook>[2]) => addWebhook(d, actor, input),
     listWebhooks: (actor: Actor, vaultId: string) => listWebhooks(d, actor, vaultId),
     removeWebhook: (actor: Actor, input: { vaultId: string; webhookId: string }) => removeWebhook(d, actor, input),
+    // webhook deliveries (the delivery worker: no actor)
+    claimWebhookDeliveries: (input: { leaseMs: number; limit: number; token: string }) => claimDeliveries(d, input),
+    webhookDeliveryFacts: (delivery: ClaimedDelivery) => deliveryFacts(d, delivery),
+    finishWebhookDelivery: (attempt: DeliveryAttempt) => finishDelivery(d, attempt),
+    sweepWebhookDeliveries: (windowMs: number) => sweepDeliveries(d, windowMs),
+    sealLegacyWebhooks: () => sealLegacyWebhooks(d),
     // access log
     listAccessLog: (actor: Actor, input: Parameters<typeof listAccessLog>[2]) => listAccessLog(d, actor, input),
     // sign-ins
@@ -123,11 +157,23 @@ export function createDomain(d: DomainDeps) {
     revokeSignIn: (actor: PersonActor, signInId: string) => revokeSignIn(d, actor, signInId),
     revokeOwnSignIns: (actor: PersonActor) => revokeOwnSignIns(d, actor),
     revokeAllSignIns: (actor: AdministratorActor, personId: string) => revokeAllSignIns(d, actor, personId),
+    clientNamesOf: (signIns: readonly SignInRecord[]) => clientNamesOf(d, signIns),
+    // sign-ins by their secrets (the OAuth grants and the bearer check: hashes only, no actor)
+    signInOfToken: (tokenHash: string, idleMs: number) => signInOfToken(d, tokenHash, idleMs),
+    saveAuthorizationCode: (code: AuthorizationCodeRecord) => saveAuthorizationCode(d, code),
+    findAuthorizationCode: (codeHash: string) => findAuthorizationCode(d, codeHash),
+    redeemAuthorizationCode: (codeHash: string, signIn: Omit<SignInRecord, 'lastUsedAt' | 'revokedAt'>, tokens: IssuedTokens, now: Date) =>
+      redeemAuthorizationCode(d, codeHash, signIn, tokens, now),
+    findRefreshToken: (tokenHash: string) => findRefreshToken(d, tokenHash),
+    rotateRefreshToken: (tokenHash: string, tokens: IssuedTokens, now: Date) => rotateRefreshToken(d, tokenHash, tokens, now),
+    revokeByToken: (tokenHash: string, clientId: string) => revokeByToken(d, tokenHash, clientId),
     // the server administrator's own
     listAudit: (actor: AdministratorActor, input: { limit: number }) => listAudit(d, actor, input),
     listAllVaults: (actor: AdministratorActor) => listAllVaults(d, actor),
     rotateDataKey: (actor: AdministratorActor, vaultId: string) => rotateVaultKey(d, actor, vaultId),
     rewrapDataKeys: (actor: AdministratorActor, rewrap: Parameters<typeof rewrapDataKeys>[2]) => rewrapDataKeys(d, actor, rewrap),
+    /** the storage's request counters every process shares (PostgreSQL), or null: each process counts in memory */
+    sharedCounters: () => sharedCounters(d.storage),
     // housekeeping (the periodic work: no actor)
     expirePushes: () => expirePushes(d),
     purgeSignIns: () => purgeSignIns(d),
@@ -136,6 +182,15 @@ export function createDomain(d: DomainDeps) {
 }
 
 export type Domain = ReturnType<typeof createDomain>
+
+/** Counting requests and reading a count back, in counters every server process shares. */
+export type SharedCounters = Required<Pick<Storage, 'countRequest' | 'peekRequests'>>
+
+function sharedCounters(storage: Storage): SharedCounters | null {
+  const { countRequest, peekRequests } = storage
+  if (!countRequest || !peekRequests) return null
+  return { countRequest: countRequest.bind(storage), peekRequests: peekRequests.bind(storage) }
+}
 
 export { ADMINISTRATOR, ADMINISTRATOR_CLIENT, authorOf, entryFor, personActor, type Actor, type AdministratorActor, type PersonActor } from './actor.js'
 export type { DomainDeps } from './deps.js'

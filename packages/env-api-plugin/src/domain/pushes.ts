@@ -104,14 +104,18 @@ export async function stagePush(
   const problem = pushProblem(body, deletes)
   if (problem) throw fail.invalid(problem)
   // references: checked with the sender's rights now, and again with the decider's when applied
-  const stored: Record<string, string> = { ...body.variables }
+  const forms: Record<string, string> = { ...body.variables }
   for (const [name, text] of Object.entries(body.references ?? {})) {
     const target = parseTarget(text) as ReferenceTarget
     await checkNewReference(d, vault, env, name, target)
-    stored[name] = referenceForm(target)
+    forms[name] = referenceForm(target)
   }
+  // sorted once, here: sealed in name order, storage's own sort of them finds them in order
+  const valued = Object.keys(forms).sort()
+  const stored: Record<string, string> = {}
+  for (const name of valued) stored[name] = forms[name] as string
   const now = d.now()
-  const names = [...Object.keys(stored), ...deletes].sort()
+  const names = deletes.length === 0 ? valued : [...valued, ...deletes].sort()
   // sealed again if storage says the vault's data key changed since it was cached (rotated by
   // another process): a value is never stored under a key the vault no longer has
   const r = await retryOptimistic(

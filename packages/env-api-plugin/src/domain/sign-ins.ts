@@ -34,3 +34,18 @@ export async function revokeAllSignIns(d: DomainDeps, actor: AdministratorActor,
   requireAdministrator(actor, 'revoke the sign-ins of a person')
   return d.storage.revokeSignIns({ personId }, d.now())
 }
+
+/**
+ * The names of the registered (MCP) clients among the sign-ins, by client id, from the client
+ * registration store (no request made); clients it does not know are left out.
+ */
+export async function clientNamesOf(d: Pick<DomainDeps, 'storage'>, signIns: readonly SignInRecord[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>()
+  const find = d.storage.findClientRegistration?.bind(d.storage)
+  if (!find) return out
+  for (const id of new Set(signIns.map((s) => s.clientId))) {
+    const r = await find(id)
+    if (r) out.set(id, r.name)
+  }
+  return out
+}

@@ -5,10 +5,9 @@ import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { canManageVault } from './permissions.js'
-import { locateVault } from './vaults.js'
+import { locateVault, VAULT_NOT_FOUND } from './vaults.js'
 import { shownUrl, webhookUrlProblem } from './webhook-url.js'
 import type { VaultCrypto } from '../vault-service.js'
-import type { Storage } from '../adapters/storage.js'
 
 /**
  * Per-vault webhooks (issue 14, item 5): owners add, list and remove them;
@@ -67,24 +66,23 @@ export async function addWebhook(
   const url = input.url.trim()
   const problem = await webhookUrlProblem(url, { allowPrivate: d.allowPrivateWebhooks === true, resolveHost: d.resolveHost })
   if (problem) throw fail.invalid(problem)
-  if ((await d.storage.listWebhooks(vault.id)).length >= MAX_WEBHOOKS) throw fail.conflict(`a vault has at most ${MAX_WEBHOOKS} webhooks; remove one first`)
+  const tooMany = () => fail.conflict(`a vault has at most ${MAX_WEBHOOKS} webhooks; remove one first`)
+  if ((await d.storage.listWebhooks(vault.id)).length >= MAX_WEBHOOKS) throw tooMany()
   const id = randomUUID()
   if (!d.hasKey) throw fail.notConfigured() // the URL and the secret are kept sealed with the vault's key
   const secret = input.format === 'generic' ? `whsec_${randomBytes(32).toString('base64url')}` : null
   const sealedSecret = await sealCredentials(d.crypto, vault.id, id, { url, secret })
   const at = d.now()
-  const webhook = await d.storage.createWebhook({
-    id,
-    vaultId: vault.id,
-    url: shownUrl(url),
-    format: input.format,
-    events,
-    sealedSecret,
-    createdAt: at,
-    createdBy: authorOf(actor),
-  })
-  await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'webhook_added', at, detail: `${input.format}: ${events.join(', ')}` }))
-  return { webhook, secret }
+  const r = await d.storage.changeWebhook(
+    {
+      kind: 'create',
+      webhook: { id, vaultId: vault.id, url: shownUrl(url), format: input.format, events, sealedSecret, createdAt: at, createdBy: authorOf(actor) },
+      most: MAX_WEBHOOKS,
+    },
+    entryFor(actor, { vaultId: vault.id, action: 'webhook_added', at, detail: `${input.format}: ${events.join(', ')}` }),
+  )
+  if (!r.ok) throw r.reason === 'too_many' ? tooMany() : fail.notFound(VAULT_NOT_FOUND, 'the vault')
+  return { webhook: r.value, secret }
 }
 
 /** What a webhook's sealed blob holds: its URL and, for the generic format, its signing secret. */
@@ -120,14 +118,15 @@ export async function openWebhookCredentials(
  * worker starts (it needs the master key), on every backend alike; compare-and-set, so
  * several processes may run it at once. Returns how many it sealed.
  */
-export async function sealLegacyWebhooks(d: { storage: Storage; crypto: VaultCrypto }): Promise<number> {
+export async function sealLegacyWebhooks(d: Pick<DomainDeps, 'storage' | 'crypto'>): Promise<number> {
   let n = 0
   for (const vault of await d.storage.findVaults({})) {
     for (const w of await d.storage.listWebhooks(vault.id)) {
       const c = await openWebhookCredentials(d.crypto, w, w.sealedSecret)
       if (c.sealed) continue
       const sealedSecret = await sealCredentials(d.crypto, w.vaultId, w.id, c)
-      if (await d.storage.sealWebhookUrl({ vaultId: w.vaultId, webhookId: w.id, ifUrl: w.url, url: shownUrl(w.url), sealedSecret })) n++
+      const r = await d.storage.changeWebhook({ kind: 'seal', vaultId: w.vaultId, webhookId: w.id, ifUrl: w.url, url: shownUrl(w.url), sealedSecret })
+      if (r.ok) n++
     }
   }
   return n
@@ -136,21 +135,20 @@ export async function sealLegacyWebhooks(d: { storage: Storage; crypto: VaultCry
 /** The vault's webhooks with their last deliveries (owners). */
 export async function listWebhooks(d: DomainDeps, actor: Actor, vaultId: string): Promise<{ vault: VaultAccess; webhooks: WebhookView[] }> {
   const vault = await ownedVault(d, actor, vaultId)
-  const list = await d.storage.listWebhooks(vault.id)
-  const webhooks = await Promise.all(
-    list.map(async (webhook) => ({ webhook, deliveries: await d.storage.listDeliveries(vault.id, webhook.id, DELIVERIES_SHOWN) })),
-  )
-  return { vault, webhooks }
+  const list = await d.storage.listWebhooks(vault.id, DELIVERIES_SHOWN)
+  return { vault, webhooks: list.map(({ recent, ...webhook }) => ({ webhook, deliveries: recent ?? [] })) }
 }
 
 /** Removes a webhook and its deliveries (owners); not_found when the vault has no such webhook. */
 export async function removeWebhook(d: DomainDeps, actor: Actor, input: { vaultId: string; webhookId: string }): Promise<VaultAccess> {
   const vault = await ownedVault(d, actor, input.vaultId)
   const gone = (await d.storage.listWebhooks(vault.id)).find((w) => w.id === input.webhookId)
-  if (!gone || !(await d.storage.deleteWebhook(vault.id, input.webhookId))) throw fail.notFound(WEBHOOK_NOT_FOUND, 'the webhook')
-  await d.storage.appendAccessLog(
+  if (!gone) throw fail.notFound(WEBHOOK_NOT_FOUND, 'the webhook')
+  const removed = await d.storage.changeWebhook(
+    { kind: 'delete', vaultId: vault.id, webhookId: input.webhookId },
     entryFor(actor, { vaultId: vault.id, action: 'webhook_removed', at: d.now(), detail: `${gone.format}: ${gone.events.join(', ')}` }),
   )
+  if (!removed.ok) throw fail.notFound(WEBHOOK_NOT_FOUND, 'the webhook')
   return vault
 }
 

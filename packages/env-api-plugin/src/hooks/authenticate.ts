@@ -72,12 +72,8 @@ export function bearerTokenOf(request: FastifyRequest): string | null {
 export async function liveSignInOf(request: FastifyRequest, opts: ResolvedOptions): Promise<SignInRecord | null> {
   const token = bearerTokenOf(request)
   if (token === null) return null
-  const now = opts.now()
-  const grant = await opts.storage.findAccessToken(tokenHash(token), now, new Date(now.getTime() - opts.signInIdleMs))
-  if (!grant) return null
-  const s = grant.signIn
-  if (s.revokedAt !== null || now.getTime() >= s.expiresAt.getTime() || now.getTime() >= grant.tokenExpiresAt.getTime()) return null
-  return s
+  // who holds this token: one domain call (one indexed read), whatever surface asks
+  return opts.core.domain.signInOfToken(tokenHash(token), opts.signInIdleMs)
 }
 
 function hasQueryToken(url: string): boolean {

@@ -15,13 +15,11 @@ export type LimitWindow = readonly [ms: number, max: number, phrase: string]
  * `key` in every window; the first window over its limit, with the seconds to wait, or null.
  */
 export function createSharedLimits(count: NonNullable<Storage['countRequest']>, windows: readonly LimitWindow[]) {
+  const lengths = windows.map(([ms]) => ms)
   return async function overLimit(key: string, now: Date): Promise<{ wait: number; phrase: string } | null> {
-    const counts = await count(
-      key,
-      windows.map(([ms]) => ms),
-      now,
-    )
-    for (const [i, [, max, phrase]] of windows.entries()) {
+    const counts = await count(key, lengths, now)
+    for (let i = 0; i < windows.length; i++) {
+      const [, max, phrase] = windows[i] as LimitWindow
       const c = counts[i]
       if (c && c.count > max) return { wait: Math.max(1, Math.ceil((c.resetAt.getTime() - now.getTime()) / 1000)), phrase }
     }
@@ -40,7 +38,7 @@ export async function createRateLimitHook(app: FastifyInstance, opts: ResolvedOp
     [MINUTE, opts.rateLimit.perMinute, `more than ${opts.rateLimit.perMinute} requests in a minute`],
     [DAY, opts.rateLimit.perDay, `more than ${opts.rateLimit.perDay} requests in a day`],
   ]
-  const shared = opts.storage.countRequest?.bind(opts.storage)
+  const shared = opts.core.domain.sharedCounters()?.countRequest
   if (shared) {
     // counters in the database: the limits hold whichever process answers
     const overLimit = createSharedLimits(shared, windows)
@@ -57,11 +55,12 @@ export async function createRateLimitHook(app: FastifyInstance, opts: ResolvedOp
   const perMinute = app.createRateLimit({ max: opts.rateLimit.perMinute, timeWindow: MINUTE, keyGenerator })
   const perDay = app.createRateLimit({ max: opts.rateLimit.perDay, timeWindow: DAY, keyGenerator })
 
+  const limiters = [
+    [perMinute, `more than ${opts.rateLimit.perMinute} requests in a minute`],
+    [perDay, `more than ${opts.rateLimit.perDay} requests in a day`],
+  ] as const
   return async function rateLimit(request: FastifyRequest): Promise<void> {
-    for (const [limiter, phrase] of [
-      [perMinute, `more than ${opts.rateLimit.perMinute} requests in a minute`],
-      [perDay, `more than ${opts.rateLimit.perDay} requests in a day`],
-    ] as const) {
+    for (const [limiter, phrase] of limiters) {
       const r = await limiter(request)
       if (!r.isAllowed && r.isExceeded) {
         const who = request.signIn ? 'this sign-in' : 'this address'

@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { createMcpHandler } from '@modelcontextprotocol/server'
 import type { SignInRecord } from '../adapters/oauth-store.js'
 import { ApiError } from '../errors.js'
 import { classifyFailure } from '../failure-class.js'
@@ -9,7 +8,9 @@ import { createRateLimitHook } from '../hooks/rate-limit.js'
 import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../options.js'
 import { mcpClientsOf } from './clients.js'
 import { MCP_READ } from './scopes.js'
-import { createMcpServer, type ToolCaller } from './tools.js'
+import type { ToolCaller } from './tools.js'
+
+type McpHandler = ReturnType<typeof import('@modelcontextprotocol/server').createMcpHandler>
 
 /** JSON-RPC methods the endpoint answers (the SDK's own handshake, discovery and the tools). */
 const KNOWN_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'server/discover'])
@@ -116,15 +117,27 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
     return sendEndpointError(err, request, reply)
   })
 
-  const handler = createMcpHandler(
-    (ctx) => {
-      const caller = ctx.authInfo?.extra?.['caller'] as ToolCaller | undefined
-      if (!caller) throw new Error('envkeep: MCP request without its caller')
-      return createMcpServer(opts, domain, caller)
-    },
-    { legacy: 'stateless', responseMode: 'auto', maxRequestBodySize: PUSH_BODY_LIMIT },
-  )
-  app.addHook('onClose', async () => handler.close())
+  // The MCP SDK, zod and the tools are loaded at the first MCP request, not at start: a server
+  // that is never asked over MCP does not hold them (about 10 MB of its memory, issue 20)
+  let loading: Promise<McpHandler> | null = null
+  const mcpHandler = (): Promise<McpHandler> => {
+    loading ??= (async () => {
+      const [{ createMcpHandler }, { createMcpServer }] = await Promise.all([import('@modelcontextprotocol/server'), import('./tools.js')])
+      return createMcpHandler(
+        (ctx) => {
+          const caller = ctx.authInfo?.extra?.['caller'] as ToolCaller | undefined
+          if (!caller) throw new Error('envkeep: MCP request without its caller')
+          return createMcpServer(opts, domain, caller)
+        },
+        { legacy: 'stateless', responseMode: 'auto', maxRequestBodySize: PUSH_BODY_LIMIT },
+      )
+    })()
+    loading.catch(() => (loading = null)) // a failed load is tried again by the next request
+    return loading
+  }
+  app.addHook('onClose', async () => {
+    if (loading) await (await loading.catch(() => null))?.close()
+  })
 
   app.post(mcp.path, async function mcpRequest(request: FastifyRequest, reply: FastifyReply) {
     const body = request.body
@@ -141,6 +154,7 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
       headers.set(k, Array.isArray(v) ? v.join(', ') : v)
     }
     const web = new Request(`${opts.baseUrl}/mcp`, { method: 'POST', headers, body: JSON.stringify(body) })
+    const handler = await mcpHandler()
     const answer = await handler.fetch(web, {
       parsedBody: body,
       authInfo: {

@@ -16,25 +16,12 @@ function clientLabel(deps: PageDeps, s: SignInRecord, names: ReadonlyMap<string,
   return name ? `${name} (MCP)` : s.clientId
 }
 
-/** The names of the MCP clients among the sign-ins, from the client registration store (no request made). */
-async function mcpClientNames(deps: PageDeps, signIns: readonly SignInRecord[]): Promise<Map<string, string>> {
-  const out = new Map<string, string>()
-  const find = deps.opts.storage.findClientRegistration?.bind(deps.opts.storage)
-  if (!find) return out
-  for (const id of new Set(signIns.map((s) => s.clientId))) {
-    if (id === deps.opts.cliClientId) continue
-    const r = await find(id)
-    if (r) out.set(id, r.name)
-  }
-  return out
-}
-
 /** `/sign-ins`: the person's command-line sign-ins, each with "Revoke". */
 export function signInRoutes(app: FastifyInstance, deps: PageDeps): void {
   async function render(reply: FastifyReply, person: Person, problem: PageFailure | null, notice: string | null): Promise<FastifyReply> {
     const now = deps.opts.now()
     const signIns = await deps.domain.listSignIns(pageActor(person, reply.request))
-    const names = await mcpClientNames(deps, signIns)
+    const names = await deps.domain.clientNamesOf(signIns.filter((s) => s.clientId !== deps.opts.cliClientId))
     const token = reply.generateCsrf()
     const rows = signIns.map((s) => {
       const state = signInState(s, now)

@@ -2,8 +2,11 @@ import assert from 'node:assert/strict'
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import type { NewCiIdentity, NewCiSignIn } from '../adapters/ci-identity-store.js'
 import type { Storage } from '../adapters/storage.js'
-import { StorageError } from '../errors.js'
+import type { ChangeResult } from '../adapters/results.js'
 import { testLogEntry } from './log-entry.js'
+
+/** A change's answer in one word: 'ok', or why not. */
+const why = (r: ChangeResult<string, unknown>): string => (r.ok ? 'ok' : r.reason)
 
 /**
  * The contract of the CI-identity part of storage, as plain async cases
@@ -88,11 +91,11 @@ const added = (vaultId: string, id: string) => testLogEntry({ vaultId, action: '
 
 export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = Object.freeze([
   {
-    name: 'createCiIdentity: stored as given, found by vault, id and issuer, and logged in the same call',
+    name: 'changeCiIdentity (create): stored as given, found by vault, id and issuer, and logged in the same call',
     run: (make) =>
       withStorage(make, async (s, vaultId) => {
         const input = identity(vaultId)
-        const r = await s.createCiIdentity(input, added(vaultId, input.id))
+        const r = await s.changeCiIdentity({ kind: 'create', identity: input }, added(vaultId, input.id))
         assert.equal(r.ok, true)
         const want = {
           id: input.id,
@@ -106,7 +109,7 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
           environments: ['development'],
           createdAt: T0,
         }
-        assert.deepEqual({ ...(r.ok ? r.identity : {}) }, want)
+        assert.deepEqual({ ...(r.ok ? r.value : {}) }, want)
         assert.deepEqual({ ...(await s.findCiIdentities({ id: input.id }))[0] }, want)
         assert.deepEqual(
           (await s.findCiIdentities({ vaultId })).map((i) => i.id),
@@ -122,9 +125,9 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
         assert.equal(log[0]?.action, 'member_added')
         assert.equal(log[0]?.subject, `ci:${input.id}`)
         const unrestricted = identity(vaultId, { name: 'all-envs', environments: null, requiredClaims: {} })
-        const r2 = await s.createCiIdentity(unrestricted, added(vaultId, unrestricted.id))
-        assert.equal(r2.ok && r2.identity.environments, null)
-        assert.deepEqual(r2.ok && { ...r2.identity.requiredClaims }, {})
+        const r2 = await s.changeCiIdentity({ kind: 'create', identity: unrestricted }, added(vaultId, unrestricted.id))
+        assert.equal(r2.ok && r2.value.environments, null)
+        assert.deepEqual(r2.ok && { ...r2.value.requiredClaims }, {})
         assert.deepEqual(
           (await s.findCiIdentities({ vaultId })).map((i) => i.name),
           ['all-envs', 'deploy'],
@@ -133,21 +136,21 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
       }),
   },
   {
-    name: 'createCiIdentity: a name is unique per vault, case-insensitively; nothing written or logged when taken',
+    name: 'changeCiIdentity (create): a name is unique per vault, case-insensitively; nothing written or logged when taken; not_found for no vault',
     run: (make) =>
       withStorage(make, async (s, vaultId) => {
         const first = identity(vaultId)
-        await s.createCiIdentity(first, added(vaultId, first.id))
+        await s.changeCiIdentity({ kind: 'create', identity: first }, added(vaultId, first.id))
         const logBefore = (await s.listAccessLog(vaultId, { limit: 100 })).length
         const again = identity(vaultId, { name: 'DEPLOY' })
-        assert.deepEqual(await s.createCiIdentity(again, added(vaultId, again.id)), { ok: false, reason: 'name_taken' })
+        assert.deepEqual(await s.changeCiIdentity({ kind: 'create', identity: again }, added(vaultId, again.id)), { ok: false, reason: 'name_taken' })
         assert.deepEqual(await s.findCiIdentities({ id: again.id }), [])
         assert.equal((await s.listAccessLog(vaultId, { limit: 100 })).length, logBefore)
         const unknownVault = randomUUID()
-        await assert.rejects(
-          s.createCiIdentity(identity(unknownVault), added(unknownVault, 'x')),
-          (e: unknown) => e instanceof StorageError && e.sqlstate === '23503',
-        )
+        assert.deepEqual(await s.changeCiIdentity({ kind: 'create', identity: identity(unknownVault) }, added(unknownVault, 'x')), {
+          ok: false,
+          reason: 'not_found',
+        })
       }),
   },
   {
@@ -155,19 +158,19 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
     run: (make) =>
       withStorage(make, async (s, vaultId) => {
         const input = identity(vaultId)
-        await s.createCiIdentity(input, added(vaultId, input.id))
+        await s.changeCiIdentity({ kind: 'create', identity: input }, added(vaultId, input.id))
         const first = ciSignIn(input.id)
-        assert.equal(await s.issueCiSignIn(first), 'issued')
-        const grant = await s.findAccessToken(first.accessTokenHash, at(1000), T0)
+        assert.equal(why(await s.issueCiSignIn(first)), 'ok')
+        const grant = await s.findToken(first.accessTokenHash, 'access', at(1000), T0)
         assert.ok(grant)
         assert.equal(grant.signIn.personId, `ci:${input.id}`)
         assert.deepEqual([...grant.signIn.scopes], ['env:read'])
         assert.equal(grant.signIn.label, first.signIn.label)
         assert.equal(grant.tokenExpiresAt.getTime(), first.signIn.expiresAt.getTime())
         const replay = ciSignIn(input.id, { subjectTokenKey: first.subjectTokenKey })
-        assert.equal(await s.issueCiSignIn(replay), 'replayed')
-        assert.equal(await s.findAccessToken(replay.accessTokenHash, at(1000), T0), null, 'a replay creates no token')
-        assert.equal(await s.findAccessToken(first.accessTokenHash, at(600_000), T0), null, 'the token ends at its expiry')
+        assert.equal(why(await s.issueCiSignIn(replay)), 'replayed')
+        assert.equal(await s.findToken(replay.accessTokenHash, 'access', at(1000), T0), null, 'a replay creates no token')
+        assert.equal(await s.findToken(first.accessTokenHash, 'access', at(600_000), T0), null, 'the token ends at its expiry')
       }),
   },
   {
@@ -175,40 +178,42 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
     run: (make) =>
       withStorage(make, async (s, vaultId) => {
         const input = identity(vaultId)
-        await s.createCiIdentity(input, added(vaultId, input.id))
+        await s.changeCiIdentity({ kind: 'create', identity: input }, added(vaultId, input.id))
         const key = hash()
         const tries = Array.from({ length: 8 }, () => ciSignIn(input.id, { subjectTokenKey: key }))
         const outcomes = await Promise.all(tries.map((x) => s.issueCiSignIn(x)))
-        assert.equal(outcomes.filter((o) => o === 'issued').length, 1)
-        const live = await Promise.all(tries.map((x) => s.findAccessToken(x.accessTokenHash, at(1000), T0)))
+        assert.equal(outcomes.filter((o) => o.ok).length, 1)
+        const live = await Promise.all(tries.map((x) => s.findToken(x.accessTokenHash, 'access', at(1000), T0)))
         assert.equal(live.filter(Boolean).length, 1)
       }),
   },
   {
-    name: 'removeCiIdentity: gone from every list, its live tokens stop at once, logged; a second removal or another vault is false',
+    name: 'changeCiIdentity (remove): gone from every list, its live tokens stop at once, logged; a second removal or another vault is not_found',
     run: (make) =>
       withStorage(make, async (s, vaultId) => {
         const input = identity(vaultId)
-        await s.createCiIdentity(input, added(vaultId, input.id))
+        await s.changeCiIdentity({ kind: 'create', identity: input }, added(vaultId, input.id))
         const signIn = ciSignIn(input.id)
         await s.issueCiSignIn(signIn)
         const otherVault = randomUUID()
         assert.equal(
-          await s.removeCiIdentity({ vaultId: otherVault, id: input.id, now: at(1000) }, testLogEntry({ vaultId, action: 'member_removed' })),
-          false,
+          why(
+            await s.changeCiIdentity({ kind: 'remove', vaultId: otherVault, id: input.id, now: at(1000) }, testLogEntry({ vaultId, action: 'member_removed' })),
+          ),
+          'not_found',
           'an identity is removed only through its own vault',
         )
-        assert.ok(await s.findAccessToken(signIn.accessTokenHash, at(1000), T0))
+        assert.ok(await s.findToken(signIn.accessTokenHash, 'access', at(1000), T0))
         const removal = testLogEntry({ vaultId, action: 'member_removed', at: at(2000), subject: `ci:${input.id}` })
-        assert.equal(await s.removeCiIdentity({ vaultId, id: input.id, now: at(2000) }, removal), true)
-        assert.equal(await s.findAccessToken(signIn.accessTokenHash, at(3000), T0), null, 'its token is refused at once')
+        assert.equal(why(await s.changeCiIdentity({ kind: 'remove', vaultId, id: input.id, now: at(2000) }, removal)), 'ok')
+        assert.equal(await s.findToken(signIn.accessTokenHash, 'access', at(3000), T0), null, 'its token is refused at once')
         assert.deepEqual(await s.findCiIdentities({ id: input.id }), [])
         assert.deepEqual(await s.findCiIdentities({ vaultId }), [])
         assert.deepEqual(await s.findCiIdentities({ issuer: ISSUER }), [])
         const log = await s.listAccessLog(vaultId, { limit: 10 })
         assert.equal(log[0]?.action, 'member_removed')
         assert.equal(log[0]?.subject, `ci:${input.id}`)
-        assert.equal(await s.removeCiIdentity({ vaultId, id: input.id, now: at(3000) }, removal), false)
+        assert.equal(why(await s.changeCiIdentity({ kind: 'remove', vaultId, id: input.id, now: at(3000) }, removal)), 'not_found')
         assert.equal((await s.listAccessLog(vaultId, { limit: 10 })).length, log.length, 'nothing logged when nothing was removed')
       }),
   },
@@ -216,15 +221,14 @@ export const ciIdentityStoreContract: readonly CiIdentityStoreContractCase[] = O
     name: 'purgeExpired: an exchanged identity token is remembered until its expiry',
     run: (make) =>
       withStorage(make, async (s, vaultId) => {
-        if (!s.purgeExpired) return
         const input = identity(vaultId)
-        await s.createCiIdentity(input, added(vaultId, input.id))
+        await s.changeCiIdentity({ kind: 'create', identity: input }, added(vaultId, input.id))
         const first = ciSignIn(input.id)
         await s.issueCiSignIn(first)
-        await s.purgeExpired(at(60_000), at(0), at(0))
-        assert.equal(await s.issueCiSignIn(ciSignIn(input.id, { subjectTokenKey: first.subjectTokenKey })), 'replayed', 'kept before its expiry')
-        await s.purgeExpired(at(661_000), at(0), at(0))
-        assert.equal(await s.issueCiSignIn(ciSignIn(input.id, { subjectTokenKey: first.subjectTokenKey })), 'issued', 'forgotten after it')
+        await s.purgeExpired({ now: at(60_000), codesBefore: at(0), signInsBefore: at(0), deliveriesBefore: at(0) })
+        assert.equal(why(await s.issueCiSignIn(ciSignIn(input.id, { subjectTokenKey: first.subjectTokenKey }))), 'replayed', 'kept before its expiry')
+        await s.purgeExpired({ now: at(661_000), codesBefore: at(0), signInsBefore: at(0), deliveriesBefore: at(0) })
+        assert.equal(why(await s.issueCiSignIn(ciSignIn(input.id, { subjectTokenKey: first.subjectTokenKey }))), 'ok', 'forgotten after it')
       }),
   },
 ])

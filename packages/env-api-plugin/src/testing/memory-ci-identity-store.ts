@@ -1,4 +1,5 @@
-import type { CiIdentityRecord, CiIdentityStore, CreateCiIdentityResult, NewCiIdentity, NewCiSignIn } from '../adapters/ci-identity-store.js'
+import type { CiIdentityChange, CiIdentityRecord, CiIdentityStore, NewCiSignIn } from '../adapters/ci-identity-store.js'
+import type { ChangeResult } from '../adapters/results.js'
 import { ciPrincipal } from '../adapters/ci-identity-store.js'
 import type { AccessLogEntry } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
@@ -15,9 +16,20 @@ export class MemoryCiIdentityStore implements CiIdentityStore {
     this.#db = db
   }
 
-  createCiIdentity(input: NewCiIdentity, log: AccessLogEntry): Promise<CreateCiIdentityResult> {
-    return this.#db.write('ci_identities', async (s): Promise<CreateCiIdentityResult> => {
-      if (!s.vaults.has(input.vaultId)) throw new StorageError('23503', 'ci_identities')
+  changeCiIdentity(change: CiIdentityChange, log: AccessLogEntry): Promise<ChangeResult<'name_taken' | 'not_found', CiIdentityRecord>> {
+    return this.#db.write('ci_identities', async (s): Promise<ChangeResult<'name_taken' | 'not_found', CiIdentityRecord>> => {
+      if (change.kind === 'remove') {
+        const found = s.ciIdentities.get(change.id)
+        if (!found || found.vaultId !== change.vaultId) return { ok: false, reason: 'not_found' }
+        s.ciIdentities.delete(change.id)
+        await this.#db.step()
+        const principal = ciPrincipal(change.id)
+        for (const r of [...s.signIns.values()]) if (r.personId === principal) revoke(s, r.id, change.now.getTime())
+        this.#db.appendLog(s, log)
+        return { ok: true, value: found }
+      }
+      const input = change.identity
+      if (!s.vaults.has(input.vaultId)) return { ok: false, reason: 'not_found' }
       if (s.ciIdentities.has(input.id)) throw new StorageError('23505', 'ci_identities_pk')
       const lower = input.name.toLowerCase()
       for (const i of s.ciIdentities.values()) if (i.vaultId === input.vaultId && i.name.toLowerCase() === lower) return { ok: false, reason: 'name_taken' }
@@ -36,7 +48,7 @@ export class MemoryCiIdentityStore implements CiIdentityStore {
       })
       s.ciIdentities.set(identity.id, identity)
       this.#db.appendLog(s, log)
-      return { ok: true, identity }
+      return { ok: true, value: identity }
     })
   }
 
@@ -46,22 +58,9 @@ export class MemoryCiIdentityStore implements CiIdentityStore {
     return this.#db.read('ci_identities', (s) => [...s.ciIdentities.values()].filter(wanted).sort(byName))
   }
 
-  removeCiIdentity(input: { vaultId: string; id: string; now: Date }, log: AccessLogEntry): Promise<boolean> {
-    return this.#db.write('ci_identities', async (s) => {
-      const found = s.ciIdentities.get(input.id)
-      if (!found || found.vaultId !== input.vaultId) return false
-      s.ciIdentities.delete(input.id)
-      await this.#db.step()
-      const principal = ciPrincipal(input.id)
-      for (const r of [...s.signIns.values()]) if (r.personId === principal) revoke(s, r.id, input.now.getTime())
-      this.#db.appendLog(s, log)
-      return true
-    })
-  }
-
-  issueCiSignIn(input: NewCiSignIn): Promise<'issued' | 'replayed'> {
-    return this.#db.write('sign_ins', async (s) => {
-      if (s.usedSubjectTokens.has(input.subjectTokenKey)) return 'replayed' as const
+  issueCiSignIn(input: NewCiSignIn): Promise<ChangeResult<'replayed'>> {
+    return this.#db.write('sign_ins', async (s): Promise<ChangeResult<'replayed'>> => {
+      if (s.usedSubjectTokens.has(input.subjectTokenKey)) return { ok: false, reason: 'replayed' }
       s.usedSubjectTokens.set(input.subjectTokenKey, input.subjectTokenExpiresAt.getTime())
       await this.#db.step()
       const si = input.signIn
@@ -84,7 +83,7 @@ export class MemoryCiIdentityStore implements CiIdentityStore {
         }),
       )
       s.accessTokens.set(input.accessTokenHash, Object.freeze({ signInId: si.id, expiresAt: si.expiresAt.getTime() }))
-      return 'issued' as const
+      return { ok: true, value: undefined }
     })
   }
 }

@@ -1,13 +1,15 @@
 import type {
   AccessGrant,
   AuthorizationCodeRecord,
-  ExchangeCodeResult,
+  FoundToken,
   IssuedTokens,
   OAuthStore,
   RefreshTokenRecord,
-  RotateRefreshResult,
+  SignInFilter,
   SignInRecord,
 } from '../adapters/oauth-store.js'
+import type { ChangeResult } from '../adapters/results.js'
+import type { PurgeCuts } from '../adapters/storage.js'
 import { StorageError } from '../errors.js'
 import type { MemoryDb, SignInRow, State } from './memory-state.js'
 
@@ -66,14 +68,14 @@ export class MemoryOAuthStore implements OAuthStore {
     signIn: Omit<SignInRecord, 'lastUsedAt' | 'revokedAt'>,
     tokens: IssuedTokens,
     now: Date,
-  ): Promise<ExchangeCodeResult> {
-    return this.#db.write('oauth_codes', async (s): Promise<ExchangeCodeResult> => {
+  ): Promise<ChangeResult<'replayed' | 'unknown', SignInRecord>> {
+    return this.#db.write('oauth_codes', async (s): Promise<ChangeResult<'replayed' | 'unknown', SignInRecord>> => {
       const code = s.codes.get(codeHash)
-      if (!code) return { outcome: 'unknown' }
+      if (!code) return { ok: false, reason: 'unknown' }
       await this.#db.step()
       if (code.consumedAt !== null) {
         for (const r of s.signIns.values()) if (r.codeHash === codeHash) revoke(s, r.id, now.getTime())
-        return { outcome: 'replayed' }
+        return { ok: false, reason: 'replayed' }
       }
       s.codes.set(codeHash, Object.freeze({ ...code, consumedAt: now }))
       if (s.signIns.has(signIn.id)) throw new StorageError('23505', 'sign_ins_pk')
@@ -91,11 +93,16 @@ export class MemoryOAuthStore implements OAuthStore {
       })
       s.signIns.set(row.id, row)
       addTokens(s, row.id, tokens)
-      return { outcome: 'issued', signIn: toSignIn(row) }
+      return { ok: true, value: toSignIn(row) }
     })
   }
 
-  findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | null> {
+  findToken<K extends keyof FoundToken>(tokenHash: string, kind: K, now: Date, idleCutoff: Date): Promise<FoundToken[K] | null> {
+    const found = kind === 'access' ? this.#findAccessToken(tokenHash, now, idleCutoff) : this.#findRefreshToken(tokenHash)
+    return found as Promise<FoundToken[K] | null>
+  }
+
+  #findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | null> {
     return this.#db.read('refresh_tokens', (s) => {
       const t = s.refreshTokens.get(tokenHash)
       const signIn = t ? s.signIns.get(t.signInId) : undefined
@@ -104,35 +111,26 @@ export class MemoryOAuthStore implements OAuthStore {
     })
   }
 
-  rotateRefreshToken(oldHash: string, tokens: IssuedTokens, now: Date): Promise<RotateRefreshResult> {
-    return this.#db.write('refresh_tokens', async (s): Promise<RotateRefreshResult> => {
+  rotateRefreshToken(oldHash: string, tokens: IssuedTokens, now: Date): Promise<ChangeResult<'reused' | 'unknown', SignInRecord>> {
+    return this.#db.write('refresh_tokens', async (s): Promise<ChangeResult<'reused' | 'unknown', SignInRecord>> => {
       const t = s.refreshTokens.get(oldHash)
       const signIn = t ? s.signIns.get(t.signInId) : undefined
-      if (!t || !signIn) return { outcome: 'unknown' }
-      if (signIn.revokedAt !== null || now.getTime() >= signIn.expiresAt) return { outcome: 'unknown' }
+      if (!t || !signIn) return { ok: false, reason: 'unknown' }
+      if (signIn.revokedAt !== null || now.getTime() >= signIn.expiresAt) return { ok: false, reason: 'unknown' }
       await this.#db.step()
       if (t.usedAt !== null) {
         revoke(s, signIn.id, now.getTime())
-        return { outcome: 'reused' }
+        return { ok: false, reason: 'reused' }
       }
       s.refreshTokens.set(oldHash, Object.freeze({ ...t, usedAt: now.getTime() }))
       addTokens(s, signIn.id, tokens)
       const used: SignInRow = Object.freeze({ ...signIn, lastUsedAt: now.getTime() })
       s.signIns.set(signIn.id, used)
-      return { outcome: 'rotated', signIn: toSignIn(used) }
+      return { ok: true, value: toSignIn(used) }
     })
   }
 
-  revokeByToken(tokenHash: string, clientId: string, now: Date): Promise<boolean> {
-    return this.#db.write('sign_ins', (s) => {
-      const signInId = s.accessTokens.get(tokenHash)?.signInId ?? s.refreshTokens.get(tokenHash)?.signInId
-      const signIn = signInId === undefined ? undefined : s.signIns.get(signInId)
-      if (!signIn || signIn.clientId !== clientId) return false
-      return revoke(s, signIn.id, now.getTime())
-    })
-  }
-
-  findAccessToken(tokenHash: string, now: Date, idleCutoff: Date): Promise<AccessGrant | null> {
+  #findAccessToken(tokenHash: string, now: Date, idleCutoff: Date): Promise<AccessGrant | null> {
     return this.#db.write('access_tokens', (s): AccessGrant | null => {
       const t = s.accessTokens.get(tokenHash)
       const signIn = t ? s.signIns.get(t.signInId) : undefined
@@ -158,8 +156,13 @@ export class MemoryOAuthStore implements OAuthStore {
     )
   }
 
-  revokeSignIns(input: { readonly personId: string; readonly signInId?: string }, now: Date): Promise<number> {
+  revokeSignIns(input: SignInFilter, now: Date): Promise<number> {
     return this.#db.write('sign_ins', (s) => {
+      if ('tokenHash' in input) {
+        const signInId = s.accessTokens.get(input.tokenHash)?.signInId ?? s.refreshTokens.get(input.tokenHash)?.signInId
+        const signIn = signInId === undefined ? undefined : s.signIns.get(signInId)
+        return signIn && signIn.clientId === input.clientId && revoke(s, signIn.id, now.getTime()) ? 1 : 0
+      }
       let n = 0
       for (const r of [...s.signIns.values()]) {
         if (r.personId === input.personId && (input.signInId === undefined || r.id === input.signInId) && revoke(s, r.id, now.getTime())) n++
@@ -168,9 +171,10 @@ export class MemoryOAuthStore implements OAuthStore {
     })
   }
 
-  purgeExpired(now: Date, codesBefore: Date, signInsBefore: Date): Promise<number> {
+  purgeExpired({ now, codesBefore, signInsBefore, deliveriesBefore }: PurgeCuts): Promise<number> {
     return this.#db.write('sign_ins', (s) => {
       let n = 0
+      for (const [id, d] of s.deliveries) if (d.status !== 'pending' && d.occurredAt.getTime() < deliveriesBefore.getTime() && s.deliveries.delete(id)) n++
       for (const [h, c] of s.codes) if (c.expiresAt.getTime() < codesBefore.getTime() && s.codes.delete(h)) n++
       for (const [h, t] of s.accessTokens) if (t.expiresAt < now.getTime() && s.accessTokens.delete(h)) n++
       const cutoff = signInsBefore.getTime()

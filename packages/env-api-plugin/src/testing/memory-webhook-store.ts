@@ -1,5 +1,6 @@
-import type { ImportRecord } from '../adapters/vault-store.js'
-import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, NewWebhook, WebhookEvent, WebhookRecord, WebhookStore } from '../adapters/webhook-store.js'
+import type { ChangeResult } from '../adapters/results.js'
+import type { AccessLogEntry, ImportRecord } from '../adapters/vault-store.js'
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, WebhookChange, WebhookEvent, WebhookRecord, WebhookStore } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, type DeliveryRow, type MemoryDb, type WebhookRow } from './memory-state.js'
 
@@ -51,51 +52,60 @@ export class MemoryWebhookStore implements WebhookStore {
     this.#db = db
   }
 
-  createWebhook(w: NewWebhook): Promise<WebhookRecord> {
-    return this.#db.write('webhooks', (s) => {
-      if (!s.vaults.has(w.vaultId)) throw new StorageError('23503', 'webhooks_vault')
-      if (s.webhooks.has(w.id)) throw new StorageError('23505', 'webhooks_pk')
-      const row: WebhookRow = Object.freeze({
-        id: w.id,
-        vaultId: w.vaultId,
-        url: w.url,
-        format: w.format,
-        events: Object.freeze(EVENT_ORDER.filter((e) => w.events.includes(e))),
-        createdAt: w.createdAt,
-        createdBy: w.createdBy,
-        sealedSecret: w.sealedSecret && copyBytes(w.sealedSecret),
-      })
-      s.webhooks.set(w.id, row)
-      return record(row)
+  changeWebhook(change: WebhookChange, log?: AccessLogEntry): Promise<ChangeResult<'not_found' | 'too_many', WebhookRecord>> {
+    return this.#db.write('webhooks', (s): ChangeResult<'not_found' | 'too_many', WebhookRecord> => {
+      let done: WebhookRecord
+      if (change.kind === 'create') {
+        const w = change.webhook
+        if (!s.vaults.has(w.vaultId)) return { ok: false, reason: 'not_found' }
+        if (s.webhooks.has(w.id)) throw new StorageError('23505', 'webhooks_pk')
+        if ([...s.webhooks.values()].filter((x) => x.vaultId === w.vaultId).length >= change.most) return { ok: false, reason: 'too_many' }
+        const row: WebhookRow = Object.freeze({
+          id: w.id,
+          vaultId: w.vaultId,
+          url: w.url,
+          format: w.format,
+          events: Object.freeze(EVENT_ORDER.filter((e) => w.events.includes(e))),
+          createdAt: w.createdAt,
+          createdBy: w.createdBy,
+          sealedSecret: w.sealedSecret && copyBytes(w.sealedSecret),
+        })
+        s.webhooks.set(w.id, row)
+        done = record(row)
+      } else {
+        const w = s.webhooks.get(change.webhookId)
+        if (!w || w.vaultId !== change.vaultId) return { ok: false, reason: 'not_found' }
+        if (change.kind === 'seal') {
+          if (w.url !== change.ifUrl) return { ok: false, reason: 'not_found' }
+          const row = Object.freeze({ ...w, url: change.url, sealedSecret: copyBytes(change.sealedSecret) })
+          s.webhooks.set(w.id, row)
+          done = record(row)
+        } else {
+          s.webhooks.delete(w.id)
+          for (const [id, d] of s.deliveries) if (d.webhookId === w.id) s.deliveries.delete(id)
+          done = record(w)
+        }
+      }
+      if (log) this.#db.appendLog(s, log)
+      return { ok: true, value: done }
     })
   }
 
-  listWebhooks(vaultId: string): Promise<WebhookRecord[]> {
+  listWebhooks(vaultId: string, deliveries?: number): Promise<WebhookRecord[]> {
     return this.#db.read('webhooks', (s) =>
       [...s.webhooks.values()]
         .filter((w) => w.vaultId === vaultId)
         .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
-        .map(record),
+        .map((w) => {
+          if (deliveries === undefined) return record(w)
+          const recent = [...s.deliveries.values()]
+            .filter((d) => d.webhookId === w.id)
+            .sort((a, b) => b.occurredAt.getTime() - a.occurredAt.getTime() || Number(b.id) - Number(a.id))
+            .slice(0, Math.max(0, Math.trunc(deliveries)))
+            .map(delivery)
+          return { ...record(w), recent }
+        }),
     )
-  }
-
-  sealWebhookUrl(input: { vaultId: string; webhookId: string; ifUrl: string; url: string; sealedSecret: Uint8Array }): Promise<boolean> {
-    return this.#db.write('webhooks', (s) => {
-      const w = s.webhooks.get(input.webhookId)
-      if (!w || w.vaultId !== input.vaultId || w.url !== input.ifUrl) return false
-      s.webhooks.set(w.id, Object.freeze({ ...w, url: input.url, sealedSecret: copyBytes(input.sealedSecret) }))
-      return true
-    })
-  }
-
-  deleteWebhook(vaultId: string, webhookId: string): Promise<boolean> {
-    return this.#db.write('webhooks', (s) => {
-      const w = s.webhooks.get(webhookId)
-      if (!w || w.vaultId !== vaultId) return false
-      s.webhooks.delete(webhookId)
-      for (const [id, d] of s.deliveries) if (d.webhookId === webhookId) s.deliveries.delete(id)
-      return true
-    })
   }
 
   enqueueDeliveries(input: { now: Date; since: Date; pushId?: string }): Promise<number> {
@@ -160,10 +170,10 @@ export class MemoryWebhookStore implements WebhookStore {
     })
   }
 
-  finishAttempt(a: DeliveryAttempt): Promise<boolean> {
-    return this.#db.write('webhook_deliveries', (s) => {
+  finishAttempt(a: DeliveryAttempt): Promise<ChangeResult<'not_found'>> {
+    return this.#db.write('webhook_deliveries', (s): ChangeResult<'not_found'> => {
       const d = s.deliveries.get(a.deliveryId)
-      if (!d || d.claimToken !== a.claimToken) return false
+      if (!d || d.claimToken !== a.claimToken) return { ok: false, reason: 'not_found' }
       s.deliveries.set(
         d.id,
         Object.freeze({
@@ -178,30 +188,7 @@ export class MemoryWebhookStore implements WebhookStore {
           claimedUntil: null,
         }),
       )
-      return true
-    })
-  }
-
-  listDeliveries(vaultId: string, webhookId: string, limit: number): Promise<DeliveryRecord[]> {
-    return this.#db.read('webhook_deliveries', (s) =>
-      [...s.deliveries.values()]
-        .filter((d) => d.vaultId === vaultId && d.webhookId === webhookId)
-        .sort((a, b) => b.occurredAt.getTime() - a.occurredAt.getTime() || Number(b.id) - Number(a.id))
-        .slice(0, Math.max(0, Math.trunc(limit)))
-        .map(delivery),
-    )
-  }
-
-  pruneDeliveries(olderThan: Date): Promise<number> {
-    return this.#db.write('webhook_deliveries', (s) => {
-      let n = 0
-      for (const [id, d] of s.deliveries) {
-        if (d.status !== 'pending' && d.occurredAt.getTime() < olderThan.getTime()) {
-          s.deliveries.delete(id)
-          n++
-        }
-      }
-      return n
+      return { ok: true, value: undefined }
     })
   }
 }

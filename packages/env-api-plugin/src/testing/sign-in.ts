@@ -69,6 +69,6 @@ export async function mintSignIn(storage: OAuthStore, i: MintSignInInput): Promi
     },
     now,
   )
-  if (r.outcome !== 'issued') throw new Error(`mintSignIn: the store answered ${r.outcome}`)
-  return { signInId: r.signIn.id, accessToken, refreshToken }
+  if (!r.ok) throw new Error(`mintSignIn: the store answered ${r.reason}`)
+  return { signInId: r.value.id, accessToken, refreshToken }
 }

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { resealForTest, storeFirstKey } from './keys.js'
 import { randomBytes, randomUUID } from 'node:crypto'
+import type { ChangeResult } from '../adapters/results.js'
+import type { Storage } from '../adapters/storage.js'
 import type { VaultStore } from '../adapters/vault-store.js'
-import type { NewWebhook, WebhookEvent, WebhookStore } from '../adapters/webhook-store.js'
+import type { DeliveryRecord, NewWebhook, WebhookEvent, WebhookRecord, WebhookStore } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
 import { TEST_NO_LIMIT, testLogEntry } from './log-entry.js'
 import type { ContractRunner } from './vault-store-contract.js'
@@ -13,9 +15,12 @@ import type { ContractRunner } from './vault-store-contract.js'
  * storage (deliveries are made from its pushes).
  */
 export interface WebhookStoreFixture {
-  readonly store: VaultStore & WebhookStore
+  readonly store: Store
   close(): Promise<void>
 }
+
+/** The backend's storage as these cases use it: vaults and pushes, webhooks, and the housekeeping purge. */
+type Store = VaultStore & WebhookStore & Pick<Storage, 'purgeExpired'>
 
 export type MakeWebhookStore = () => Promise<WebhookStoreFixture>
 
@@ -33,7 +38,7 @@ const OWNER = 'person-owner'
 const at = (ms: number): Date => new Date(T0.getTime() + ms)
 const ALL: readonly WebhookEvent[] = ['push.created', 'push.decided', 'push.expired']
 
-async function withStore(make: MakeWebhookStore, fn: (store: VaultStore & WebhookStore) => Promise<void>): Promise<void> {
+async function withStore(make: MakeWebhookStore, fn: (store: Store) => Promise<void>): Promise<void> {
   const f = await make()
   try {
     await fn(f.store)
@@ -86,23 +91,36 @@ function webhook(vaultId: string, o: Partial<NewWebhook> = {}): NewWebhook {
   }
 }
 
+/** A change's answer in one word: 'ok', or why not. */
+const why = (r: ChangeResult<string, unknown>): string => (r.ok ? 'ok' : r.reason)
+
+/** Adds a webhook (at most 10 a vault), which must succeed. */
+async function add(store: Store, w: NewWebhook): Promise<WebhookRecord> {
+  const r = await store.changeWebhook({ kind: 'create', webhook: w, most: 10 })
+  assert.ok(r.ok, `added (${r.ok || r.reason})`)
+  return r.value
+}
+
+/** A webhook's latest deliveries, as listWebhooks gives them. */
+async function deliveriesOf(store: Store, vaultId: string, webhookId: string, limit: number): Promise<readonly DeliveryRecord[]> {
+  return (await store.listWebhooks(vaultId, limit)).find((w) => w.id === webhookId)?.recent ?? []
+}
+
 async function rejects23(p: Promise<unknown>, sqlstate: string): Promise<void> {
   await assert.rejects(p, (err: unknown) => err instanceof StorageError && err.sqlstate === sqlstate)
 }
 
 export const webhookStoreContract: readonly { name: string; run(make: MakeWebhookStore): Promise<void> }[] = [
   {
-    name: 'createWebhook and listWebhooks: a vault’s webhooks, oldest first, events in their order; 23503 for no vault, 23505 for a known id',
+    name: 'changeWebhook (create) and listWebhooks: a vault’s webhooks, oldest first, events in their order; not_found for no vault, too_many past `most`, 23505 for a known id',
     async run(make) {
       await withStore(make, async (store) => {
         const v = await newVault(store)
         const other = await newVault(store)
-        const a = await store.createWebhook(webhook(v, { events: ['push.expired', 'push.created'] }))
+        const a = await add(store, webhook(v, { events: ['push.expired', 'push.created'] }))
         assert.deepEqual(a.events, ['push.created', 'push.expired'])
-        const b = await store.createWebhook(
-          webhook(v, { format: 'slack', sealedSecret: null, createdAt: at(1000), url: 'https://hooks.slack.com/services/T/B/x' }),
-        )
-        await store.createWebhook(webhook(other))
+        const b = await add(store, webhook(v, { format: 'slack', sealedSecret: null, createdAt: at(1000), url: 'https://hooks.slack.com/services/T/B/x' }))
+        await add(store, webhook(other))
         const list = await store.listWebhooks(v)
         assert.deepEqual(
           list.map((w) => [w.id, w.format, w.url, w.createdAt.getTime(), w.createdBy]),
@@ -117,24 +135,33 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
           [60, null],
         )
         assert.deepEqual(await store.listWebhooks(randomUUID()), [])
-        await rejects23(store.createWebhook(webhook(randomUUID())), '23503')
-        await rejects23(store.createWebhook(webhook(v, { id: a.id })), '23505')
+        assert.deepEqual(await store.changeWebhook({ kind: 'create', webhook: webhook(randomUUID()), most: 10 }), { ok: false, reason: 'not_found' })
+        await rejects23(store.changeWebhook({ kind: 'create', webhook: webhook(v, { id: a.id }), most: 10 }), '23505')
+        // at most `most` a vault, counted in the change; refused with nothing written or logged
+        const logBefore = (await store.listAccessLog(v, { limit: 100 })).length
+        const third = webhook(v)
+        const added = testLogEntry({ vaultId: v, action: 'webhook_added', at: T0 })
+        assert.deepEqual(await store.changeWebhook({ kind: 'create', webhook: third, most: 2 }, added), { ok: false, reason: 'too_many' })
+        assert.equal((await store.listWebhooks(v)).length, 2)
+        assert.equal((await store.listAccessLog(v, { limit: 100 })).length, logBefore)
+        assert.equal(why(await store.changeWebhook({ kind: 'create', webhook: third, most: 3 }, added)), 'ok')
+        assert.equal((await store.listAccessLog(v, { limit: 100 }))[0]?.action, 'webhook_added', 'logged in the same change')
       })
     },
   },
   {
-    name: 'sealWebhookUrl: compare and set of url and sealed secret, for the vault’s webhook only',
+    name: 'changeWebhook (seal): compare and set of url and sealed secret, for the vault’s webhook only',
     async run(make) {
       await withStore(make, async (store) => {
         const v = await newVault(store)
-        const w = await store.createWebhook(webhook(v, { url: 'https://hooks.example.com/plain-canary' }))
+        const w = await add(store, webhook(v, { url: 'https://hooks.example.com/plain-canary' }))
         const sealed = new Uint8Array(randomBytes(80))
         const input = { vaultId: v, webhookId: w.id, ifUrl: 'https://hooks.example.com/plain-canary', url: 'https://hooks.example.com/…', sealedSecret: sealed }
-        assert.equal(await store.sealWebhookUrl({ ...input, vaultId: randomUUID() }), false, 'another vault')
-        assert.equal(await store.sealWebhookUrl({ ...input, ifUrl: 'https://other.example.com/' }), false, 'a url that changed')
-        assert.equal(await store.sealWebhookUrl({ ...input, webhookId: randomUUID() }), false, 'no such webhook')
-        assert.equal(await store.sealWebhookUrl(input), true)
-        assert.equal(await store.sealWebhookUrl(input), false, 'once')
+        assert.equal(why(await store.changeWebhook({ kind: 'seal', ...input, vaultId: randomUUID() })), 'not_found', 'another vault')
+        assert.equal(why(await store.changeWebhook({ kind: 'seal', ...input, ifUrl: 'https://other.example.com/' })), 'not_found', 'a url that changed')
+        assert.equal(why(await store.changeWebhook({ kind: 'seal', ...input, webhookId: randomUUID() })), 'not_found', 'no such webhook')
+        assert.equal(why(await store.changeWebhook({ kind: 'seal', ...input })), 'ok')
+        assert.equal(why(await store.changeWebhook({ kind: 'seal', ...input })), 'not_found', 'once')
         const [got] = await store.listWebhooks(v)
         assert.equal(got?.url, 'https://hooks.example.com/…')
         assert.deepEqual(Buffer.from(got?.sealedSecret ?? []), Buffer.from(sealed))
@@ -147,20 +174,20 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
       await withStore(make, async (store) => {
         const v = await newVault(store)
         const before = await newPush(store, v, at(500))
-        const all = await store.createWebhook(webhook(v, { createdAt: at(1000) }))
-        const decidedOnly = await store.createWebhook(webhook(v, { createdAt: at(1000), events: ['push.decided'] }))
+        const all = await add(store, webhook(v, { createdAt: at(1000) }))
+        const decidedOnly = await add(store, webhook(v, { createdAt: at(1000), events: ['push.decided'] }))
         const p = await newPush(store, v, at(2000))
         const n = await store.enqueueDeliveries({ now: at(2001), since: at(0) })
         assert.equal(n, 1, 'the push made after the webhooks, for the webhook that wants push.created')
         assert.equal(await store.enqueueDeliveries({ now: at(2002), since: at(0) }), 0, 'never twice')
-        const [d] = await store.listDeliveries(v, all.id, 10)
+        const [d] = await deliveriesOf(store, v, all.id, 10)
         assert.ok(d)
         assert.deepEqual(
           [d.pushId, d.event, d.status, d.attempts, d.occurredAt.getTime(), d.nextAttemptAt?.getTime()],
           [p, 'push.created', 'pending', 0, at(2000).getTime(), at(2001).getTime()],
         )
         assert.equal(d.pushId === before, false)
-        assert.deepEqual(await store.listDeliveries(v, decidedOnly.id, 10), [])
+        assert.deepEqual(await deliveriesOf(store, v, decidedOnly.id, 10), [])
 
         const r = await store.decideImport(
           { importId: p, decision: 'rejected', by: OWNER, now: at(3000) },
@@ -169,11 +196,11 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         assert.ok(r.ok)
         assert.equal(await store.enqueueDeliveries({ now: at(3001), since: at(2500), pushId: p }), 2, 'push.decided for both webhooks')
         assert.deepEqual(
-          (await store.listDeliveries(v, decidedOnly.id, 10)).map((x) => [x.event, x.occurredAt.getTime()]),
+          (await deliveriesOf(store, v, decidedOnly.id, 10)).map((x) => [x.event, x.occurredAt.getTime()]),
           [['push.decided', at(3000).getTime()]],
         )
         assert.deepEqual(
-          (await store.listDeliveries(v, all.id, 10)).map((x) => x.event),
+          (await deliveriesOf(store, v, all.id, 10)).map((x) => x.event),
           ['push.decided', 'push.created'],
           'newest event first',
         )
@@ -185,14 +212,14 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
     async run(make) {
       await withStore(make, async (store) => {
         const v = await newVault(store)
-        const w = await store.createWebhook(webhook(v))
+        const w = await add(store, webhook(v))
         const p1 = await newPush(store, v, at(1000), 1000)
         const p2 = await newPush(store, v, at(1500))
         assert.equal(await store.enqueueDeliveries({ now: at(1600), since: at(1200) }), 1, 'only p2 was created since')
         assert.equal(await store.enqueueDeliveries({ now: at(1600), since: at(0), pushId: p1 }), 1, 'p1 alone')
         assert.equal(await store.expireImports(at(5000)), 1)
         assert.equal(await store.enqueueDeliveries({ now: at(5001), since: at(1000) }), 1)
-        const list = await store.listDeliveries(v, w.id, 10)
+        const list = await deliveriesOf(store, v, w.id, 10)
         assert.deepEqual(
           list.map((d) => [d.pushId, d.event]),
           [
@@ -211,7 +238,7 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
       await withStore(make, async (store) => {
         const v = await newVault(store)
         const secret = new Uint8Array(randomBytes(60))
-        const w = await store.createWebhook(webhook(v, { sealedSecret: secret }))
+        const w = await add(store, webhook(v, { sealedSecret: secret }))
         for (let i = 0; i < 6; i++) await newPush(store, v, at(100 + i))
         assert.equal(await store.enqueueDeliveries({ now: at(1000), since: at(0) }), 6)
         assert.deepEqual(await store.claimDeliveries({ now: at(999), leaseMs: 60_000, limit: 10, token: 'early' }), [], 'not due yet')
@@ -230,26 +257,26 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         assert.deepEqual(await store.claimDeliveries({ now: at(30_000), leaseMs: 60_000, limit: 10, token: 'c' }), [], 'all held')
         const again = await store.claimDeliveries({ now: at(61_000), leaseMs: 60_000, limit: 10, token: 'd' })
         assert.equal(again.length, 6, 'claims that ended are taken again')
-        assert.equal(await store.finishAttempt(attempt(one.id, 'a', 'delivered', at(61_500))), false, 'the first claim is lost')
-        assert.equal(await store.finishAttempt(attempt(one.id, 'd', 'delivered', at(61_500))), true)
+        assert.equal(why(await store.finishAttempt(attempt(one.id, 'a', 'delivered', at(61_500)))), 'not_found', 'the first claim is lost')
+        assert.equal(why(await store.finishAttempt(attempt(one.id, 'd', 'delivered', at(61_500)))), 'ok')
       })
     },
   },
   {
-    name: 'finishAttempt: retry keeps it pending until its time, delivered and failed end it; listDeliveries shows the last attempt',
+    name: 'finishAttempt: retry keeps it pending until its time, delivered and failed end it; listWebhooks shows the last attempt',
     async run(make) {
       await withStore(make, async (store) => {
         const v = await newVault(store)
-        const w = await store.createWebhook(webhook(v))
+        const w = await add(store, webhook(v))
         await newPush(store, v, at(100))
         await store.enqueueDeliveries({ now: at(200), since: at(0) })
         const [d] = await store.claimDeliveries({ now: at(200), leaseMs: 60_000, limit: 1, token: 't1' })
         assert.ok(d)
         assert.equal(
-          await store.finishAttempt({ ...attempt(d.id, 't1', 'retry', at(300)), httpStatus: 503, error: 'HTTP 503', nextAttemptAt: at(30_300) }),
-          true,
+          why(await store.finishAttempt({ ...attempt(d.id, 't1', 'retry', at(300)), httpStatus: 503, error: 'HTTP 503', nextAttemptAt: at(30_300) })),
+          'ok',
         )
-        const [after] = await store.listDeliveries(v, w.id, 5)
+        const [after] = await deliveriesOf(store, v, w.id, 5)
         assert.deepEqual(
           [after?.status, after?.attempts, after?.lastStatus, after?.lastError, after?.lastAttemptAt?.getTime(), after?.nextAttemptAt?.getTime()],
           ['pending', 1, 503, 'HTTP 503', at(300).getTime(), at(30_300).getTime()],
@@ -257,31 +284,31 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         assert.deepEqual(await store.claimDeliveries({ now: at(30_299), leaseMs: 60_000, limit: 1, token: 'x' }), [], 'released, but not due yet')
         const [d2] = await store.claimDeliveries({ now: at(30_300), leaseMs: 60_000, limit: 1, token: 't2' })
         assert.equal(d2?.attempts, 1)
-        assert.equal(await store.finishAttempt({ ...attempt(d.id, 't2', 'failed', at(30_400)), error: 'timed out after 5 s' }), true)
-        const [failed] = await store.listDeliveries(v, w.id, 5)
+        assert.equal(why(await store.finishAttempt({ ...attempt(d.id, 't2', 'failed', at(30_400)), error: 'timed out after 5 s' })), 'ok')
+        const [failed] = await deliveriesOf(store, v, w.id, 5)
         assert.deepEqual(
           [failed?.status, failed?.attempts, failed?.nextAttemptAt, failed?.lastStatus, failed?.lastError],
           ['failed', 2, null, null, 'timed out after 5 s'],
         )
         assert.deepEqual(await store.claimDeliveries({ now: at(999_999), leaseMs: 60_000, limit: 5, token: 'y' }), [], 'a failed delivery is never claimed')
-        assert.equal(await store.finishAttempt(attempt('999999', 'y', 'delivered', at(1))), false, 'unknown delivery')
+        assert.equal(why(await store.finishAttempt(attempt('999999', 'y', 'delivered', at(1)))), 'not_found', 'unknown delivery')
       })
     },
   },
   {
-    name: 'deleteWebhook takes its deliveries; pruneDeliveries removes finished ones older than the cut',
+    name: 'changeWebhook (delete) takes its deliveries; purgeExpired removes finished ones older than the cut',
     async run(make) {
       await withStore(make, async (store) => {
         const v = await newVault(store)
-        const keep = await store.createWebhook(webhook(v))
-        const gone = await store.createWebhook(webhook(v))
+        const keep = await add(store, webhook(v))
+        const gone = await add(store, webhook(v))
         await newPush(store, v, at(100))
         await newPush(store, v, at(5000))
         assert.equal(await store.enqueueDeliveries({ now: at(6000), since: at(0) }), 4)
-        assert.equal(await store.deleteWebhook(randomUUID(), gone.id), false, 'another vault’s id')
-        assert.equal(await store.deleteWebhook(v, gone.id), true)
-        assert.equal(await store.deleteWebhook(v, gone.id), false)
-        assert.deepEqual(await store.listDeliveries(v, gone.id, 10), [])
+        assert.equal(why(await store.changeWebhook({ kind: 'delete', vaultId: randomUUID(), webhookId: gone.id })), 'not_found', 'another vault’s id')
+        assert.equal(why(await store.changeWebhook({ kind: 'delete', vaultId: v, webhookId: gone.id })), 'ok')
+        assert.equal(why(await store.changeWebhook({ kind: 'delete', vaultId: v, webhookId: gone.id })), 'not_found')
+        assert.deepEqual(await deliveriesOf(store, v, gone.id, 10), [])
         assert.deepEqual(
           (await store.listWebhooks(v)).map((w) => w.id),
           [keep.id],
@@ -289,9 +316,13 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const claimed = await store.claimDeliveries({ now: at(6000), leaseMs: 60_000, limit: 10, token: 't' })
         assert.equal(claimed.length, 2, 'the deleted webhook’s deliveries are not claimed')
         for (const d of claimed) await store.finishAttempt(attempt(d.id, 't', 'delivered', at(6100)))
-        assert.equal(await store.pruneDeliveries(at(1000)), 1, 'only the finished delivery of the old event')
+        assert.equal(
+          await store.purgeExpired({ now: T0, codesBefore: T0, signInsBefore: T0, deliveriesBefore: at(1000) }),
+          1,
+          'only the finished delivery of the old event',
+        )
         assert.deepEqual(
-          (await store.listDeliveries(v, keep.id, 10)).map((d) => d.occurredAt.getTime()),
+          (await deliveriesOf(store, v, keep.id, 10)).map((d) => d.occurredAt.getTime()),
           [at(5000).getTime()],
         )
       })
@@ -304,9 +335,9 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const v = await newVault(store)
         const other = await newVault(store)
         await storeFirstKey(store, v, new Uint8Array(randomBytes(60)))
-        const signed = await store.createWebhook(webhook(v))
-        await store.createWebhook(webhook(v, { format: 'slack', sealedSecret: null }))
-        await store.createWebhook(webhook(other))
+        const signed = await add(store, webhook(v))
+        await add(store, webhook(v, { format: 'slack', sealedSecret: null }))
+        await add(store, webhook(other))
         const fresh = new Uint8Array(randomBytes(60))
         let seen: string[] = []
         assert.equal(

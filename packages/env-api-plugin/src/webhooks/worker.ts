@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import type { PeopleAdapter } from '../adapters/people.js'
-import type { Storage } from '../adapters/storage.js'
 import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
+import type { Domain } from '../domain/index.js'
 import type { ResolveHost } from '../domain/webhook-url.js'
 import type { ResolvedOptions } from '../options.js'
-import type { VaultCrypto } from '../vault-service.js'
-import { openWebhookCredentials, sealLegacyWebhooks, type WebhookCredentials } from '../domain/webhooks.js'
 import { genericBody, signatureOf, slackBody, type PushEventFacts } from './payload.js'
 import { sendWebhook, type SendOutcome } from './send.js'
 import { reviewUrl } from '../review-path.js'
@@ -27,7 +25,6 @@ const LEASE_MS = 60_000
 const BATCH = 10
 const SWEEP_EVERY_MS = 60_000
 const SWEEP_WINDOW_MS = 86_400_000
-const KEEP_DELIVERIES_MS = 30 * 86_400_000
 
 export interface WorkerLog {
   info(o: object, msg: string): void
@@ -36,8 +33,8 @@ export interface WorkerLog {
 }
 
 export interface WebhookWorkerDeps {
-  readonly storage: Storage
-  readonly crypto: VaultCrypto
+  /** the core's domain (createEnvkeepCore): the deliveries' rows and the webhooks' keys */
+  readonly domain: Pick<Domain, 'claimWebhookDeliveries' | 'webhookDeliveryFacts' | 'finishWebhookDelivery' | 'sweepWebhookDeliveries' | 'sealLegacyWebhooks'>
   readonly people: Pick<PeopleAdapter, 'getPerson'>
   readonly baseUrl: string
   readonly now: () => Date
@@ -54,9 +51,9 @@ async function prepare(
   deps: WebhookWorkerDeps,
   d: ClaimedDelivery,
 ): Promise<{ url: string; body: string; headers: Record<string, string> } | { error: string }> {
-  const push = await deps.storage.getImport(d.pushId, deps.now())
-  const [vault] = await deps.storage.findVaults({ id: d.vaultId })
-  if (!push || !vault) return { error: 'the push or the vault is gone' }
+  const facts0 = await deps.domain.webhookDeliveryFacts(d)
+  if ('error' in facts0) return facts0
+  const { push, vault, credentials } = facts0
   const whoId = d.event === 'push.created' ? push.senderId : d.event === 'push.decided' ? push.decidedBy : null
   let whoName: string | null = null
   if (whoId) whoName = (await deps.people.getPerson(whoId).catch(() => null))?.name ?? null
@@ -73,12 +70,6 @@ async function prepare(
     'user-agent': 'envkeep-webhooks',
     'x-envkeep-event': d.event,
     'x-envkeep-delivery': d.id,
-  }
-  let credentials: WebhookCredentials
-  try {
-    credentials = await openWebhookCredentials(deps.crypto, d.webhook, d.sealedSecret)
-  } catch {
-    return { error: 'the webhook could not be opened (master key missing or changed)' }
   }
   const { url, secret } = credentials
   if (d.webhook.format === 'slack') return { url, body: slackBody(facts), headers }
@@ -110,7 +101,7 @@ async function attempt(deps: WebhookWorkerDeps, d: ClaimedDelivery, token: strin
   const attempts = d.attempts + 1
   const result: DeliveryAttempt['outcome'] = outcome.ok ? 'delivered' : attempts >= MAX_ATTEMPTS ? 'failed' : 'retry'
   const delay = RETRY_DELAYS_MS[Math.min(attempts, RETRY_DELAYS_MS.length) - 1] as number
-  await deps.storage.finishAttempt({
+  await deps.domain.finishWebhookDelivery({
     deliveryId: d.id,
     claimToken: token,
     at,
@@ -130,27 +121,25 @@ async function attempt(deps: WebhookWorkerDeps, d: ClaimedDelivery, token: strin
 export async function deliverDueWebhooks(deps: WebhookWorkerDeps): Promise<{ delivered: number; retry: number; failed: number }> {
   const counts = { delivered: 0, retry: 0, failed: 0 }
   const token = randomUUID()
-  const claimed = await deps.storage.claimDeliveries({ now: deps.now(), leaseMs: LEASE_MS, limit: BATCH, token })
+  const claimed = await deps.domain.claimWebhookDeliveries({ leaseMs: LEASE_MS, limit: BATCH, token })
   for (const r of await Promise.all(claimed.map((d) => attempt(deps, d, token)))) counts[r]++
   return counts
 }
 
 /** Enqueues the deliveries of recent push events not enqueued yet (expiries, and any missed after a crash). */
-export function sweepWebhookEvents(deps: Pick<WebhookWorkerDeps, 'storage' | 'now'>): Promise<number> {
-  const now = deps.now()
-  return deps.storage.enqueueDeliveries({ now, since: new Date(now.getTime() - SWEEP_WINDOW_MS) })
+export function sweepWebhookEvents(deps: { readonly domain: Pick<Domain, 'sweepWebhookDeliveries'> }): Promise<number> {
+  return deps.domain.sweepWebhookDeliveries(SWEEP_WINDOW_MS)
 }
 
 /**
  * Runs the worker in the plugin: every `webhookIntervalMs` a batch is
- * delivered; every minute the sweep runs (and, hourly, deliveries older
- * than 30 days are pruned). One run at a time; the timer never keeps the
+ * delivered; every minute the sweep runs (deliveries older than 30 days
+ * go with housekeeping's hourly purge). One run at a time; the timer never keeps the
  * process alive and stops when the app closes (after the run under way).
  */
 export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOptions): void {
   const deps: WebhookWorkerDeps = {
-    storage: opts.storage,
-    crypto: opts.core.crypto, // the core's: one data-key cache per plugin instance
+    domain: opts.core.domain, // the core's: one data-key cache per plugin instance
     people: opts.people,
     baseUrl: opts.baseUrl,
     now: opts.now,
@@ -161,7 +150,6 @@ export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOp
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> | null = null
   let lastSweep = 0
-  let sweeps = 0
 
   let legacySealed = false
 
@@ -169,14 +157,13 @@ export function scheduleWebhookDeliveries(app: FastifyInstance, opts: ResolvedOp
     try {
       if (!legacySealed && opts.keyring) {
         // URLs stored plain before issue 25 are sealed once, on the first run with the key
-        const n = await sealLegacyWebhooks(deps)
+        const n = await deps.domain.sealLegacyWebhooks()
         legacySealed = true
         if (n > 0) app.log.info({ webhooks: n }, 'envkeep sealed the URLs of webhooks stored before they were sealed')
       }
       if (Date.now() - lastSweep >= SWEEP_EVERY_MS) {
         lastSweep = Date.now()
         await sweepWebhookEvents(deps)
-        if (sweeps++ % 60 === 0) await opts.storage.pruneDeliveries(new Date(opts.now().getTime() - KEEP_DELIVERIES_MS))
       }
       for (let i = 0; i < 10; i++) {
         const c = await deliverDueWebhooks(deps)

@@ -58,7 +58,7 @@ t.test('a database failure while listing is a server_error, nothing of the row o
 t.test('a database failure while checking the token is a server_error, not a 401', async (t) => {
   const { StorageError } = await import('../../src/index.js')
   const { failing } = await import('./helpers.js')
-  const b = await build(t, { wrapStorage: failing('findAccessToken', () => new StorageError('57014', 'access_tokens')) })
+  const b = await build(t, { wrapStorage: failing('findToken', () => new StorageError('57014', 'access_tokens')) })
   const token = await b.signIn('alice')
   const res = await b.get('/api/env/vaults', token)
   expectError(t, res, 504, 'server_error', 'env API: database', { secrets: [token], message: /^listing vaults: 57014 statement timeout \(access_tokens\)$/ })

@@ -27,6 +27,22 @@ t.test('seal: a random nonce each time, opens only in its place', async (t) => {
   t.throws(() => open(key, a.subarray(0, 20), place), 'a short value does not open')
 })
 
+t.test('seal: nonces from the pool never repeat across refills, and each key opens only its own', async (t) => {
+  const place = placeOf('v1', 'development', 'A')
+  const seen = new Set<string>()
+  for (let i = 0; i < 1500; i++) seen.add(seal(key, Buffer.from('v'), place).subarray(0, 12).toString('hex'))
+  t.equal(seen.size, 1500, 'every nonce differs, past several refills of the pool')
+  // two key buffers: each gets its own key (a plain Uint8Array too), never the other's
+  const k2 = new Uint8Array(32).fill(2)
+  const a = seal(key, Buffer.from('one'), place)
+  const b = seal(k2, Buffer.from('two'), place)
+  t.equal(open(Buffer.alloc(32, 1), a, place).toString(), 'one', 'another buffer with the same bytes opens it')
+  t.equal(open(k2, b, place).toString(), 'two')
+  t.throws(() => open(k2, a, place), "the second key does not open the first one's value")
+  t.throws(() => open(key, b, place), 'nor the other way round')
+  t.equal(open(key, seal(key, Buffer.alloc(0), place), place).length, 0, 'an empty value seals and opens')
+})
+
 t.test('local keyring: wraps per vault, refuses bad keys and the wrong vault', async (t) => {
   t.throws(() => createLocalKeyring(Buffer.alloc(31)), TypeError)
   const k = createLocalKeyring(key)

@@ -14,18 +14,21 @@ t.test('a CI identity token, exchanged for real (RFC 8693), is refused at /mcp; 
   t.teardown(() => idp.close())
   const vaultId = await b.createVault('owner-1', { name: 'shop' })
   const identityId = randomUUID()
-  await b.storage.createCiIdentity(
+  await b.storage.changeCiIdentity(
     {
-      id: identityId,
-      vaultId,
-      name: 'deploy',
-      issuer: idp.issuer,
-      audience: BASE_URL,
-      subjectPattern: 'repo:acme/shop:*',
-      requiredClaims: {},
-      role: 'owner',
-      environments: ['development'],
-      now: b.clock.now,
+      kind: 'create',
+      identity: {
+        id: identityId,
+        vaultId,
+        name: 'deploy',
+        issuer: idp.issuer,
+        audience: BASE_URL,
+        subjectPattern: 'repo:acme/shop:*',
+        requiredClaims: {},
+        role: 'owner',
+        environments: ['development'],
+        now: b.clock.now,
+      },
     },
     testLogEntry({ vaultId, action: 'member_added', subject: `ci:${identityId}`, detail: 'owner' }),
   )

@@ -56,7 +56,7 @@ t.test('a database failure at the token endpoint: server_error in OAuth shape, s
 })
 
 t.test('a database failure at revocation is not hidden behind the 200', async (t) => {
-  const b = await build(t, { baseUrl: BASE, wrapStorage: failing('revokeByToken', () => new StorageError('08006')) })
+  const b = await build(t, { baseUrl: BASE, wrapStorage: failing('revokeSignIns', () => new StorageError('08006')) })
   const res = await b.app.inject({
     method: 'POST',
     url: '/oauth/revoke',

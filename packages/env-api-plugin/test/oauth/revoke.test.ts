@@ -104,7 +104,7 @@ t.test('a client cannot revoke another client’s token', async (t) => {
   })
   const now = b.clock.now
   expect200(t, await revoke(b, { token: access, client_id: CLI }))
-  const grant = await b.storage.findAccessToken(sha256(access), now, new Date(0))
+  const grant = await b.storage.findToken(sha256(access), 'access', now, new Date(0))
   t.ok(grant, 'the MCP token still works')
   t.equal(grant?.signIn.revokedAt, null)
   t.equal((await apiVaults(b, access)).statusCode, 401, 'and an MCP-audience token is refused at /api/env')

@@ -31,19 +31,22 @@ async function setup(t: Test, over: Partial<NewCiIdentity> = {}): Promise<Setup>
   await b.setValues(vaultId, 'development', { DB_URL: 'postgres://dev', API_KEY: 'dev-key' })
   await b.setValues(vaultId, 'production', { DB_URL: 'postgres://prod-secret' })
   const identityId = randomUUID()
-  const r = await b.storage.createCiIdentity(
+  const r = await b.storage.changeCiIdentity(
     {
-      id: identityId,
-      vaultId,
-      name: 'deploy',
-      issuer: idp.issuer,
-      audience: AUD,
-      subjectPattern: 'repo:acme/shop:*',
-      requiredClaims: { ref: 'refs/heads/main' },
-      role: 'owner',
-      environments: ['development'],
-      now: b.clock.now,
-      ...over,
+      kind: 'create',
+      identity: {
+        id: identityId,
+        vaultId,
+        name: 'deploy',
+        issuer: idp.issuer,
+        audience: AUD,
+        subjectPattern: 'repo:acme/shop:*',
+        requiredClaims: { ref: 'refs/heads/main' },
+        role: 'owner',
+        environments: ['development'],
+        now: b.clock.now,
+        ...over,
+      },
     },
     testLogEntry({ vaultId, action: 'member_added', subject: `ci:${identityId}`, detail: 'owner' }),
   )
@@ -76,18 +79,21 @@ async function addIdentity(
 ): Promise<string> {
   const id = randomUUID()
   const role = o.role ?? 'owner'
-  const made = await s.b.storage.createCiIdentity(
+  const made = await s.b.storage.changeCiIdentity(
     {
-      id,
-      vaultId,
-      name: o.name,
-      issuer: s.idp.issuer,
-      audience: o.audience ?? AUD,
-      subjectPattern: 'repo:acme/shop:*',
-      requiredClaims: {},
-      role,
-      environments: null,
-      now: s.b.clock.now,
+      kind: 'create',
+      identity: {
+        id,
+        vaultId,
+        name: o.name,
+        issuer: s.idp.issuer,
+        audience: o.audience ?? AUD,
+        subjectPattern: 'repo:acme/shop:*',
+        requiredClaims: {},
+        role,
+        environments: null,
+        now: s.b.clock.now,
+      },
     },
     testLogEntry({ vaultId, action: 'member_added', personId: o.personId ?? null, subject: `ci:${id}`, detail: role }),
   )
@@ -210,8 +216,8 @@ t.test('removing the identity ends its live token at once', async (t) => {
   const { b, idp, vaultId, identityId, exchange } = await setup(t)
   const token = (await exchange(await idp.sign(claims))).json().access_token as string
   t.equal((await b.get(`/api/env/${vaultId}/development`, token)).statusCode, 200)
-  await b.storage.removeCiIdentity(
-    { vaultId, id: identityId, now: b.clock.now },
+  await b.storage.changeCiIdentity(
+    { kind: 'remove', vaultId, id: identityId, now: b.clock.now },
     testLogEntry({ vaultId, action: 'member_removed', subject: `ci:${identityId}` }),
   )
   const after = await b.get(`/api/env/${vaultId}/development`, token)

@@ -159,18 +159,21 @@ t.test('an identity added before the subject rule, whose pattern claims subjects
   const b = await build(t)
   const s = session(b.app, 'owner')
   const id = '0b9a3c2e-0000-4000-8000-0000000000aa'
-  await b.storage.createCiIdentity(
+  await b.storage.changeCiIdentity(
     {
-      id,
-      vaultId: b.vaultId,
-      name: 'old-broad',
-      issuer: GH,
-      audience: 'aud',
-      subjectPattern: 'repo:acme/*',
-      requiredClaims: {},
-      role: 'editor',
-      environments: null,
-      now: new Date(),
+      kind: 'create',
+      identity: {
+        id,
+        vaultId: b.vaultId,
+        name: 'old-broad',
+        issuer: GH,
+        audience: 'aud',
+        subjectPattern: 'repo:acme/*',
+        requiredClaims: {},
+        role: 'editor',
+        environments: null,
+        now: new Date(),
+      },
     },
     testLogEntry({ vaultId: b.vaultId, action: 'member_added', subject: `ci:${id}`, detail: 'editor' }),
   )

@@ -147,7 +147,7 @@ t.test('an expired push is swept and delivered as push.expired; the Slack format
   t.equal(await b.storage.expireImports(b.clock.now), 1)
   // the sweep (as the worker runs it every minute)
   const { sweepWebhookEvents, deliverDueWebhooks } = await import('../../src/index.js')
-  t.equal(await sweepWebhookEvents({ storage: b.storage, now: () => b.clock.now }), 1)
+  t.equal(await sweepWebhookEvents({ domain: domainOf(b) }), 1)
   const got = await hook.waitFor(2)
   const expired = JSON.parse(got[1]!.body) as { text: string }
   t.match(expired.text, /^A push of 1 variable \(TOKEN\) to \*development\* of vault .* expired without a decision\./)
@@ -186,12 +186,10 @@ t.test('after the vault’s data key is rotated, deliveries are still signed wit
   t.equal(await rotateDataKey(b.storage, b.keyring, b.vaultId), true)
   t.notSame(await b.storage.getWrappedKey(b.vaultId), before, 'a new data key')
   await domain.createPush(editorActor, { vaultId: b.vaultId, environment: 'development', body: { variables: { A: 'x' } } })
-  const { createVaultCrypto } = await import('../../src/vault-service.js')
   const { createTestPeople } = await import('../pages/helpers.js')
   const logs: string[] = []
   const counts = await deliverDueWebhooks({
-    storage: b.storage,
-    crypto: createVaultCrypto(b.storage, b.keyring),
+    domain: domainOf(b), // a core of its own: a data-key cache of its own, as a second process would have
     people: createTestPeople(),
     baseUrl: 'http://127.0.0.1',
     now: () => b.clock.now,

@@ -66,14 +66,13 @@ t.test('a webhook stored with its URL in the clear (before issue 25) is sealed w
   const slack = randomUUID()
   const secret = `whsec_${'a'.repeat(43)}`
   const old = { vaultId: b.vaultId, events: ['push.created' as const], createdAt: new Date(0), createdBy: null }
-  await b.storage.createWebhook({
-    ...old,
-    id: generic,
-    url: `${hook.url}${PATH}/generic`,
-    format: 'generic',
-    sealedSecret: await crypto.sealWebhookSecret(b.vaultId, generic, secret),
+  const webhook = { ...old, id: generic, url: `${hook.url}${PATH}/generic`, format: 'generic' as const }
+  await b.storage.changeWebhook({ kind: 'create', webhook: { ...webhook, sealedSecret: await crypto.sealWebhookSecret(b.vaultId, generic, secret) }, most: 10 })
+  await b.storage.changeWebhook({
+    kind: 'create',
+    webhook: { ...old, id: slack, url: `${hook.url}${PATH}/slack`, format: 'slack', sealedSecret: null },
+    most: 10,
   })
-  await b.storage.createWebhook({ ...old, id: slack, url: `${hook.url}${PATH}/slack`, format: 'slack', sealedSecret: null })
   // this version starts on the same database: its worker's first run seals them
   const next = Fastify({ logger: false })
   await next.register(envApi, {

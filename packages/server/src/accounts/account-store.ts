@@ -1,21 +1,10 @@
 import type { FactorStore } from './factor-store.js'
 import type { IdentityStore } from './identity-store.js'
+import type { AccountRecord } from './account-record.js'
 import type { InvitationStore } from './invitation-store.js'
 
-/** A local account of the self-hosting server. */
-export interface AccountRecord {
-  readonly id: string
-  readonly email: string
-  readonly name: string
-  /** argon2id PHC string; never logged, never shown */
-  readonly passwordHash: string
-  readonly createdAt: Date
-  /**
-   * Whether the email is proven: false for an account made from an invitation link that was
-   * shown to the inviter (no SMTP), which anyone could have opened (issue 25: pre-hijacking).
-   */
-  readonly emailConfirmed: boolean
-}
+/** A local account of the self-hosting server (account-record.ts). */
+export type { AccountRecord } from './account-record.js'
 
 export interface NewAccount {
   readonly id: string

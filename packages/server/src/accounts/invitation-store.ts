@@ -1,5 +1,5 @@
 import type { Role } from '@envkeep/env-api-plugin'
-import type { AccountRecord } from './account-store.js'
+import type { AccountRecord } from './account-record.js'
 
 /** An invitation to a vault for someone without an account (the Members section's "Invite"). */
 export interface InvitationRecord {

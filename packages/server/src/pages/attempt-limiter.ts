@@ -1,24 +1,17 @@
 import { createHash } from 'node:crypto'
-import type { Storage } from '@envkeep/env-api-plugin'
+import type { SharedCounters } from '@envkeep/env-api-plugin'
 
 /**
  * Attempt limits of the sign-in forms (login, setup, invitations, and any
  * further kind: a kind is a name that keeps its counters apart). With the
- * storage's shared counters (PostgreSQL: `countRequest`, `peekRequests`,
- * `forgetRequests`), every server process counts in the same place, so two
+ * storage's shared counters (PostgreSQL: `countRequest`, `peekRequests`),
+ * every server process counts in the same place, so two
  * processes allow no more guesses than one; without them (SQLite: one
  * process), in memory.
  */
 
-/** The storage's shared request counters, the ones the API's rate limits use. */
-export type AttemptCounters = Required<Pick<Storage, 'countRequest' | 'peekRequests' | 'forgetRequests'>>
-
-/** The storage's shared counters when it has them (every process sees them), else null. */
-export function attemptCounters(storage: Partial<Storage>): AttemptCounters | null {
-  const { countRequest, peekRequests, forgetRequests } = storage
-  if (!countRequest || !peekRequests || !forgetRequests) return null
-  return { countRequest: countRequest.bind(storage), peekRequests: peekRequests.bind(storage), forgetRequests: forgetRequests.bind(storage) }
-}
+/** The storage's shared request counters, the ones the API's rate limits use (the core's `domain.sharedCounters()`). */
+export type AttemptCounters = SharedCounters
 
 export interface AttemptLimiter {
   /** Counts one attempt for `key`; refused with the seconds to wait once over the limit. */
@@ -131,12 +124,12 @@ export function createLoginBackoff(o: LoginBackoffOptions): LoginBackoff {
         const now = o.now()
         const run = runKey(account)
         const l = await last(run)
-        if (!l || now.getTime() - l.at >= forgetMs) await counters.forgetRequests(run)
-        const [c] = await counters.countRequest(run, [RUN_MS], now)
+        // a new run starts afresh: the old one's windows are forgotten first
+        const [c] = await counters.countRequest(run, [RUN_MS], now, !l || now.getTime() - l.at >= forgetMs)
         if (c) await counters.countRequest(atKey(run, new Date(c.resetAt.getTime() - RUN_MS), c.count), [forgetMs], now)
       },
       async succeeded(account) {
-        await counters.forgetRequests(runKey(account))
+        await counters.countRequest(runKey(account), [], o.now(), true)
       },
     }
   }

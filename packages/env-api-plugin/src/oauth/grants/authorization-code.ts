@@ -32,7 +32,7 @@ export async function authorizationCodeGrant(
   if (p.resource !== target.resource) throw oauthErrors.invalidTarget(target.wrongResource)
 
   const codeHash = tokenHash(p.code)
-  const code = await opts.storage.findAuthorizationCode(codeHash)
+  const code = await opts.core.domain.findAuthorizationCode(codeHash)
   const invalid = () => oauthErrors.invalidGrant('the code is unknown, expired, already used or was issued for another request')
   if (!code) throw invalid()
   if (code.clientId !== p.clientId) throw invalid()
@@ -43,7 +43,7 @@ export async function authorizationCodeGrant(
   const now = opts.now()
   if (code.consumedAt === null && now.getTime() >= code.expiresAt.getTime()) throw invalid()
   const tokens = mintTokens(opts, now)
-  const result = await opts.storage.exchangeAuthorizationCode(
+  const result = await opts.core.domain.redeemAuthorizationCode(
     codeHash,
     {
       id: randomUUID(),
@@ -58,9 +58,9 @@ export async function authorizationCodeGrant(
     tokens.hashes,
     now,
   )
-  if (result.outcome === 'replayed') {
-    throw oauthErrors.invalidGrant('the code was already used; the sign-in it started is revoked')
+  if (!result.ok) {
+    if (result.reason === 'replayed') throw oauthErrors.invalidGrant('the code was already used; the sign-in it started is revoked')
+    throw invalid()
   }
-  if (result.outcome !== 'issued') throw invalid()
-  return tokens.respond(result.signIn.scopes, target.showsPerson ? await personShown(opts, result.signIn.personId) : undefined)
+  return tokens.respond(result.value.scopes, target.showsPerson ? await personShown(opts, result.value.personId) : undefined)
 }

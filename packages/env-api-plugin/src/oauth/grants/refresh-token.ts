@@ -28,7 +28,7 @@ export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOpt
   if (requested === null) throw oauthErrors.invalidScope('the scope names a scope this service does not have')
 
   const refreshHash = tokenHash(p.refreshToken)
-  const found = await opts.storage.findRefreshToken(refreshHash)
+  const found = await opts.core.domain.findRefreshToken(refreshHash)
   const invalid = () => oauthErrors.invalidGrant('the refresh token is unknown, expired, revoked or was issued to another client')
   if (!found) throw invalid()
   const s = found.signIn
@@ -43,10 +43,10 @@ export async function refreshTokenGrant(p: RefreshTokenParams, opts: ResolvedOpt
     throw oauthErrors.invalidGrant('the sign-in has ended; sign in again')
   }
   const tokens = mintTokens(opts, now)
-  const result = await opts.storage.rotateRefreshToken(refreshHash, tokens.hashes, now)
-  if (result.outcome === 'reused') {
-    throw oauthErrors.invalidGrant('the refresh token was already used; the whole sign-in is revoked')
+  const result = await opts.core.domain.rotateRefreshToken(refreshHash, tokens.hashes, now)
+  if (!result.ok) {
+    if (result.reason === 'reused') throw oauthErrors.invalidGrant('the refresh token was already used; the whole sign-in is revoked')
+    throw invalid()
   }
-  if (result.outcome !== 'rotated') throw invalid()
-  return tokens.respond(result.signIn.scopes, target.showsPerson ? await personShown(opts, result.signIn.personId) : undefined)
+  return tokens.respond(result.value.scopes, target.showsPerson ? await personShown(opts, result.value.personId) : undefined)
 }

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto'
-import { ciPrincipal, type CiIdentityRecord, type CiIdentityStore } from '../../adapters/ci-identity-store.js'
-import type { VaultStore } from '../../adapters/vault-store.js'
-import { ciIdentityOwnerStays } from '../../domain/ci-identities.js'
-import { sameVaultName } from '../../domain/vault-admin.js'
+import { ciPrincipal, type CiIdentityRecord } from '../../adapters/ci-identity-store.js'
+import type { Domain } from '../../domain/index.js'
 import type { ResolvedOptions } from '../../options.js'
 import { oauthErrors, OAuthError } from '../oauth-errors.js'
 import type { ParamValue } from '../params.js'
@@ -50,18 +48,6 @@ export function matchingIdentities(identities: readonly CiIdentityRecord[], clai
   )
 }
 
-/** The identities among `matches` that belong to the vault `ref` names: its id, else its name (case-insensitive). */
-async function inVault(matches: CiIdentityRecord[], ref: string, store: Pick<VaultStore, 'findVaults'>): Promise<CiIdentityRecord[]> {
-  const byId = matches.filter((i) => i.vaultId === ref.toLowerCase())
-  if (byId.length > 0) return byId
-  const named: CiIdentityRecord[] = []
-  for (const vaultId of new Set(matches.map((i) => i.vaultId))) {
-    const [vault] = await store.findVaults({ id: vaultId })
-    if (vault && sameVaultName(vault.name, ref)) named.push(...matches.filter((i) => i.vaultId === vaultId))
-  }
-  return named
-}
-
 /** The claims of a CI run worth keeping in the access log: sub and run identifiers, printable, bounded. */
 export function ciLabel(claims: Record<string, unknown>): string {
   const parts = [`sub=${String(claims.sub)}`]
@@ -101,7 +87,7 @@ export function replayKey(issuer: string, claims: { sub: string; iat: number; ex
 export async function tokenExchangeGrant(
   p: TokenExchangeParams,
   opts: ResolvedOptions,
-  store: Pick<CiIdentityStore, 'findCiIdentities' | 'issueCiSignIn'> & Pick<VaultStore, 'findVaults' | 'listAccessLog' | 'listMembers'>,
+  domain: Pick<Domain, 'ciIdentitiesTrusting' | 'ciIdentitiesOfVault' | 'ciIdentityMaySignIn' | 'issueCiSignIn'>,
   verifier: SubjectTokenVerifier,
 ): Promise<TokenExchangeResponse> {
   if (p.clientId !== opts.cliClientId) throw oauthErrors.invalidClient('this service knows only its own command-line client')
@@ -131,7 +117,7 @@ export async function tokenExchangeGrant(
     throw refused('not a JWT', cause)
   }
   // Only issuers some vault trusts are ever contacted.
-  const trusting = await store.findCiIdentities({ issuer })
+  const trusting = await domain.ciIdentitiesTrusting(issuer)
   if (trusting.length === 0) throw refused('no CI identity trusts this issuer')
   let claims: Awaited<ReturnType<SubjectTokenVerifier['verify']>>
   try {
@@ -143,7 +129,7 @@ export async function tokenExchangeGrant(
   if (matches.length === 0) throw refused('audience, subject or required claims match no CI identity')
   // Identities never interfere across vaults: a run that names its vault gets that vault's identity only.
   if (typeof p.vault === 'string') {
-    matches = await inVault(matches, p.vault, store)
+    matches = await domain.ciIdentitiesOfVault(matches, p.vault)
     if (matches.length === 0) throw refused('no matching CI identity belongs to the vault the exchange names')
     if (new Set(matches.map((i) => i.vaultId)).size > 1) throw refused('matching CI identities belong to several vaults of that name: name the vault by its id')
     if (matches.length > 1) throw refused("more than one of this vault's CI identities matches: give each a distinct audience or subject pattern")
@@ -155,14 +141,14 @@ export async function tokenExchangeGrant(
     )
   }
   const identity = matches[0] as CiIdentityRecord
-  if (!(await ciIdentityOwnerStays(store, identity))) throw refused('the owner who added this CI identity is no longer an owner of its vault')
+  if (!(await domain.ciIdentityMaySignIn(identity))) throw refused('the owner who added this CI identity is no longer an owner of its vault')
 
   const now = opts.now()
   const expiresAt = new Date(Math.min(now.getTime() + Math.min(opts.accessTokenTtlMs, 3_600_000), claims.exp * 1000))
   if (expiresAt.getTime() <= now.getTime()) throw refused('the subject token has expired')
   const access = newAccessToken()
   const key = replayKey(issuer, claims, token)
-  const outcome = await store.issueCiSignIn({
+  const outcome = await domain.issueCiSignIn({
     signIn: {
       id: crypto.randomUUID(),
       personId: ciPrincipal(identity.id),
@@ -177,7 +163,7 @@ export async function tokenExchangeGrant(
     subjectTokenKey: key,
     subjectTokenExpiresAt: new Date((claims.exp + SUBJECT_TOKEN_SKEW_SECONDS) * 1000),
   })
-  if (outcome === 'replayed') throw refused('this subject token was exchanged before')
+  if (!outcome.ok) throw refused('this subject token was exchanged before')
   return {
     access_token: access,
     issued_token_type: TOKEN_TYPE_ACCESS_TOKEN,

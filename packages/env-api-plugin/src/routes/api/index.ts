@@ -15,13 +15,6 @@ import { vaultsRoutes } from './vaults.js'
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The operation phrase of the route before the handler knows more (see `request.envkeepOperation`). */
-    envkeepPhrase?: (request: FastifyRequest) => string
-  }
-}
-
 /**
  * The four routes of `{base_url}/api/env`, with 405 for every other method
  * and 404 JSON for every other path under it. Hooks, in order: the
@@ -66,10 +59,7 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   })
 
   const rateLimit = await createRateLimitHook(api, opts)
-  api.addHook('onRequest', async function operationPhrase(request: FastifyRequest) {
-    const phrase = request.routeOptions.config?.envkeepPhrase
-    if (phrase) request.envkeepOperation = phrase(request)
-  })
+  // the route's operation phrase (config.envkeepPhrase) is made only when an error is rendered (error-handler.ts)
   api.addHook('onRequest', createAuthenticate(opts))
   api.addHook('onRequest', rateLimit)
   const prefix = `${opts.basePath}/api/env`
@@ -91,23 +81,34 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
     if (request.is404) throw unknownPathError(request)
     await requireSignIn(request, reply)
   })
-  api.addHook('onSend', async function apiHeaders(_request: FastifyRequest, reply: FastifyReply) {
+  api.addHook('onSend', function apiHeaders(_request, reply, payload, done) {
     reply.headers(API_HEADERS)
-    for (const name of Object.keys(reply.getHeaders())) {
+    const headers = reply.getHeaders()
+    for (const name in headers) {
       if (name.toLowerCase().startsWith('access-control-')) reply.removeHeader(name)
     }
+    done(null, payload)
   })
 
-  const operations: Record<string, ApiOperation> = {
-    'GET /vaults': 'list',
-    'GET /:vault/:environment': 'read',
-    'POST /:vault/:environment/imports': 'push',
-    'GET /imports/:import': 'push_status',
+  // method and full route → operation, made once (no string built per request)
+  const operations = new Map<string, ApiOperation>([
+    [`GET ${prefix}/vaults`, 'list'],
+    [`GET ${prefix}/:vault/:environment`, 'read'],
+    [`POST ${prefix}/:vault/:environment/imports`, 'push'],
+    [`GET ${prefix}/imports/:import`, 'push_status'],
+  ])
+  const operationOf = new Map<string, Map<string, ApiOperation>>()
+  for (const [key, op] of operations) {
+    const [method, url] = key.split(' ') as [string, string]
+    const byMethod = operationOf.get(url) ?? new Map<string, ApiOperation>()
+    byMethod.set(method, op)
+    operationOf.set(url, byMethod)
   }
-  api.addHook('onResponse', async function observeOperation(request: FastifyRequest, reply: FastifyReply) {
+  api.addHook('onResponse', function observeOperation(request, reply, done) {
     const route = request.routeOptions.url
-    const op = route?.startsWith(prefix) ? operations[`${request.method} ${route.slice(prefix.length)}`] : undefined
+    const op = route === undefined ? undefined : operationOf.get(route)?.get(request.method)
     opts.observer.apiOperation(op ?? 'other', outcomeOf(reply.statusCode))
+    done()
   })
 
   api.setErrorHandler(function envApiErrors(err, request, reply) {

@@ -38,7 +38,7 @@ export async function oauthRoutes(app: FastifyInstance, { opts }: { opts: Resolv
     [86_400_000, opts.rateLimit.perDay, `more than ${opts.rateLimit.perDay} requests in a day`],
   ]
   const keyGenerator = (request: FastifyRequest): string => `oauth-address:${request.ip}`
-  const shared = opts.storage.countRequest?.bind(opts.storage)
+  const shared = opts.core.domain.sharedCounters()?.countRequest
   if (shared) {
     const overLimit = createSharedLimits(shared, windows)
     app.addHook('onRequest', async function oauthRateLimit(request: FastifyRequest) {

@@ -34,7 +34,7 @@ export async function revokeRoutes(app: FastifyInstance, { opts }: { opts: Resol
       const token = param(p, 'token')
       const clientId = param(p, 'client_id')
       if (typeof token === 'string' && typeof clientId === 'string' && token.length <= MAX_TOKEN_LENGTH) {
-        const revoked = await opts.storage.revokeByToken(tokenHash(token), clientId, opts.now())
+        const revoked = await opts.core.domain.revokeByToken(tokenHash(token), clientId)
         request.log.info({ route: path, revoked }, 'envkeep revocation request')
       }
       return reply.code(200).headers(OAUTH_HEADERS).send()

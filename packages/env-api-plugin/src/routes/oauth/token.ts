@@ -63,7 +63,7 @@ export async function tokenRoutes(app: FastifyInstance, { opts }: { opts: Resolv
           vault: param(p, 'vault'),
         },
         opts,
-        opts.storage,
+        opts.core.domain,
         subjectTokens,
       )
       return reply.code(200).headers(OAUTH_HEADERS).type('application/json').send(exchanged)
