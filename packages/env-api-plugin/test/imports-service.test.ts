@@ -1,4 +1,5 @@
 import t from 'tap'
+import { stagedValues } from '@envkeep/env-api-plugin/testing'
 import { requireSecondPerson } from './storage-under-test.js'
 import { decideImport } from '../src/index.js'
 import { build } from './api/helpers.js'
@@ -55,7 +56,7 @@ t.test('reject, and a decided or expired push does not change', async (t) => {
   const r = await decideImport(b.storage, { importId: a, decision: 'rejected', personId: 'olga', now: b.clock.now, keyring: b.keyring })
   t.equal(r.outcome, 'decided')
   t.equal((await b.storage.getImport(a, b.clock.now))?.status, 'rejected')
-  t.same(await b.storage.getImportValues(a), [], 'staged values are deleted once decided')
+  t.same(await stagedValues(b.storage, a), [], 'staged values are deleted once decided')
   const again = await decideImport(b.storage, { importId: a, decision: 'applied', personId: 'olga', now: b.clock.now, keyring: b.keyring })
   t.equal(again.outcome, 'not_pending')
   t.same((await b.get(`/api/env/${v}/development`, token)).json().variables, { A: 'old' }, 'nothing applied')

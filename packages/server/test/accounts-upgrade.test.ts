@@ -59,19 +59,7 @@ t.test('a data directory made before the accounts moved keeps its accounts, sess
   t.ok(vault)
   const keyFile = join(dir, 'master.key')
   const crypto = createVaultCrypto(storage, createFileKeyring(keyFile, readKeyFile(keyFile)!.key))
-  const sealed = await storage.readVariables(vault!.id, 'development', {
-    vaultId: vault!.id,
-    at: new Date(),
-    personId: null,
-    signInId: null,
-    clientId: 'test',
-    action: 'read',
-    environment: 'development',
-    names: [],
-    address: null,
-    subject: null,
-    detail: null,
-  })
+  const sealed = await storage.readCurrent(vault!.id, 'development')
   t.same(await crypto.openValues(vault!.id, 'development', sealed.variables), { NEW_VAR: 'new-value', OLD_VAR: 'old-value' }, 'old and new values open')
 })
 

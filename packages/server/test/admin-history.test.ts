@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { changeSetById, versionsOf } from '@envkeep/env-api-plugin/testing'
 import { join } from 'node:path'
 import t from 'tap'
 import { createLocalKeyring, createVaultCrypto, pruneHistory } from '@envkeep/env-api-plugin'
@@ -70,7 +71,7 @@ t.test('admin history lists change sets; admin restore brings an environment bac
   const rotated = await cli(['admin', 'rotate-data-keys'])
   t.equal(rotated.code, 0, rotated.stderr)
   t.notSame(await storage.getWrappedKey(vault!.id), keyBefore, 'a new data key')
-  const first = await storage.getChangeSet(vault!.id, changes[2]!.id)
+  const first = await changeSetById(storage, vault!.id, changes[2]!.id)
   t.same(await createVaultCrypto(storage, keyring).openHistory(vault!.id, 'production', first!.id, 'after', first!.entries), {
     DB_URL: 'canary-history-first\nline 2',
   })
@@ -91,7 +92,7 @@ t.test('admin history lists change sets; admin restore brings an environment bac
   const later = new Date(Date.now() + 366 * 86_400_000)
   const pruned = await pruneHistory({ storage, now: () => later }, 365)
   t.equal(pruned, 2 + 0, 'CHURN keeps its last 10 of 12; DB_URL and TOKEN have fewer than 10 each')
-  t.equal((await storage.listVersions(vault!.id, 'production', 'CHURN', { limit: 50 })).length, 10)
-  t.equal((await storage.listVersions(vault!.id, 'production', 'DB_URL', { limit: 50 })).length, 3)
+  t.equal((await versionsOf(storage, vault!.id, 'production', 'CHURN', 50)).length, 10)
+  t.equal((await versionsOf(storage, vault!.id, 'production', 'DB_URL', 50)).length, 3)
   t.equal(await pruneHistory({ storage, now: () => new Date() }, 365), 0, 'nothing is old today')
 })

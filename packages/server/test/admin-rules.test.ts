@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { variableMetas } from '@envkeep/env-api-plugin/testing'
 import { join } from 'node:path'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { runCli, tempDir } from './helpers.js'
@@ -82,7 +83,7 @@ t.test("admin var set past the plan's storage limit: exit 1 with the plan-limit 
   t.equal((JSON.parse(over.stdout.trim()) as { ok: boolean }).ok, false)
   t.equal((await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'A'], 'a-new-value')).code, 0, 'changing a value adds none')
   t.same(
-    await look(async (s) => (await s.listVariableNames(vaultId, 'development')).map((v) => [v.name, v.updatedBy])),
+    await look(async (s) => (await variableMetas(s, vaultId, 'development')).map((v) => [v.name, v.updatedBy])),
     [['A', null]],
     'B not stored; A written by nobody',
   )
@@ -100,6 +101,6 @@ t.test('admin var set with bytes that are not UTF-8 on stdin: exit 1, nothing st
     t.match(r.stderr, /stdin is not UTF-8 text; nothing was stored/)
     t.notMatch(r.stderr, 'canary')
   }
-  t.same(await look((s) => s.listVariableNames(vaultId, 'development')), [], 'nothing stored')
+  t.same(await look((s) => variableMetas(s, vaultId, 'development')), [], 'nothing stored')
   t.equal((await cli(['admin', 'var', 'set', '--vault', 'shop', '--env', 'development', 'A'], Buffer.from('canary-€\n'))).code, 0, 'UTF-8 is stored')
 })

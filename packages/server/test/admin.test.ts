@@ -93,7 +93,7 @@ t.test('admin commands end to end on a data directory, rotation keeps values rea
   const storage = await createSqliteStorage({ filename: join(dir, 'data', 'envkeep.db') })
   t.teardown(() => storage.close())
   const crypto = createVaultCrypto(storage, createFileKeyring(keyFile, newKey))
-  const sealed = (await storage.readCurrent(vaultId, 'development', ['DATABASE_URL'])).variables[0]
+  const sealed = (await storage.readCurrent(vaultId, 'development', { names: ['DATABASE_URL'] })).variables[0]
   t.ok(sealed)
   t.same(await crypto.openValues(vaultId, 'development', [sealed!]), { DATABASE_URL: VALUE })
   const oldCrypto = createVaultCrypto(storage, createFileKeyring(backup, oldKey))

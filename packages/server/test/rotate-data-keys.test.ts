@@ -2,7 +2,7 @@ import t from 'tap'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createLocalKeyring, createVaultCrypto } from '@envkeep/env-api-plugin'
-import { mintSignIn } from '@envkeep/env-api-plugin/testing'
+import { mintSignIn, stagedValues } from '@envkeep/env-api-plugin/testing'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { spawnNode } from '@envkeep/test-support'
 import { readKeyFile } from '../src/keyring-file.js'
@@ -67,18 +67,18 @@ t.test('rotate-data-keys: online, values and pushes kept, an old wrapped key ope
   const ring = createLocalKeyring(readKeyFile(join(data, 'master.key'))!.key)
   const crypto = createVaultCrypto(storage, ring)
   t.same(
-    await crypto.openValues(vault, 'development', await storage.getImportValues(pendingId)),
+    await crypto.openValues(vault, 'development', await stagedValues(storage, pendingId)),
     { STAGED: 'value-staged' },
     'a push pending across the rotation still opens',
   )
   const afterId = ((await after.json()) as { import: string }).import
-  t.same(await crypto.openValues(vault, 'development', await storage.getImportValues(afterId)), { AFTER_PUSH: 'value-after-push' })
+  t.same(await crypto.openValues(vault, 'development', await stagedValues(storage, afterId)), { AFTER_PUSH: 'value-after-push' })
 
   // the old wrapped key, with the master key, opens nothing written after the rotation
   const oldCrypto = createVaultCrypto({ ...storage, getWrappedKey: async () => oldWrapped } as typeof storage, ring)
-  const written = (await storage.readCurrent(vault, 'development', ['AFTER'])).variables[0]!
+  const written = (await storage.readCurrent(vault, 'development', { names: ['AFTER'] })).variables[0]!
   await t.rejects(oldCrypto.openValues(vault, 'development', [written]), { code: 'decrypt_failed' }, 'a value written after')
-  const resealed = (await storage.readCurrent(vault, 'development', ['BEFORE'])).variables[0]!
+  const resealed = (await storage.readCurrent(vault, 'development', { names: ['BEFORE'] })).variables[0]!
   await t.rejects(oldCrypto.openValues(vault, 'development', [resealed]), { code: 'decrypt_failed' }, 'nor one sealed again')
 
   // resumable: --from a later id leaves this vault as it is

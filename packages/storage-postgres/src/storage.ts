@@ -1,7 +1,10 @@
-import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
+import type { Storage } from '@envkeep/env-api-plugin'
 import {
+  createAccessLogStore,
   createCiIdentityStore,
   createClientRegistrationStore,
+  createHistoryStore,
+  createImportStore,
   createKeyStore,
   createOAuthStore,
   createOverrideStore,
@@ -10,11 +13,8 @@ import {
   createVaultStore,
   createWebhookStore,
 } from '@envkeep/storage-sql'
-import { PostgresHistoryStore } from './history-store.js'
-import { PostgresImportStore } from './import-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { createPostgresRunner } from './sql-runner.js'
-import { PostgresVaultStore } from './vault-store.js'
 
 export interface PostgresStorage extends Storage {
   countRequest: NonNullable<Storage['countRequest']>
@@ -29,13 +29,13 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
   const database = await openPostgres(options)
   const sql = createPostgresRunner(database)
   return {
-    ...boundMethods(new PostgresVaultStore(database.db)),
     ...createOAuthStore(sql),
     ...createCiIdentityStore(sql),
-    ...boundMethods(new PostgresHistoryStore(database.db)),
-    ...boundMethods(new PostgresImportStore(database.db)),
     ...createWebhookStore(sql),
     ...createOverrideStore(sql),
+    ...createAccessLogStore(sql),
+    ...createImportStore(sql),
+    ...createHistoryStore(sql),
     ...createVaultStore(sql),
     ...createKeyStore(sql),
     ...createRateCounters(sql),

@@ -1,23 +1,41 @@
 import type { AccessLogEntry } from '@envkeep/env-api-plugin'
 import type { SqlDialect } from './dialect.js'
+import { fixedQuery } from './fixed-query.js'
 import { run } from './op.js'
 import { toJson } from './rows.js'
 
-/** Appends one access-log entry, in the operation's transaction. */
+const insert = fixedQuery<unknown[], unknown>((d, arg) =>
+  d.db.insertInto('access_log').values({
+    vault_id: arg(0),
+    at: arg(1),
+    person_id: arg(2),
+    sign_in_id: arg(3),
+    client_id: arg(4),
+    action: arg(5),
+    environment: arg(6),
+    names: arg(7),
+    address: arg(8),
+    subject: arg(9),
+    detail: arg(10),
+  }),
+)
+
+/** Appends one access-log entry, in the operation's transaction (compiled once: every read writes one). */
 export function* insertLog(d: SqlDialect, e: AccessLogEntry) {
   yield* run(
-    d.db.insertInto('access_log').values({
-      vault_id: e.vaultId,
-      at: e.at.getTime(),
-      person_id: e.personId,
-      sign_in_id: e.signInId,
-      client_id: e.clientId,
-      action: e.action,
-      environment: e.environment,
-      names: toJson(e.names),
-      address: e.address,
-      subject: e.subject ?? null,
-      detail: e.detail ?? null,
-    }),
+    insert(
+      d,
+      e.vaultId,
+      e.at.getTime(),
+      e.personId,
+      e.signInId,
+      e.clientId,
+      e.action,
+      e.environment,
+      toJson(e.names),
+      e.address,
+      e.subject ?? null,
+      e.detail ?? null,
+    ),
   )
 }

@@ -3,7 +3,7 @@ import { sameSecrets, StorageError } from '@envkeep/env-api-plugin'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, type Op, run } from './op.js'
 import { bytes, copyBytes } from './rows.js'
-import { lockVault } from './vault-store.js'
+import { lockVault } from './vault-lock.js'
 
 /** The data-key half of the contract: read a vault's key and secrets, swap them by compare-and-set. */
 export type KeyMethods = Pick<VaultStore, 'getWrappedKey' | 'readVaultSecrets' | 'swapWrappedKey'>

@@ -2,17 +2,18 @@ import type { SqlDialect } from './dialect.js'
 import { first } from './op.js'
 
 /**
- * Whether the vault exists, its row locked for the rest of the write (PostgreSQL `for update`;
- * SQLite's write transaction holds the whole database): a count or a name checked after it
- * cannot be raced by another process adding to the same vault.
+ * The vault's row locked for the rest of the write (PostgreSQL `for update`; SQLite's write
+ * transaction holds the whole database), with its wrapped key; undefined when there is no such
+ * vault. A count, a name or the key checked after it cannot be raced by another process
+ * changing the same vault: every change of a vault's values, pushes, webhooks and CI
+ * identities starts here.
  */
 export function* lockVault(d: SqlDialect, vaultId: string) {
-  const vault = yield* first(
+  return yield* first(
     d.db
       .selectFrom('vaults')
-      .select('id')
+      .select('wrapped_key')
       .where('id', '=', vaultId)
       .$if(d.rowLocks, (q) => q.forUpdate()),
   )
-  return vault !== undefined
 }

@@ -16,10 +16,12 @@ import type {
 import { memberChangeEntry } from '@envkeep/env-api-plugin'
 import { sql } from 'kysely'
 import { insertLog } from './access-log.js'
-import { compiledOnce } from './compiled-once.js'
+import { DONE } from './access-log-store.js'
 import { jsonArray, type SqlDialect, type SqlRunner } from './dialect.js'
+import { fixedQuery } from './fixed-query.js'
 import { all, first, type Op, run } from './op.js'
 import { date, flag, fromJson, isSet, num } from './rows.js'
+import { lockVault } from './vault-lock.js'
 
 /** The vault half of the contract the core writes here: vaults, their environments and members, the audit log. */
 export type VaultMethods = Pick<
@@ -51,19 +53,6 @@ export function createVaultStore(s: SqlRunner): VaultMethods {
       }),
   }
 }
-
-/** Locks a vault's row for the transaction (every change of a vault starts here); undefined when there is none. */
-export function* lockVault(d: SqlDialect, vaultId: string) {
-  return yield* first(
-    d.db
-      .selectFrom('vaults')
-      .select(['id', 'name', 'wrapped_key'])
-      .where('id', '=', vaultId)
-      .$if(d.rowLocks, (q) => q.forUpdate()),
-  )
-}
-
-const done = { ok: true, value: undefined } as const
 
 function record(v: { id: string; name: string; plan: string; require_second_person: unknown; created_at: unknown }): VaultRecord {
   return { id: v.id, name: v.name, plan: v.plan, requireSecondPerson: isSet(v.require_second_person), createdAt: date(v.created_at) }
@@ -109,35 +98,23 @@ function* createVault(d: SqlDialect, input: NewVault, log: AccessLogEntry) {
   return { id: input.id, name: input.name, plan: input.plan, requireSecondPerson: false, createdAt: new Date(at) } satisfies VaultRecord
 }
 
-/** The API's every request starts here: one statement (the environments come along as JSON), by the members' primary key, compiled once. */
+/** A person's vaults, with their role and environments (one statement: the environments come along as JSON). */
+function mine(d: SqlDialect, personId: string) {
+  return d.db
+    .selectFrom('vaults as v')
+    .innerJoin('members as m', 'm.vault_id', 'v.id')
+    .select(['v.id', 'v.name', 'v.plan', 'v.require_second_person', 'v.created_at', 'm.role'])
+    .select(environmentsOf(d))
+    .where('m.person_id', '=', personId)
+}
+type MineRow = Awaited<ReturnType<ReturnType<typeof mine>['executeTakeFirstOrThrow']>>
+const allMine = fixedQuery<[string], MineRow>((d, arg) => mine(d, arg(0)).orderBy(d.byBytes('v.name')).orderBy(d.byBytes('v.id')))
+/** The API's every request starts here: by the members' primary key, compiled once. */
+const oneOfMine = fixedQuery<[string, string], MineRow>((d, arg) => mine(d, arg(0)).where('v.id', '=', arg(1)))
+
 function* listVaults(d: SqlDialect, personId: string, vaultId: string | undefined) {
-  const q = vaultId === undefined ? accessQueries(d).all(personId) : accessQueries(d).one(personId, vaultId)
-  const rows = yield* all(q)
+  const rows = yield* all(vaultId === undefined ? allMine(d, personId) : oneOfMine(d, personId, vaultId))
   return rows.map((v): VaultAccess => ({ ...record(v), role: v.role, environments: environments(v.environments) }))
-}
-
-/** A person's vaults, and one of them by id, each compiled once per dialect. */
-const accessByDialect = new WeakMap<SqlDialect, ReturnType<typeof makeAccessQueries>>()
-function accessQueries(d: SqlDialect) {
-  const known = accessByDialect.get(d)
-  if (known) return known
-  const q = makeAccessQueries(d)
-  accessByDialect.set(d, q)
-  return q
-}
-
-function makeAccessQueries(d: SqlDialect) {
-  const mine = (personId: string) =>
-    d.db
-      .selectFrom('vaults as v')
-      .innerJoin('members as m', 'm.vault_id', 'v.id')
-      .select(['v.id', 'v.name', 'v.plan', 'v.require_second_person', 'v.created_at', 'm.role'])
-      .select(environmentsOf(d))
-      .where('m.person_id', '=', personId)
-  return {
-    all: compiledOnce((personId: string) => mine(personId).orderBy(d.byBytes('v.name')).orderBy(d.byBytes('v.id'))),
-    one: compiledOnce((personId: string, vaultId: string) => mine(personId).where('v.id', '=', vaultId)),
-  }
 }
 
 function* findVaults(d: SqlDialect, filter: { readonly id: string } | { readonly name: string } | Record<string, never>) {
@@ -183,16 +160,17 @@ function* changeVault(d: SqlDialect, change: VaultChange, log: AccessLogEntry): 
     }
   }
   yield* insertLog(d, log)
-  return done
+  return DONE
 }
 
 /** The foreign keys' ON DELETE CASCADE take everything the vault holds (SQLite runs with foreign_keys = ON). */
 function* deleteVault(d: SqlDialect, input: { readonly vaultId: string; readonly by: string | null; readonly at: Date }) {
-  const v = yield* lockVault(d, input.vaultId)
+  if (!(yield* lockVault(d, input.vaultId))) return { ok: false, reason: 'not_found' } as const
+  const v = yield* first(d.db.selectFrom('vaults').select(['id', 'name']).where('id', '=', input.vaultId))
   if (!v) return { ok: false, reason: 'not_found' } as const
   yield* run(d.db.deleteFrom('vaults').where('id', '=', v.id))
   yield* run(d.db.insertInto('audit_log').values({ at: input.at.getTime(), person_id: input.by, action: 'vault_deleted', vault_id: v.id, vault_name: v.name }))
-  return done
+  return DONE
 }
 
 function* listAudit(d: SqlDialect, limit: number) {

@@ -3,6 +3,9 @@ import type { OpenDatabase } from './database.js'
 
 const cache = new WeakMap<object, Map<string, Statement>>()
 
+/** Statements kept per connection; past this many the cache starts over (a list of names makes a new text per length). */
+const MOST_STATEMENTS = 512
+
 /** A statement prepared once per connection. */
 export function prepared(d: OpenDatabase, text: string): Statement {
   let m = cache.get(d.sqlite)
@@ -12,17 +15,9 @@ export function prepared(d: OpenDatabase, text: string): Statement {
   }
   let s = m.get(text)
   if (!s) {
+    if (m.size >= MOST_STATEMENTS) m.clear()
     s = d.sqlite.prepare(text)
     m.set(text, s)
   }
   return s
-}
-
-const USAGE_SQL = `select
-  (select count(*) from variables where vault_id = ?) + (select count(*) from import_values iv join imports i on i.id = iv.import_id where i.vault_id = ? and i.status = 'pending') as n,
-  (select coalesce(sum(length(sealed)), 0) from variables where vault_id = ?) + (select coalesce(sum(length(iv.sealed)), 0) from import_values iv join imports i on i.id = iv.import_id where i.vault_id = ? and i.status = 'pending') as bytes`
-
-/** A vault's usage (StorageLimit): its variables plus the staged values of its pending pushes. Inside the caller's transaction. */
-export function usageOf(d: OpenDatabase, vaultId: string): { n: number; bytes: number } {
-  return prepared(d, USAGE_SQL).get(vaultId, vaultId, vaultId, vaultId) as { n: number; bytes: number }
 }

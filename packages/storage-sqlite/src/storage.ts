@@ -1,7 +1,10 @@
-import { boundMethods, type Storage } from '@envkeep/env-api-plugin'
+import type { Storage } from '@envkeep/env-api-plugin'
 import {
+  createAccessLogStore,
   createCiIdentityStore,
   createClientRegistrationStore,
+  createHistoryStore,
+  createImportStore,
   createKeyStore,
   createOAuthStore,
   createOverrideStore,
@@ -10,9 +13,7 @@ import {
   createWebhookStore,
 } from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
-import { createSqliteHistoryStore } from './history-store.js'
 import { createSqliteRunner } from './sql-runner.js'
-import { createSqliteVaultStore } from './vault-store.js'
 
 export interface SqliteStorage extends Storage {
   /** the open database, for the server's own stores (accounts) and tests */
@@ -25,14 +26,15 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   const database = await openDatabase(options)
   const sql = createSqliteRunner(database)
   return {
-    ...createSqliteVaultStore(database),
     ...createOAuthStore(sql),
     ...createCiIdentityStore(sql),
-    ...boundMethods(createSqliteHistoryStore(database)),
     ...createWebhookStore(sql),
     ...createPurge(sql, { rateCounters: false }),
     ...createClientRegistrationStore(sql),
     ...createOverrideStore(sql),
+    ...createAccessLogStore(sql),
+    ...createImportStore(sql),
+    ...createHistoryStore(sql),
     ...createVaultStore(sql),
     ...createKeyStore(sql),
     database,

@@ -5,10 +5,13 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import type { AccessAction, AccessLogEntry } from '@envkeep/env-api-plugin'
 import { createSqliteStorage, type SqliteStorage } from '../src/index.js'
+import { prepared } from '../src/limits.js'
 import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '@envkeep/env-api-plugin/testing'
 
-// readVariables commits the reads asked for in one turn of the event loop
-// together (group commit). What must still hold for each read: its log
+// The read path as the domain takes it: readCurrent (a read, no transaction),
+// then appendAccessLog through the SQL core's runner, which commits the
+// appends asked for in one turn of the event loop together (group commit:
+// one transaction, one commit, one sync). What must hold for each read: its
 // entry is committed before its promise settles, it names exactly what was
 // read, and one read that cannot be logged fails alone.
 
@@ -68,9 +71,32 @@ function readLog(file: string): { vault_id: string; environment: string; names: 
   }
 }
 
-t.test('reads asked for together each get their own variables and their own committed entry', async (t) => {
+/** A read as the domain makes it (domain/variables.ts): the values, then the entry naming them; answers once the entry is committed. */
+async function readLogged(storage: SqliteStorage, vaultId: string, environment: string) {
+  const r = await storage.readCurrent(vaultId, environment)
+  await storage.appendAccessLog({ ...entry(vaultId, environment), names: r.variables.map((v) => v.name) })
+  return r
+}
+
+/** Counts the COMMITs the runner runs from now on (its prepared COMMIT statement). */
+function countCommits(t: Tap, storage: SqliteStorage): () => number {
+  const commit = prepared(storage.database, 'COMMIT')
+  const run = commit.run
+  let n = 0
+  commit.run = function (this: typeof commit, ...args: unknown[]) {
+    n++
+    return run.apply(this, args as never)
+  } as typeof run
+  t.teardown(() => {
+    commit.run = run
+  })
+  return () => n
+}
+
+t.test('reads asked for together each get their own variables and their own entry, all in one commit', async (t) => {
   const { storage, file, vaults } = await setup(t)
   const [v0, v1, v2] = vaults as [string, string, string]
+  const commits = countCommits(t, storage)
   const asked = [
     [v0, 'development'],
     [v1, 'development'],
@@ -79,14 +105,15 @@ t.test('reads asked for together each get their own variables and their own comm
     [v0, 'development'],
   ] as const
   const seen: number[] = []
-  const results = await Promise.all(
-    asked.map(([v, env]) =>
-      storage.readVariables(v, env, entry(v, env)).then((r) => {
-        seen.push(readLog(file).length) // committed by the time this read settles
-        return r
-      }),
-    ),
+  const pending = asked.map(([v, env]) =>
+    readLogged(storage, v, env).then((r) => {
+      seen.push(readLog(file).length) // committed by the time this read settles
+      return r
+    }),
   )
+  t.equal(readLog(file).length, 0, 'nothing is committed while the reads are asked for')
+  const results = await Promise.all(pending)
+  t.equal(commits(), 1, 'the five entries shared one commit')
   t.same(
     results.map((r) => r.variables.map((x) => x.name)),
     [['A', 'B'], ['C'], [], [], ['A', 'B']],
@@ -107,14 +134,25 @@ t.test('reads asked for together each get their own variables and their own comm
   )
 })
 
+t.test('reads asked for in different turns of the event loop commit apart', async (t) => {
+  const { storage, file, vaults } = await setup(t)
+  const v0 = vaults[0] as string
+  const commits = countCommits(t, storage)
+  await readLogged(storage, v0, 'development')
+  await readLogged(storage, v0, 'development')
+  t.equal(commits(), 2, 'one commit each: nothing waits for company')
+  t.equal(readLog(file).length, 2)
+})
+
 t.test('one read whose entry cannot be written fails alone; the others are answered and logged', async (t) => {
   const { storage, file, vaults } = await setup(t)
   const [v0, v1] = vaults as [string, string]
   const missing = '00000000-0000-4000-8000-0000000000ff' // no such vault: its entry breaks the foreign key
+  const commits = countCommits(t, storage)
   const outcomes = await Promise.allSettled([
-    storage.readVariables(v0, 'development', entry(v0, 'development')),
-    storage.readVariables(missing, 'development', entry(missing, 'development')),
-    storage.readVariables(v1, 'development', entry(v1, 'development')),
+    readLogged(storage, v0, 'development'),
+    readLogged(storage, missing, 'development'),
+    readLogged(storage, v1, 'development'),
   ])
   t.equal(outcomes[0]?.status, 'fulfilled')
   t.equal(outcomes[1]?.status, 'rejected')
@@ -122,59 +160,10 @@ t.test('one read whose entry cannot be written fails alone; the others are answe
   const err = outcomes[1]?.status === 'rejected' ? (outcomes[1].reason as { name?: string; sqlstate?: string }) : {}
   t.equal(err.name, 'StorageError')
   t.equal(err.sqlstate, '23503', 'foreign key violation')
+  t.equal(commits(), 1, 'the failed one was rolled back alone, inside the shared commit')
   t.same(
     readLog(file).map((r) => r.vault_id),
     [v0, v1],
     'the two good reads are logged, the failed one is not',
-  )
-})
-
-t.test('a group commit stops taking reads past 1,000 variables; the rest are answered in the next turn, in order', async (t) => {
-  const { storage, file, vaults } = await setup(t)
-  const v0 = vaults[0] as string
-  for (let i = 0; i < 600; i++) {
-    const name = `V${String(i).padStart(4, '0')}`
-    await writeTestValue(
-      storage,
-      { vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT },
-      entry(v0, 'preview', 'variable_set'),
-    )
-  }
-  const committedWhenSettled: number[] = []
-  const reads = [0, 1, 2].map((i) =>
-    storage.readVariables(v0, 'preview', entry(v0, 'preview')).then((r) => {
-      committedWhenSettled[i] = readLog(file).length
-      return r
-    }),
-  )
-  const results = await Promise.all(reads)
-  t.same(
-    results.map((r) => r.variables.length),
-    [600, 600, 600],
-    'each read has every variable',
-  )
-  t.same(committedWhenSettled, [2, 2, 3], 'the first two shared a commit (1,200 variables); the third had its own, after them')
-})
-
-t.test('an environment that was large when last read is read alone, at once, and still logged', async (t) => {
-  const { storage, file, vaults } = await setup(t)
-  const v0 = vaults[0] as string
-  for (let i = 0; i < 1000; i++) {
-    const name = `V${String(i).padStart(4, '0')}`
-    await writeTestValue(
-      storage,
-      { vaultId: v0, environment: 'preview', value: { name, sealed: Buffer.from(name) }, by: OWNER, now: T0, limit: TEST_NO_LIMIT },
-      entry(v0, 'preview', 'variable_set'),
-    )
-  }
-  t.equal((await storage.readVariables(v0, 'preview', entry(v0, 'preview'))).variables.length, 1000)
-  const first = storage.readVariables(v0, 'preview', entry(v0, 'preview'))
-  t.equal(readLog(file).length, 2, 'read and committed at once, not held for a group commit')
-  const second = storage.readVariables(v0, 'preview', entry(v0, 'preview'))
-  t.equal(readLog(file).length, 3, 'the next one too, in its own transaction')
-  const results = await Promise.all([first, second])
-  t.same(
-    results.map((r) => r.variables.length),
-    [1000, 1000],
   )
 })

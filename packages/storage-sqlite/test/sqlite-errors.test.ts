@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { StorageError, type AccessLogEntry, type VaultStore } from '@envkeep/env-api-plugin'
+import { StorageError, type AccessLogEntry } from '@envkeep/env-api-plugin'
 import { createSqliteStorage, type OpenDatabase, type SqliteStorage } from '../src/index.js'
 import { sqlstateFor, toStorageError, wrapStorage } from '../src/sqlite-errors.js'
-import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '@envkeep/env-api-plugin/testing'
+import { testLogEntry, TEST_NO_LIMIT, writeTestValue, variableMetas } from '@envkeep/env-api-plugin/testing'
 
 const T0 = new Date('2026-11-21T10:00:00.000Z')
 
@@ -114,7 +114,8 @@ t.test('a closed database is 08006 (503), on every path', async (t) => {
   await d.close()
   const calls: [string, () => Promise<unknown>][] = [
     ['listVaults', () => store.listVaults('p1')],
-    ['readVariables', () => store.readVariables(vaultId, 'development', entry(vaultId, { action: 'read' }))],
+    ['readCurrent', () => store.readCurrent(vaultId, 'development')],
+    ['appendAccessLog', () => store.appendAccessLog(entry(vaultId, { action: 'read' }))],
     [
       'changeVariables',
       () =>
@@ -204,7 +205,7 @@ t.test('a lock held by another connection is 55P03 once busy_timeout runs out', 
     { vaultId: vaultId, environment: 'development', value: { name: 'A', sealed: randomBytes(30) }, by: 'p1', now: T0, limit: TEST_NO_LIMIT },
     entry(vaultId),
   )
-  t.equal((await store.listVariableNames(vaultId, 'development')).length, 1, 'works once the lock is gone')
+  t.equal((await variableMetas(store, vaultId, 'development')).length, 1, 'works once the lock is gone')
 })
 
 t.test('work waits for an open kysely transaction instead of joining it', async (t) => {
@@ -236,5 +237,5 @@ t.test('work waits for an open kysely transaction instead of joining it', async 
     ['p1'],
     'the kysely transaction rolled back',
   )
-  t.equal((await store.listVariableNames(vaultId, 'development')).length, 1, "the store's write was not rolled back with it")
+  t.equal((await variableMetas(store, vaultId, 'development')).length, 1, "the store's write was not rolled back with it")
 })

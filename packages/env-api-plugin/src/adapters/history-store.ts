@@ -1,4 +1,5 @@
-import type { AccessLogEntry, OverLimit, SealedVariable, StaleKey, StorageLimit } from './vault-store.js'
+import type { ChangeResult } from './results.js'
+import type { AccessLogEntry, OverLimit, SealedVariable, StaleKey, StorageLimit, VariableMeta } from './vault-store.js'
 
 /**
  * The history half of the storage contract (issue 12): every change of an
@@ -63,12 +64,6 @@ export interface ChangeSetDetail extends ChangeSetSummary {
   readonly entries: readonly ChangeEntry[]
 }
 
-/** One version of a variable: the entry of a change set that touched it. */
-export interface VariableVersion {
-  readonly changeSet: ChangeSetSummary
-  readonly entry: ChangeEntry
-}
-
 /**
  * Values written to one environment as one change set. The domain computed
  * the change from the environment as it was at `ifVersion` (the version
@@ -92,22 +87,63 @@ export interface VariablesChange {
   readonly changeSet: NewChangeSet
 }
 
-/** The environment changed since `ifVersion`: nothing was written. */
-export interface Changed {
-  readonly ok: false
-  readonly reason: 'changed'
+/**
+ * Done: the environment's new version. Refused: `changed` (the environment
+ * changed since `ifVersion`), `stale_key`, or the storage limit (OverLimit,
+ * with its figures); a refusal writes nothing.
+ */
+export type ChangeVariablesResult = ChangeResult<'changed' | StaleKey['reason'], number> | OverLimit
+
+/** What readCurrent reads: values (the default) or only names and metadata; all names, or only `names`. */
+export interface CurrentOptions {
+  /** only these names (those the environment has) */
+  readonly names?: readonly string[]
+  /** `false`: no value, each variable's name, updatedAt and updatedBy instead */
+  readonly values?: boolean
 }
 
-export type ChangeVariablesResult = { readonly ok: true; readonly version: number } | Changed | OverLimit | StaleKey
+/** What readCurrent answers for its options. */
+export interface CurrentState<O extends CurrentOptions = CurrentOptions> {
+  readonly version: number
+  /** in name order */
+  readonly variables: O extends { readonly values: false } ? VariableMeta[] : SealedVariable[]
+}
+
+/**
+ * Which change sets listChangeSets answers: all of a vault's, narrowed by
+ * each field given. `limit` absent: all of them.
+ */
+export interface ChangeSetFilter {
+  readonly environment?: string
+  /** the change sets whose `ref` is this (a push applied, a change set reverted or restored to) */
+  readonly ref?: string
+  /** one change set by id */
+  readonly id?: string
+  /** the change sets that touched this variable and still keep its entry (its versions) */
+  readonly name?: string
+  /** a cursor: only older ones (seq below) */
+  readonly beforeSeq?: number
+  /** only later ones (seq above): what changed since a change set */
+  readonly afterSeq?: number
+  /** with their entries (all of them; only the `name` one when `name` is given) */
+  readonly entries?: boolean
+  readonly limit?: number
+}
+
+/** What listChangeSets answers for its filter: summaries, or change sets with their entries. */
+export type ChangeSetList<F extends ChangeSetFilter> = F extends { readonly entries: true } ? ChangeSetDetail[] : ChangeSetSummary[]
 
 export interface HistoryStore {
   /**
    * Sealed values of an environment (all of them, or only `names`), with
-   * its current version, read together. Not logged: for computing a change
-   * (the `before` of its entries), never for delivering a value. An unknown
-   * environment answers version 0 and no values.
+   * its current version, read together (one statement where the backend
+   * can). Not logged: the domain appends the entry of a read after it
+   * (appendAccessLog); for computing a change it is the `before`. An unknown
+   * environment answers version 0 and no values. With `values: false`, names
+   * and metadata instead of values (what listing an environment needs).
+   * This is the hot path's first half: no write, no lock.
    */
-  readCurrent(vaultId: string, environment: string, names?: readonly string[]): Promise<{ version: number; variables: SealedVariable[] }>
+  readCurrent<O extends CurrentOptions = CurrentOptions>(vaultId: string, environment: string, options?: O): Promise<CurrentState<O>>
 
   /**
    * Writes `set` and deletes `delete`, the change set and `log`, in one
@@ -118,29 +154,21 @@ export interface HistoryStore {
   changeVariables(change: VariablesChange, log: AccessLogEntry): Promise<ChangeVariablesResult>
 
   /**
-   * Change sets of a vault, newest first (by seq): of one environment, or
-   * the ones whose `ref` is given; `beforeSeq` is a cursor.
+   * Change sets of a vault, newest first (by seq), narrowed by `filter`
+   * (ChangeSetFilter). One method for every read of history: a change set
+   * by `id` with its `entries` (it was getChangeSet), a variable's versions
+   * by `name` with `entries` (listVersions), and what changed after a change
+   * set by `afterSeq` with `entries` (firstChangesAfter: the first entry of
+   * each name after it is a pure function of this list, domain/history.ts;
+   * storage only filters and orders, so no backend writes that rule).
    */
-  listChangeSets(vaultId: string, filter: { environment?: string; ref?: string; limit: number; beforeSeq?: number }): Promise<ChangeSetSummary[]>
-
-  /** One change set of the vault with its entries, or null. */
-  getChangeSet(vaultId: string, changeSetId: string): Promise<ChangeSetDetail | null>
-
-  /** The versions of one variable, newest first (change sets that touched it and still keep its entry). */
-  listVersions(vaultId: string, environment: string, name: string, filter: { limit: number }): Promise<VariableVersion[]>
-
-  /**
-   * For each name touched by a change set later than `afterSeq` in the
-   * environment: its FIRST such entry (so `before` is the value it had
-   * right after `afterSeq`), with that change set's id. In name order.
-   */
-  firstChangesAfter(vaultId: string, environment: string, afterSeq: number): Promise<{ name: string; changeSetId: string; entry: ChangeEntry }[]>
+  listChangeSets<F extends ChangeSetFilter>(vaultId: string, filter: F): Promise<ChangeSetList<F>>
 
   /**
    * Retention: deletes the entries of change sets made before `olderThan`,
    * except each variable's `keep` newest entries; then change sets left
    * with no entry. Returns how many entries went. Safe from several
-   * processes at once.
+   * processes at once. Never refused.
    */
-  pruneHistory(olderThan: Date, keep: number): Promise<number>
+  pruneHistory(olderThan: Date, keep: number): Promise<ChangeResult<never, number>>
 }

@@ -1,4 +1,5 @@
 import type { NewChangeSet } from './history-store.js'
+import type { ChangeResult } from './results.js'
 import type { AccessLogEntry, OverLimit, SealedVariable, StaleKey, StorageLimit } from './vault-store.js'
 
 /**
@@ -58,7 +59,8 @@ export interface NewImport {
   readonly sealedUnder?: Uint8Array
 }
 
-export type CreateImportResult = { readonly ok: true; readonly import: ImportRecord } | OverLimit | StaleKey
+/** Done: the push as stored. Refused: the key changed (`stale_key`) or the storage limit (OverLimit, with its figures). */
+export type CreateImportResult = ChangeResult<StaleKey['reason'], ImportRecord> | OverLimit
 
 export interface ImportDecision {
   readonly importId: string
@@ -76,12 +78,26 @@ export interface ImportDecision {
   readonly changeSet?: NewChangeSet
 }
 
-export type DecideImportResult =
-  | { readonly ok: true; readonly import: ImportRecord }
-  /** `ifVersion` was given and the environment has another version now: nothing changed */
-  | { readonly ok: false; readonly reason: 'changed'; readonly import: ImportRecord }
-  /** the push was not pending (already decided, or expired now): nothing changed but the expiry */
-  | { readonly ok: false; readonly reason: 'not_pending'; readonly import: ImportRecord }
+/**
+ * Done: the push as decided. Refused: `changed` (`ifVersion` was given and the
+ * environment has another version now: nothing changed) or `not_pending`
+ * (already decided, or expired now: nothing changed but the expiry; read it
+ * again with getImport to see its state).
+ */
+export type DecideImportResult = ChangeResult<'changed' | 'not_pending', ImportRecord>
+
+/** A push read with `values: true`: its staged sealed values too, in name order (empty once decided). */
+export interface ImportWithValues extends ImportRecord {
+  readonly values: readonly SealedVariable[]
+}
+
+export interface ImportReadOptions {
+  /** the staged sealed values too */
+  readonly values?: boolean
+}
+
+/** What getImport answers for its options: the push, with its staged values when asked. */
+export type ImportRead<O> = O extends { readonly values: true } ? ImportWithValues : ImportRecord
 
 export interface ImportStore {
   // ---- pushes (imports) ----------------------------------------------------------
@@ -100,12 +116,11 @@ export interface ImportStore {
    * A push by id, or null. If it is pending and `now >= expiresAt`, it is
    * first moved to `expired` (decidedAt = expiresAt, staged values deleted,
    * `push_expired` logged with `personId: null` and the push's names),
-   * atomically.
+   * atomically. With `{ values: true }` the answer has its staged sealed
+   * values too, read after that expiry (so none for a push that is not
+   * pending): the review of a push reads both in one call.
    */
-  getImport(importId: string, now: Date): Promise<ImportRecord | null>
-
-  /** The staged sealed values of a pending push, in name order (empty once decided). */
-  getImportValues(importId: string): Promise<SealedVariable[]>
+  getImport<O extends ImportReadOptions = ImportReadOptions>(importId: string, now: Date, options?: O): Promise<ImportRead<O> | null>
 
   /**
    * Decides a pending push and appends `log`, atomically: for `applied`,
@@ -121,8 +136,9 @@ export interface ImportStore {
    * Moves every pending push with expiresAt <= now to expired, each with its
    * `push_expired` entry, atomically per push at least. Returns how many.
    * Safe to run from several processes at once: each push expires once.
+   * Never refused.
    */
-  expireImports(now: Date): Promise<number>
+  expireImports(now: Date): Promise<ChangeResult<never, number>>
 
   /** Pushes of a vault, newest first (createdAt, then id), optionally by status. */
   listImports(vaultId: string, filter: { status?: ImportStatus; limit: number }): Promise<ImportRecord[]>

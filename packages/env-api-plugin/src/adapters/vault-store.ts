@@ -27,6 +27,7 @@ import type { ImportStore } from './import-store.js'
 import type { ChangeResult } from './results.js'
 
 export type * from './import-store.js'
+export type * from './results.js'
 
 export type Role = 'owner' | 'editor' | 'viewer'
 
@@ -67,6 +68,7 @@ export interface SealedVariable {
   readonly sealed: Uint8Array
 }
 
+/** A variable without its value (`readCurrent` with `values: false`). */
 export interface VariableMeta {
   readonly name: string
   readonly updatedAt: Date
@@ -314,26 +316,16 @@ export interface VaultStore extends ImportStore {
   /** Every member of a vault, in person-id order; `[]` for an unknown vault. */
   listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]>
 
-  // ---- variables ---------------------------------------------------------------
-
-  /**
-   * Reads the sealed variables of an environment in name order (all of
-   * them, or only `names` when given) AND appends `log`, in one
-   * transaction: if the entry cannot be written, nothing is returned (the
-   * error is thrown). The entry's `names` are replaced by the names actually
-   * read, so the log says exactly what left. `version` changes whenever a
-   * variable of the environment changes. This is the hot path of the API:
-   * one round trip where the backend can.
-   */
-  readVariables(vaultId: string, environment: string, log: AccessLogEntry, names?: readonly string[]): Promise<{ variables: SealedVariable[]; version: number }>
-
-  /** Names and metadata of the variables of an environment (no values), in name order. */
-  listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]>
-
   // ---- access log --------------------------------------------------------------
 
-  /** Appends one entry that goes with no change (a refusal, a read of staged values). */
-  appendAccessLog(entry: AccessLogEntry): Promise<void>
+  /**
+   * Appends one entry that goes with no change (a read, a refusal, a read of
+   * staged values). It is the second half of the hot path (`readCurrent`,
+   * then this): the answer waits until the entry is durable, and a backend
+   * may commit the entries of concurrent reads together (SQLite does: one
+   * commit, one sync). Never refused: a failure of the database throws.
+   */
+  appendAccessLog(entry: AccessLogEntry): Promise<ChangeResult<never>>
 
   /** Newest first (by id); `before` is an id cursor. */
   listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessAction; limit: number; before?: number }): Promise<AccessLogRow[]>

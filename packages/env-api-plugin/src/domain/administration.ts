@@ -67,7 +67,8 @@ export async function rewrapDataKeys(
 
 /** Housekeeping: pending pushes past their end become `expired`; how many. */
 export async function expirePushes(d: DomainDeps): Promise<number> {
-  return d.storage.expireImports(d.now())
+  const r = await d.storage.expireImports(d.now())
+  return r.ok ? r.value : 0
 }
 
 const DAY = 86_400_000

@@ -130,7 +130,7 @@ export async function changeEnvironment(
     ATTEMPTS,
     () => `the environment kept changing while a change was written (${lastReason})`,
     async (): Promise<ChangeOutcome | typeof AGAIN> => {
-      const state = await d.storage.readCurrent(vault.id, env.name, o.names)
+      const state = await d.storage.readCurrent(vault.id, env.name, { names: o.names })
       if (o.expectVersion !== undefined && state.version !== o.expectVersion) throw fail.conflict(ENVIRONMENT_CHANGED)
       const { values: current, unreadable, failure } = await openCurrent(d, vault.id, env.name, state.variables)
       const target = await o.plan(current, unreadable)
@@ -176,7 +176,7 @@ export async function changeEnvironment(
         },
         replaced.length > 0 ? { ...o.log(names, now), detail: `replaced a value that could not be opened: ${replaced.join(', ')}` } : o.log(names, now),
       )
-      if (r.ok) return { changeSetId: id, entries: entries.map((e) => ({ name: e.name, kind: e.kind })), version: r.version }
+      if (r.ok) return { changeSetId: id, entries: entries.map((e) => ({ name: e.name, kind: e.kind })), version: r.value }
       if (r.reason === 'storage_limit') throw overLimit(vault, r, 'this change')
       if (r.reason === 'changed' && o.expectVersion !== undefined) throw fail.conflict(ENVIRONMENT_CHANGED)
       if (r.reason === 'stale_key') d.crypto.forget(vault.id)

@@ -1,4 +1,4 @@
-import type { ChangeSetDetail, ChangeSetSummary, EnvironmentInfo, ImportRecord, VariableVersion, VaultAccess } from '../adapters/storage.js'
+import type { ChangeEntry, ChangeSetDetail, ChangeSetSummary, EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/storage.js'
 import { entryFor, type Actor } from './actor.js'
 import { changeEnvironment, entriesOf, type Target } from './changes.js'
 import type { DomainDeps } from './deps.js'
@@ -64,7 +64,7 @@ export async function listHistory(
 /** One change set with its entries (values still sealed), for its page. */
 export async function loadChange(d: DomainDeps, actor: Actor, input: { vaultId: string; changeSetId: string }): Promise<ChangeView> {
   const vault = await locateVault(d, actor, input.vaultId)
-  const change = await d.storage.getChangeSet(vault.id, input.changeSetId)
+  const [change] = await d.storage.listChangeSets(vault.id, { id: input.changeSetId, entries: true, limit: 1 })
   if (!change) throw fail.notFound(CHANGE_NOT_FOUND, 'the change')
   const env = vault.environments.find((e) => e.name === change.environment) ?? { name: change.environment, ownersOnly: true }
   await readableEnvironment(d, actor, vault, env)
@@ -111,13 +111,35 @@ export async function variableHistory(
 ): Promise<{ vault: VaultAccess; env: EnvironmentInfo; versions: VariableVersion[] }> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   await readableEnvironment(d, actor, vault, env)
-  const versions = await d.storage.listVersions(vault.id, env.name, input.name, { limit: 200 })
+  const sets = await d.storage.listChangeSets(vault.id, { environment: env.name, name: input.name, entries: true, limit: 200 })
+  const versions = sets.flatMap(({ entries, ...changeSet }) => entries.map((entry) => ({ changeSet, entry })))
   return { vault, env, versions }
+}
+
+/** One version of a variable: the entry of a change set that touched it. */
+export interface VariableVersion {
+  readonly changeSet: ChangeSetSummary
+  readonly entry: ChangeEntry
+}
+
+/**
+ * For each name touched by `sets` (newest first, as listChangeSets answers
+ * them), its FIRST entry among them, with that change set's id, in name
+ * order: after a change set, the entry whose `before` is the value the name
+ * had right after it.
+ */
+export function firstChanges(sets: readonly ChangeSetDetail[]): { name: string; changeSetId: string; entry: ChangeEntry }[] {
+  const first = new Map<string, { name: string; changeSetId: string; entry: ChangeEntry }>()
+  for (let i = sets.length - 1; i >= 0; i--) {
+    const set = sets[i] as ChangeSetDetail
+    for (const entry of set.entries) if (!first.has(entry.name)) first.set(entry.name, { name: entry.name, changeSetId: set.id, entry })
+  }
+  return [...first.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
 
 /** For each name changed after `afterSeq`: the value it had right after it, from history (null: none). */
 async function valuesRightAfter(d: DomainDeps, vault: VaultAccess, environment: string, afterSeq: number): Promise<Map<string, string | null>> {
-  const later = await d.storage.firstChangesAfter(vault.id, environment, afterSeq)
+  const later = firstChanges(await d.storage.listChangeSets(vault.id, { environment, afterSeq, entries: true }))
   const out = new Map<string, string | null>()
   const byChange = new Map<string, typeof later>()
   for (const l of later) byChange.set(l.changeSetId, [...(byChange.get(l.changeSetId) ?? []), l])
@@ -143,7 +165,13 @@ async function rollbackTarget(
 ): Promise<{ target: Map<string, string | null>; conflicts: string[] }> {
   const { vault, change } = view
   if (kind === 'restore') return { target: await valuesRightAfter(d, vault, change.environment, change.seq), conflicts: [] }
-  const later = new Set((await d.storage.firstChangesAfter(vault.id, change.environment, change.seq)).map((l) => l.name))
+  const later = new Set(
+    (await d.storage.listChangeSets(vault.id, { environment: change.environment, afterSeq: change.seq })).flatMap((c) => [
+      ...c.added,
+      ...c.changed,
+      ...c.deleted,
+    ]),
+  )
   const before = await d.crypto.openHistory(vault.id, change.environment, change.id, 'before', change.entries)
   const target = new Map<string, string | null>()
   const conflicts: string[] = []
@@ -179,7 +207,7 @@ export async function planRollback(
   const view = await writableChange(d, actor, input)
   const alsoLater = input.kind === 'revert' && input.alsoLater === true
   const { target, conflicts } = await rollbackTarget(d, view, input.kind, alsoLater)
-  const state = await d.storage.readCurrent(view.vault.id, view.change.environment, [...target.keys()])
+  const state = await d.storage.readCurrent(view.vault.id, view.change.environment, { names: [...target.keys()] })
   const current = await d.crypto.openValues(view.vault.id, view.change.environment, state.variables)
   const entries = entriesOf(current, Object.fromEntries(target))
   return {
@@ -249,5 +277,6 @@ export async function rollBack(
 
 /** Retention (housekeeping): versions older than `days`, beyond each variable's last `keep`, are deleted. */
 export async function pruneHistory(d: Pick<DomainDeps, 'storage' | 'now'>, days: number, keep = 10): Promise<number> {
-  return d.storage.pruneHistory(new Date(d.now().getTime() - days * 86_400_000), keep)
+  const r = await d.storage.pruneHistory(new Date(d.now().getTime() - days * 86_400_000), keep)
+  return r.ok ? r.value : 0
 }

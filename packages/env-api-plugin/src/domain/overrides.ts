@@ -79,7 +79,7 @@ export async function setOverride(
   }
   const vp = valueProblem(input.value)
   if (vp) throw fail.invalid(vp)
-  const names = await d.storage.listVariableNames(vault.id, env.name)
+  const names = (await d.storage.readCurrent(vault.id, env.name, { values: false })).variables
   if (!names.some((m) => m.name === name)) throw fail.notFound('that variable does not exist in this environment; an override replaces an existing one')
   const sealed = await d.crypto.sealOverride(vault.id, env.name, name, actor.personId, input.value)
   const ok = await d.storage.changeOverride(

@@ -146,8 +146,8 @@ export async function stagePush(
     },
   )
   if (!r.ok) throw overLimit(vault, r, 'this push')
-  await notifyWebhooks(d, r.import.id)
-  return r.import
+  await notifyWebhooks(d, r.value.id)
+  return r.value
 }
 
 /** A push's status, for its sender only: anyone else gets the answer of an unknown push. */
@@ -297,10 +297,10 @@ export async function decidePush(
       const decision = { importId: push.id, decision: input.decision, by: actor.personId, now, reason: reason || null }
       const r = await d.storage.decideImport(input.decision === 'applied' ? { ...decision, ...(await pushChangeSet(d, actor, view, now)) } : decision, log)
       if (r.ok) {
-        await notifyWebhooks(d, r.import.id)
-        return r.import
+        await notifyWebhooks(d, r.value.id)
+        return r.value
       }
-      if (r.reason === 'not_pending') throw fail.conflict(`this push is already ${r.import.status}`)
+      if (r.reason === 'not_pending') throw fail.conflict(`this push is already ${(await d.storage.getImport(push.id, d.now()))?.status ?? 'gone'}`)
       return AGAIN
     },
   )
@@ -314,8 +314,8 @@ export async function decidePush(
  */
 async function pushChangeSet(d: DomainDeps, actor: PersonActor, view: PushView, now: Date): Promise<{ ifVersion: number; changeSet: NewChangeSet }> {
   const { vault, push } = view
-  const state = await d.storage.readCurrent(vault.id, push.environment, push.names)
-  const staged = await d.storage.getImportValues(push.id)
+  const state = await d.storage.readCurrent(vault.id, push.environment, { names: push.names })
+  const staged = (await d.storage.getImport(push.id, now, { values: true }))?.values ?? []
   const { values: current, unreadable, failure } = await openCurrent(d, vault.id, push.environment, state.variables)
   const incoming: Record<string, string | null> = await d.crypto.openValues(vault.id, push.environment, staged)
   for (const name of push.deletes) incoming[name] = null // a proposed deletion (issue 25)
@@ -366,8 +366,8 @@ export async function revealPush(
     throw fail.forbidden(`your role (${vault.role}) cannot read the values of this environment`)
   }
   if (!d.hasKey) throw fail.notConfigured()
-  const staged = await d.storage.getImportValues(push.id)
-  const existing = push.overwrites.length > 0 ? (await d.storage.readCurrent(vault.id, push.environment, push.overwrites)).variables : []
+  const staged = (await d.storage.getImport(push.id, d.now(), { values: true }))?.values ?? []
+  const existing = push.overwrites.length > 0 ? (await d.storage.readCurrent(vault.id, push.environment, { names: push.overwrites })).variables : []
   // logged before the values leave the server; if the log fails, nothing is shown
   await d.storage.appendAccessLog(entryFor(actor, { ...entry, action: 'read', names: staged.map((s) => s.name) }))
   const values = await d.crypto.openValues(vault.id, push.environment, staged)

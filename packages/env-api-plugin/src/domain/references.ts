@@ -119,7 +119,7 @@ export async function resolveReferences(
       if (!targetEnv) throw broken(list[0] as Hop)
       if (!mayAccess(vault, targetEnv, 'read')) await refuse(d, actor, vault, env, targetEnv, list)
       const names = [...new Set(list.map((h) => h.target.name))].sort()
-      const state = await d.storage.readCurrent(vault.id, envName, names)
+      const state = await d.storage.readCurrent(vault.id, envName, { names })
       const opened = await d.crypto.openValues(vault.id, envName, state.variables)
       const usedHere = used.get(envName) ?? new Set<string>()
       used.set(envName, usedHere)
@@ -173,7 +173,7 @@ export async function checkNewReference(d: DomainDeps, vault: VaultAccess, env: 
     const targetEnv = vault.environments.find((e) => e.name === t.environment)
     if (!targetEnv) throw fail.conflict(`${here} does not exist: a reference must refer to an existing variable`)
     if (!mayAccess(vault, targetEnv, 'read')) throw fail.forbidden(`you may refer only to what you may read, and ${roleRefusal(vault.role, targetEnv, 'read')}`)
-    const state = await d.storage.readCurrent(vault.id, t.environment, [t.name])
+    const state = await d.storage.readCurrent(vault.id, t.environment, { names: [t.name] })
     const opened = await d.crypto.openValues(vault.id, t.environment, state.variables)
     if (!Object.hasOwn(opened, t.name)) throw fail.conflict(`${here} does not exist: a reference must refer to an existing variable`)
     const further = referenceOf(opened[t.name] as string)
@@ -208,7 +208,7 @@ export async function describeReferences(d: DomainDeps, vault: VaultAccess, env:
     let present = names.get(t.environment)
     if (!present) {
       const exists = vault.environments.some((e) => e.name === t.environment)
-      present = new Set(exists ? (await d.storage.listVariableNames(vault.id, t.environment)).map((m) => m.name) : [])
+      present = new Set(exists ? (await d.storage.readCurrent(vault.id, t.environment, { values: false })).variables.map((m) => m.name) : [])
       names.set(t.environment, present)
     }
     out.set(name, { target: targetText(t), broken: !present.has(t.name) })

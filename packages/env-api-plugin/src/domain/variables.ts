@@ -57,7 +57,7 @@ async function requireRead(d: DomainDeps, actor: Actor, vault: VaultAccess, env:
 
 async function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, names?: readonly string[]): Promise<ReadResult> {
   if (!d.hasKey) throw fail.notConfigured() // before the read: nothing is logged as read that cannot be opened
-  const state = await d.storage.readCurrent(vault.id, env.name, names)
+  const state = await d.storage.readCurrent(vault.id, env.name, { names })
   // storage answers in name order already; sort only if it did not
   const sorted = inNameOrder(state.variables) ? state.variables : [...state.variables].sort(byName)
   // openValues fills its object in the order given (names never look like array indexes)
@@ -115,7 +115,7 @@ export async function writeVariable(
     stored = input.value as string
   }
   if (mustPropose(actor, vault, env) && actor.kind === 'person') {
-    const has = (await d.storage.listVariableNames(vault.id, env.name)).some((m) => m.name === name)
+    const has = (await d.storage.readCurrent(vault.id, env.name, { values: false })).variables.some((m) => m.name === name)
     if (input.mode === 'add' && has) throw fail.conflict(EXISTS)
     if (input.mode === 'change' && !has) throw fail.notFound(VARIABLE_NOT_FOUND)
     const body = input.ref !== undefined ? { variables: {}, references: { [name]: input.ref.trim() } } : { variables: { [name]: stored } }
@@ -148,7 +148,7 @@ export async function deleteVariable(
   if (nameProblem(input.name)) throw fail.notFound(VARIABLE_NOT_FOUND)
   // a second person is required: the deletion becomes a push that deletes the name (issue 25)
   if (mustPropose(actor, vault, env) && actor.kind === 'person') {
-    const known = await d.storage.listVariableNames(vault.id, env.name)
+    const known = (await d.storage.readCurrent(vault.id, env.name, { values: false })).variables
     if (!known.some((v) => v.name === input.name)) throw fail.notFound(VARIABLE_NOT_FOUND)
     return { vault, env, proposed: await stagePush(d, actor, vault, env, { variables: {} }, [input.name]) }
   }
@@ -170,7 +170,7 @@ export async function deleteVariable(
 /** An environment's variables, names and when each was last changed (never values), in name order: any member may see them. */
 export async function listVariables(d: DomainDeps, actor: Actor, input: { vaultId: string; environment: string }): Promise<VariableMeta[]> {
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
-  return d.storage.listVariableNames(vault.id, env.name)
+  return (await d.storage.readCurrent(vault.id, env.name, { values: false })).variables
 }
 
 /** Which of an environment's variables are references, with their targets (for a member who may read it; never a value). */

@@ -27,7 +27,7 @@ export async function environmentTag(d: DomainDeps, actor: Actor, vault: VaultAc
   part(JSON.stringify((vault as { readonly ciEnvironments?: readonly string[] | null }).ciEnvironments ?? null))
   let names: string[] = []
   for (const e of vault.environments) {
-    const state = await d.storage.readCurrent(vault.id, e.name, e.name === env.name ? undefined : [])
+    const state = await d.storage.readCurrent(vault.id, e.name, e.name === env.name ? {} : { names: [] })
     if (e.name === env.name) names = state.variables.map((v) => v.name)
     part(`${e.name}=${state.version}${e.ownersOnly ? ' owners-only' : ''}`)
   }

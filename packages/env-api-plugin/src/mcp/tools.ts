@@ -112,7 +112,7 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
       await log(vault, env, 'refused', [], name)
       throw new DomainFailure('forbidden', roleRefusal(vault.role, env, 'see the names of'))
     }
-    return { vault, env, names: await opts.storage.listVariableNames(vault.id, env.name) }
+    return { vault, env, names: (await opts.storage.readCurrent(vault.id, env.name, { values: false })).variables }
   }
 
   /** People's names by id, looked up once each; null (the administrator) and unknown ids in words. */

@@ -3,9 +3,10 @@ import { resealForTest, storeFirstKey } from './keys.js'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { ChangeEntry, HistoryStore, NewChangeSet, VariablesChange } from '../adapters/history-store.js'
 import type { AccessLogEntry, SealedVariable, StorageLimit, VaultStore } from '../adapters/vault-store.js'
+import { firstChanges } from '../domain/history.js'
 import { StorageError } from '../errors.js'
 import type { ContractRunner, VaultStoreProbe } from './vault-store-contract.js'
-import { storedValue } from './contract/fixtures.js'
+import { storedValue, changeSetById, versionsOf } from './contract/fixtures.js'
 
 /**
  * The contract every history store must meet (adapters/history-store.ts),
@@ -128,7 +129,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         const r1 = await store.changeVariables(first, log(id, 'variable_set', ['A', 'B']))
         assert.equal(r1.ok, true)
         const v1 = await version(store, id)
-        assert.ok(r1.ok && r1.version === v1 && v1 !== v0)
+        assert.ok(r1.ok && r1.value === v1 && v1 !== v0)
         const cur = await store.readCurrent(id, 'development')
         assert.deepEqual(
           cur.variables.map((v) => v.name),
@@ -136,7 +137,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         )
         assert.ok(same(cur.variables[0]?.sealed, a.sealed))
         assert.deepEqual(
-          (await store.readCurrent(id, 'development', ['B', 'Z'])).variables.map((v) => v.name),
+          (await store.readCurrent(id, 'development', { names: ['B', 'Z'] })).variables.map((v) => v.name),
           ['B'],
         )
         const a2 = { name: 'A', sealed: bytes() }
@@ -148,7 +149,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         )
         assert.ok(same((await storedValue(store, id, 'development', 'A'))?.sealed, a2.sealed))
 
-        const detail = await store.getChangeSet(id, second.changeSet.id)
+        const detail = await changeSetById(store, id, second.changeSet.id)
         assert.ok(detail)
         assert.equal(detail.how, 'revert')
         assert.equal(detail.ref, first.changeSet.id)
@@ -161,7 +162,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
           const got = detail.entries.find((x) => x.name === e.name)
           assert.ok(got && got.kind === e.kind && same(got.before, e.before) && same(got.after, e.after), `entry ${e.name} byte for byte`)
         }
-        assert.equal(await store.getChangeSet(await newVault(store), second.changeSet.id), null, 'another vault does not see it')
+        assert.equal(await changeSetById(store, await newVault(store), second.changeSet.id), null, 'another vault does not see it')
 
         const list = await store.listChangeSets(id, { environment: 'development', limit: 10 })
         assert.deepEqual(
@@ -221,7 +222,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
             log(id),
           )
           assert.ok(r.ok, `change ${i} within the limit`)
-          v = r.version
+          v = r.value
         }
         await assert.rejects(
           store.changeVariables(change(id, 0, { env: 'nope', set: [{ name: 'A', sealed: bytes() }] }), log(id)),
@@ -282,7 +283,8 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
           log(id, 'push_applied'),
         )
         assert.equal(stale.ok, false)
-        assert.ok(!stale.ok && stale.reason === 'changed' && stale.import.status === 'pending')
+        assert.ok(!stale.ok && stale.reason === 'changed')
+        assert.equal((await store.getImport(importId, at(1000)))?.status, 'pending')
         assert.equal(await storedValue(store, id, 'development', 'P'), null)
         assert.deepEqual(await store.listChangeSets(id, { limit: 10 }), [])
         const r = await store.decideImport({ importId, decision: 'applied', by: OWNER, now: at(1000), ifVersion: v0, changeSet: cs }, log(id, 'push_applied'))
@@ -311,20 +313,20 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
           })
           const r = await store.changeVariables(c, log(id))
           assert.ok(r.ok)
-          v = r.version
+          v = r.value
           ids.push(c.changeSet.id)
           afters.push(c.changeSet.entries.find((e) => e.name === 'A')?.after ?? new Uint8Array())
         }
-        const versions = await store.listVersions(id, 'development', 'A', { limit: 10 })
+        const versions = await versionsOf(store, id, 'development', 'A', 10)
         assert.deepEqual(
           versions.map((x) => x.changeSet.id),
           [ids[3], ids[1], ids[0]],
         )
         assert.ok(same(versions[0]?.entry.after, afters[3]))
         assert.equal(versions[2]?.entry.kind, 'added')
-        assert.equal((await store.listVersions(id, 'development', 'A', { limit: 1 })).length, 1)
-        const seq0 = (await store.getChangeSet(id, ids[0] as string))?.seq as number
-        const first = await store.firstChangesAfter(id, 'development', seq0)
+        assert.equal((await versionsOf(store, id, 'development', 'A', 1)).length, 1)
+        const seq0 = (await changeSetById(store, id, ids[0] as string))?.seq as number
+        const first = firstChanges(await store.listChangeSets(id, { environment: 'development', afterSeq: seq0, entries: true }))
         assert.deepEqual(
           first.map((f) => [f.name, f.changeSetId]),
           [
@@ -334,7 +336,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
           ],
         )
         assert.equal(first[1]?.entry.kind, 'deleted')
-        assert.deepEqual(await store.firstChangesAfter(id, 'production', 0), [])
+        assert.deepEqual(await store.listChangeSets(id, { environment: 'production', afterSeq: 0, entries: true }), [])
       }),
   },
   {
@@ -354,24 +356,25 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
             log(id),
           )
           assert.ok(r.ok)
-          v = r.version
+          v = r.value
         }
         await write(['A', 'B'], 0)
         for (let d = 1; d < 6; d++) await write(['A'], d)
         await write(['A'], 100)
-        const removed = await store.pruneHistory(at(50 * DAY), 3)
+        const pruned = await store.pruneHistory(at(50 * DAY), 3)
+        const removed = pruned.ok ? pruned.value : -1
         // A: 7 versions, keep newest 3 (days 100, 5, 4) → days 0..3 go (4); B: its only version stays
         assert.equal(removed, 4)
-        const a = await store.listVersions(id, 'development', 'A', { limit: 50 })
+        const a = await versionsOf(store, id, 'development', 'A', 50)
         assert.deepEqual(
           a.map((x) => (x.changeSet.at.getTime() - T0.getTime()) / DAY),
           [100, 5, 4],
         )
-        assert.equal((await store.listVersions(id, 'development', 'B', { limit: 50 })).length, 1)
+        assert.equal((await versionsOf(store, id, 'development', 'B', 50)).length, 1)
         const sets = await store.listChangeSets(id, { limit: 50 })
         assert.equal(sets.length, 4, 'day 0 (B left), days 4, 5 and 100; days 1..3 emptied and gone')
         assert.deepEqual(sets[sets.length - 1]?.changed, ['B'])
-        assert.equal(await store.pruneHistory(at(50 * DAY), 3), 0, 'twice is a no-op')
+        assert.deepEqual(await store.pruneHistory(at(50 * DAY), 3), { ok: true, value: 0 }, 'twice is a no-op')
       }),
   },
   {
@@ -404,7 +407,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
           true,
         )
         assert.deepEqual(seen.sort(), ['c:A:after', 'c:A:before', 'c:B:before', 'pre:B:after'])
-        const detail = await store.getChangeSet(id, c.changeSet.id)
+        const detail = await changeSetById(store, id, c.changeSet.id)
         const a = detail?.entries.find((e) => e.name === 'A')
         assert.ok(same(a?.before, fresh.get(`${c.changeSet.id}:A:before`)) && same(a?.after, fresh.get(`${c.changeSet.id}:A:after`)))
         assert.equal(detail?.entries.find((e) => e.name === 'B')?.after, null)

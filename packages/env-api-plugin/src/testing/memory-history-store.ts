@@ -1,13 +1,16 @@
 import type {
   ChangeEntry,
-  ChangeSetDetail,
+  ChangeSetFilter,
+  ChangeSetList,
   ChangeSetSummary,
   ChangeVariablesResult,
+  CurrentOptions,
+  CurrentState,
   HistoryStore,
   VariablesChange,
-  VariableVersion,
 } from '../adapters/history-store.js'
-import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
+import type { ChangeResult } from '../adapters/results.js'
+import type { AccessLogEntry } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 import { type ChangeSetRow, copyBytes, type MemoryDb, type State, varKey } from './memory-state.js'
 import { sameBytes, usage } from './memory-vault-store.js'
@@ -44,14 +47,17 @@ export class MemoryHistoryStore implements HistoryStore {
     this.#db = db
   }
 
-  readCurrent(vaultId: string, environment: string, names?: readonly string[]): Promise<{ version: number; variables: SealedVariable[] }> {
+  readCurrent<O extends CurrentOptions = CurrentOptions>(vaultId: string, environment: string, options?: O): Promise<CurrentState<O>> {
     return this.#db.read('variables', (s) => {
       const vars = s.variables.get(varKey(vaultId, environment)) ?? new Map()
-      const wanted = names === undefined ? [...vars.keys()] : [...new Set(names)].filter((n) => vars.has(n))
-      return {
-        version: s.environments.get(vaultId)?.get(environment)?.version ?? 0,
-        variables: wanted.sort(byKey).map((name) => ({ name, sealed: copyBytes(vars.get(name).sealed) })),
+      const names = options?.names
+      const wanted = (names === undefined ? [...vars.keys()] : [...new Set(names)].filter((n) => vars.has(n))).sort(byKey)
+      const version = s.environments.get(vaultId)?.get(environment)?.version ?? 0
+      if (options?.values === false) {
+        const metas = wanted.map((name) => ({ name, updatedAt: new Date(vars.get(name).updatedAt), updatedBy: vars.get(name).updatedBy }))
+        return { version, variables: metas } as CurrentState<O>
       }
+      return { version, variables: wanted.map((name) => ({ name, sealed: copyBytes(vars.get(name).sealed) })) } as CurrentState<O>
     })
   }
 
@@ -88,59 +94,32 @@ export class MemoryHistoryStore implements HistoryStore {
       this.#db.putChangeSet(s, { ...change.changeSet, at: change.now })
       this.#db.bumpVersion(s, change.vaultId, change.environment)
       this.#db.appendLog(s, log)
-      return { ok: true, version: env.version + 1 }
+      return { ok: true, value: env.version + 1 }
     })
   }
 
-  listChangeSets(vaultId: string, filter: { environment?: string; ref?: string; limit: number; beforeSeq?: number }): Promise<ChangeSetSummary[]> {
+  listChangeSets<F extends ChangeSetFilter>(vaultId: string, f: F): Promise<ChangeSetList<F>> {
     return this.#db.read('change_sets', (s) => {
       const out: ChangeSetSummary[] = []
-      const limit = Math.max(0, Math.trunc(filter.limit))
+      const limit = f.limit === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Math.trunc(f.limit))
       for (let i = s.changeSets.length - 1; i >= 0 && out.length < limit; i--) {
         const c = s.changeSets[i] as ChangeSetRow
         if (c.vaultId !== vaultId) continue
-        if (filter.environment !== undefined && c.environment !== filter.environment) continue
-        if (filter.ref !== undefined && c.ref !== filter.ref) continue
-        if (filter.beforeSeq !== undefined && c.seq >= filter.beforeSeq) continue
-        out.push(summary(c))
+        if (f.environment !== undefined && c.environment !== f.environment) continue
+        if (f.ref !== undefined && c.ref !== f.ref) continue
+        if (f.id !== undefined && c.id !== f.id) continue
+        if (f.beforeSeq !== undefined && c.seq >= f.beforeSeq) continue
+        if (f.afterSeq !== undefined && c.seq <= f.afterSeq) continue
+        if (f.name !== undefined && !c.entries.some((e) => e.name === f.name)) continue
+        if (f.entries !== true) out.push(summary(c))
+        else out.push({ ...summary(c), entries: c.entries.filter((e) => f.name === undefined || e.name === f.name).map(copyEntry) } as ChangeSetSummary)
       }
-      return out
+      return out as ChangeSetList<F>
     })
   }
 
-  getChangeSet(vaultId: string, changeSetId: string): Promise<ChangeSetDetail | null> {
-    return this.#db.read('change_sets', (s) => {
-      const c = s.changeSets.find((r) => r.id === changeSetId && r.vaultId === vaultId)
-      return c ? { ...summary(c), entries: c.entries.map(copyEntry) } : null
-    })
-  }
-
-  listVersions(vaultId: string, environment: string, name: string, filter: { limit: number }): Promise<VariableVersion[]> {
-    return this.#db.read('change_sets', (s) => {
-      const out: VariableVersion[] = []
-      for (let i = s.changeSets.length - 1; i >= 0 && out.length < filter.limit; i--) {
-        const c = s.changeSets[i] as ChangeSetRow
-        if (c.vaultId !== vaultId || c.environment !== environment) continue
-        const e = c.entries.find((x) => x.name === name)
-        if (e) out.push({ changeSet: summary(c), entry: copyEntry(e) })
-      }
-      return out
-    })
-  }
-
-  firstChangesAfter(vaultId: string, environment: string, afterSeq: number): Promise<{ name: string; changeSetId: string; entry: ChangeEntry }[]> {
-    return this.#db.read('change_sets', (s) => {
-      const first = new Map<string, { name: string; changeSetId: string; entry: ChangeEntry }>()
-      for (const c of s.changeSets) {
-        if (c.vaultId !== vaultId || c.environment !== environment || c.seq <= afterSeq) continue
-        for (const e of c.entries) if (!first.has(e.name)) first.set(e.name, { name: e.name, changeSetId: c.id, entry: copyEntry(e) })
-      }
-      return [...first.values()].sort((a, b) => byKey(a.name, b.name))
-    })
-  }
-
-  pruneHistory(olderThan: Date, keep: number): Promise<number> {
-    return this.#db.write('change_sets', (s: State) => {
+  pruneHistory(olderThan: Date, keep: number): Promise<ChangeResult<never, number>> {
+    return this.#db.write('change_sets', (s: State): ChangeResult<never, number> => {
       const cutoff = olderThan.getTime()
       // newest first: count each variable's entries; drop the old ones beyond `keep`
       const seen = new Map<string, number>()
@@ -159,7 +138,7 @@ export class MemoryHistoryStore implements HistoryStore {
         else if (entries.length > 0) kept.push(Object.freeze({ ...c, entries: Object.freeze(entries) }))
       }
       s.changeSets = kept.reverse()
-      return removed
+      return { ok: true, value: removed }
     })
   }
 }

@@ -1,4 +1,14 @@
-import type { CreateImportResult, DecideImportResult, ImportDecision, ImportRecord, ImportStore, NewImport } from '../adapters/import-store.js'
+import type {
+  CreateImportResult,
+  DecideImportResult,
+  ImportDecision,
+  ImportRead,
+  ImportReadOptions,
+  ImportRecord,
+  ImportStore,
+  NewImport,
+} from '../adapters/import-store.js'
+import type { ChangeResult } from '../adapters/results.js'
 import { expiredPush, overwritesOf, pushExpiredEntry, pushHasExpired, storageLimitRefusal } from '../domain/storage-rules.js'
 import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
@@ -64,36 +74,40 @@ export class MemoryImportStore implements ImportStore {
       }
       s.importValues.set(imp.id, staged)
       this.#db.appendLog(s, log)
-      return { ok: true, import: imp }
+      return { ok: true, value: imp }
     })
   }
 
-  async getImport(importId: string, now: Date): Promise<ImportRecord | null> {
-    const imp = await this.#db.read('imports', (s) => s.imports.get(importId) ?? null)
-    if (!imp || !pushHasExpired(imp, now)) return imp
+  async getImport<O extends ImportReadOptions = ImportReadOptions>(importId: string, now: Date, options?: O): Promise<ImportRead<O> | null> {
+    const found = await this.#db.read('imports', (s) => this.#withValues(s, s.imports.get(importId) ?? null, options))
+    if (!found || !pushHasExpired(found, now)) return found as ImportRead<O> | null
     return this.#db.write('imports', (s) => {
       const fresh = s.imports.get(importId)
       if (!fresh) return null
-      return fresh.status === 'pending' ? this.#expire(s, fresh) : fresh
+      return this.#withValues(s, fresh.status === 'pending' ? this.#expire(s, fresh) : fresh, options) as ImportRead<O>
     })
   }
 
-  getImportValues(importId: string): Promise<SealedVariable[]> {
-    return this.#db.read('import_values', (s) =>
-      [...(s.importValues.get(importId) ?? new Map<string, Uint8Array>()).entries()]
-        .sort(([a], [b]) => byKey(a, b))
-        .map(([name, sealed]) => ({ name, sealed: copyBytes(sealed) })),
-    )
+  /** A push with its staged values (in name order; none once decided) when asked. */
+  #withValues(s: State, imp: ImportRecord | null, options: ImportReadOptions | undefined): ImportRecord | null {
+    if (!imp || options?.values !== true) return imp
+    const values = [...(s.importValues.get(imp.id) ?? new Map<string, Uint8Array>()).entries()]
+      .sort(([a], [b]) => byKey(a, b))
+      .map(([name, sealed]): SealedVariable => ({ name, sealed: copyBytes(sealed) }))
+    return { ...imp, values } as ImportRecord
   }
 
   decideImport(d: ImportDecision, log: AccessLogEntry): Promise<DecideImportResult> {
     return this.#db.write('imports', async (s): Promise<DecideImportResult> => {
       const imp = s.imports.get(d.importId)
       if (!imp) throw new StorageError('23503', 'imports')
-      if (imp.status !== 'pending') return { ok: false, reason: 'not_pending', import: imp }
-      if (pushHasExpired(imp, d.now)) return { ok: false, reason: 'not_pending', import: this.#expire(s, imp) }
+      if (imp.status !== 'pending') return { ok: false, reason: 'not_pending' }
+      if (pushHasExpired(imp, d.now)) {
+        this.#expire(s, imp)
+        return { ok: false, reason: 'not_pending' }
+      }
       const version = s.environments.get(imp.vaultId)?.get(imp.environment)?.version ?? 0
-      if (d.decision === 'applied' && d.ifVersion !== undefined && d.ifVersion !== version) return { ok: false, reason: 'changed', import: imp }
+      if (d.decision === 'applied' && d.ifVersion !== undefined && d.ifVersion !== version) return { ok: false, reason: 'changed' }
       await this.#db.step()
       const at = d.now.getTime()
       if (d.decision === 'applied') {
@@ -114,17 +128,17 @@ export class MemoryImportStore implements ImportStore {
       })
       s.imports.set(imp.id, decided)
       this.#db.appendLog(s, log)
-      return { ok: true, import: decided }
+      return { ok: true, value: decided }
     })
   }
 
-  expireImports(now: Date): Promise<number> {
-    return this.#db.write('imports', (s) => {
+  expireImports(now: Date): Promise<ChangeResult<never, number>> {
+    return this.#db.write('imports', (s): ChangeResult<never, number> => {
       const due = [...s.imports.values()]
         .filter((i) => i.status === 'pending' && i.expiresAt.getTime() <= now.getTime())
         .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime())
       for (const imp of due) this.#expire(s, imp)
-      return due.length
+      return { ok: true, value: due.length }
     })
   }
 

@@ -8,9 +8,7 @@ import type {
   MemberChangeResult,
   NewVault,
   Role,
-  SealedVariable,
   VaultChange,
-  VariableMeta,
   VaultAccess,
   VaultInfo,
   VaultRecord,
@@ -325,36 +323,13 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
     )
   }
 
-  // ---- variables --------------------------------------------------------------
-
-  readVariables(
-    vaultId: string,
-    environment: string,
-    log: AccessLogEntry,
-    names?: readonly string[],
-  ): Promise<{ variables: SealedVariable[]; version: number }> {
-    return this.#db.write('variables', async (s) => {
-      const vars = s.variables.get(varKey(vaultId, environment)) ?? new Map()
-      const wanted = names === undefined ? [...vars.keys()] : [...new Set(names)].filter((n) => vars.has(n))
-      const variables = wanted.sort(byKey).map((name) => ({ name, sealed: copyBytes(vars.get(name)!.sealed) }))
-      await this.#db.step()
-      this.#db.appendLog(s, { ...log, names: variables.map((v) => v.name) })
-      return { variables, version: s.environments.get(vaultId)?.get(environment)?.version ?? 0 }
-    })
-  }
-
-  listVariableNames(vaultId: string, environment: string): Promise<VariableMeta[]> {
-    return this.#db.read('variables', (s) =>
-      [...(s.variables.get(varKey(vaultId, environment)) ?? new Map()).entries()]
-        .sort(([a], [b]) => byKey(a, b))
-        .map(([name, v]) => ({ name, updatedAt: new Date(v.updatedAt), updatedBy: v.updatedBy })),
-    )
-  }
-
   // ---- access log -------------------------------------------------------------
 
-  appendAccessLog(entry: AccessLogEntry): Promise<void> {
-    return this.#db.write('access_log', (s) => this.#db.appendLog(s, entry))
+  appendAccessLog(entry: AccessLogEntry): Promise<ChangeResult<never>> {
+    return this.#db.write('access_log', (s) => {
+      this.#db.appendLog(s, entry)
+      return { ok: true, value: undefined }
+    })
   }
 
   listAccessLog(vaultId: string, filter: { environment?: string; action?: AccessLogEntry['action']; limit: number; before?: number }): Promise<AccessLogRow[]> {

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type { HistoryStore } from '../adapters/history-store.js'
 import type { AccessLogEntry, VaultStore } from '../adapters/vault-store.js'
 import type { MakeVaultStore, VaultStoreContractCase } from './vault-store-contract.js'
-import { getVault, storedValue } from './contract/fixtures.js'
+import { getVault, stagedValues, storedValue } from './contract/fixtures.js'
 import { writeTestValue } from './write-value.js'
 
 /**
@@ -114,7 +114,7 @@ export const vaultAdminContract: readonly VaultStoreContractCase[] = [
         assert.deepEqual(await store.listMembers(id), [])
         assert.equal(await storedValue(store, id, 'development', 'A'), null)
         assert.equal(await store.getImport(importId, T0), null)
-        assert.deepEqual(await store.getImportValues(importId), [])
+        assert.deepEqual(await stagedValues(store, importId), [])
         assert.deepEqual(await store.listAccessLog(id, { limit: 10 }), [])
         const audit = await store.listAudit({ limit: 100 })
         assert.equal(audit.length, before + 1)
@@ -179,7 +179,7 @@ export const vaultAdminContract: readonly VaultStoreContractCase[] = [
           log(id, 'push_rejected'),
         )
         assert.ok(r.ok)
-        assert.equal(r.import.reason, 'wrong database host')
+        assert.equal(r.value.reason, 'wrong database host')
         assert.equal((await store.getImport(rejected, T0))?.reason, 'wrong database host')
         const applied = await push()
         await store.decideImport({ importId: applied, decision: 'applied', by: OWNER, now: T0, reason: 'ignored' }, log(id, 'push_applied'))

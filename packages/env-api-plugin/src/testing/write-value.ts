@@ -36,7 +36,7 @@ const ATTEMPTS = 20
  */
 export async function writeTestValue(store: HistoryStore, write: VariableWrite, log: AccessLogEntry): Promise<WriteValueResult> {
   for (let attempt = 1; ; attempt++) {
-    const { version, variables } = await store.readCurrent(write.vaultId, write.environment, [write.value.name])
+    const { version, variables } = await store.readCurrent(write.vaultId, write.environment, { names: [write.value.name] })
     const before = variables[0]?.sealed ?? null
     if (write.expect === 'new' && before) return { ok: false, reason: 'exists' }
     if (write.expect === 'existing' && !before) return { ok: false, reason: 'absent' }
@@ -72,7 +72,8 @@ export async function writeTestValue(store: HistoryStore, write: VariableWrite, 
       log,
     )
     if (r.ok) return { ok: true, created: before === null }
-    if (r.reason !== 'changed') return r
+    if (r.reason === 'stale_key') return { ok: false, reason: 'stale_key' }
+    if (r.reason === 'storage_limit') return r
     if (attempt >= ATTEMPTS) throw new Error('writeTestValue: the environment kept changing')
   }
 }

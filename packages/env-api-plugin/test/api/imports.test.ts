@@ -1,4 +1,5 @@
 import t from 'tap'
+import { stagedValues } from '@envkeep/env-api-plugin/testing'
 import { BASE_URL, build, expectApi, expectError } from './helpers.js'
 
 const CANARY = 'canary-push-5d1c7e22'
@@ -32,7 +33,7 @@ t.test('201: a pending push with its review url; values sealed before storage', 
   const imp = await b.storage.getImport(body.import, b.clock.now)
   t.equal(imp?.senderId, 'bob')
   t.same(imp?.refused, [{ line: 7, name: 'ENVKEEP_TOKEN', reason: 'client setting' }])
-  const staged = await b.storage.getImportValues(body.import)
+  const staged = await stagedValues(b.storage, body.import)
   t.equal(staged.length, 3)
   for (const s of staged) t.notOk(Buffer.from(s.sealed).includes(CANARY), `${s.name} is sealed`)
   const created = await b.storage.listAccessLog(v, { action: 'push_created', limit: 5 })

@@ -38,7 +38,7 @@ t.test('each vault has its own data key; values do not open under another vault'
   const k1 = await b.storage.getWrappedKey(v1)
   const k2 = await b.storage.getWrappedKey(v2)
   t.ok(k1 && k2 && !Buffer.from(k1).equals(Buffer.from(k2)), 'two wrapped keys')
-  const sealed = (await b.storage.readCurrent(v1, 'development', ['A'])).variables[0]!.sealed
+  const sealed = (await b.storage.readCurrent(v1, 'development', { names: ['A'] })).variables[0]!.sealed
   await tamper.setSealed(b.storage, v2, 'B', sealed)
   const res = await b.get(`/api/env/${v2}/development`, await b.signIn('alice'))
   expectError(t, res, 500, 'decrypt_failed', 'encryption', { secrets: [CANARY] })

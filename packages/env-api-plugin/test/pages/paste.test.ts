@@ -1,4 +1,5 @@
 import t from 'tap'
+import { stagedValues } from '@envkeep/env-api-plugin/testing'
 import { parseDotenv } from '@envkeep/dotenv'
 import { createVaultCrypto } from '../../src/vault-service.js'
 import { storageUnderTest } from '../storage-under-test.js'
@@ -104,7 +105,7 @@ t.test('a pasted file becomes a pending push by this person, read as the CLI rea
     ],
   )
   t.notMatch(JSON.stringify(push!.refused), CANARY, 'no value in a refusal')
-  const staged = await createVaultCrypto(b.storage, b.keyring).openValues(b.vaultId, 'development', await b.storage.getImportValues(push!.id))
+  const staged = await createVaultCrypto(b.storage, b.keyring).openValues(b.vaultId, 'development', await stagedValues(b.storage, push!.id))
   t.same(staged, { API_URL: `https://${CANARY}.example`, KEY: 'multi\nline', DUP: 'second' }, 'a multi-line value is stored with \\n')
   const [entry] = await b.storage.listAccessLog(b.vaultId, { limit: 1 })
   t.same([entry?.action, entry?.personId, entry?.environment], ['push_created', PEOPLE.editor!.id, 'development'])

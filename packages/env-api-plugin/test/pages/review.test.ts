@@ -25,21 +25,7 @@ async function withExisting(b: Awaited<ReturnType<typeof build>>, env: string, v
 }
 
 async function devValues(b: Awaited<ReturnType<typeof build>>, env = 'development') {
-  const read = await b.storage.readVariables(
-    b.vaultId,
-    env,
-    testLogEntry({
-      vaultId: b.vaultId,
-      at: b.clock.now,
-      personId: PEOPLE.owner!.id,
-      signInId: null,
-      clientId: null,
-      action: 'read',
-      environment: env,
-      names: [],
-      address: null,
-    }),
-  )
+  const read = await b.storage.readCurrent(b.vaultId, env)
   return read.variables.map((v) => v.name)
 }
 

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { stagedValues } from '@envkeep/env-api-plugin/testing'
 import { ADMINISTRATOR } from '../../src/index.js'
 import { storageUnderTest } from '../storage-under-test.js'
 import { domainOf } from '../webhooks/helpers.js'
@@ -83,7 +84,7 @@ t.test('delete, revert and restore become pushes too, a deletion included, which
   const push = await b.storage.getImport(delId!, b.clock.now)
   t.same(push?.deletes, ['GONE'])
   t.same(push?.names, ['GONE'])
-  t.same(await b.storage.getImportValues(delId!), [], 'no value is staged for a deletion')
+  t.same(await stagedValues(b.storage, delId!), [], 'no value is staged for a deletion')
   t.equal(
     (await editor.post(`/v/${b.vaultId}/variables/delete`, { environment: 'development', name: 'NOPE' })).statusCode,
     404,

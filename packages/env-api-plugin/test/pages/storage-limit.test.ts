@@ -1,4 +1,5 @@
 import t from 'tap'
+import { variableMetas } from '@envkeep/env-api-plugin/testing'
 import { build, session } from './helpers.js'
 
 // Hardening finding 5: the plan's storage limit was enforced only on
@@ -20,7 +21,7 @@ t.test("page add past the plan's variable limit: 403 with the plan-limit message
   t.equal(over.statusCode, 403)
   t.match(over.body, new RegExp(`vault ${b.vaultId.slice(0, 8)} is at its storage limit of 3 variables on plan self-hosted; with this change it would use 4`))
   t.same(
-    (await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name),
+    (await variableMetas(b.storage, b.vaultId, 'development')).map((v) => v.name),
     ['A'],
     'C was not stored',
   )
@@ -38,21 +39,7 @@ t.test("page change past the plan's byte limit: 403, the old value kept; a small
   const s = session(b.app, 'owner')
   await s.get(url)
   t.equal((await s.post(`${url}/variables/add`, { environment: 'development', name: 'A', value: 'x'.repeat(100) })).statusCode, 303)
-  const [before] = await b.storage
-    .readVariables(b.vaultId, 'development', {
-      vaultId: b.vaultId,
-      at: new Date(),
-      personId: null,
-      signInId: null,
-      clientId: null,
-      action: 'read',
-      environment: 'development',
-      names: [],
-      address: null,
-      subject: null,
-      detail: null,
-    })
-    .then((r) => r.variables)
+  const [before] = (await b.storage.readCurrent(b.vaultId, 'development')).variables
   t.equal(before?.sealed.byteLength, 100 + SEAL_OVERHEAD)
   const grow = await s.post(`${url}/variables/change`, { environment: 'development', name: 'A', value: 'y'.repeat(180) })
   t.equal(grow.statusCode, 403)
@@ -60,5 +47,5 @@ t.test("page change past the plan's byte limit: 403, the old value kept; a small
   const add = await s.post(`${url}/variables/add`, { environment: 'preview', name: 'B', value: 'z'.repeat(80) })
   t.equal(add.statusCode, 403, 'a new value past the byte limit too')
   t.equal((await s.post(`${url}/variables/change`, { environment: 'development', name: 'A', value: 'y'.repeat(150) })).statusCode, 303, 'within the limit')
-  t.same(await b.storage.listVariableNames(b.vaultId, 'preview'), [])
+  t.same(await variableMetas(b.storage, b.vaultId, 'preview'), [])
 })

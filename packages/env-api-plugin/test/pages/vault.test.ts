@@ -1,4 +1,5 @@
 import t from 'tap'
+import { variableMetas } from '@envkeep/env-api-plugin/testing'
 import { build, PEOPLE, session } from './helpers.js'
 import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '../../src/testing/index.js'
 
@@ -52,7 +53,7 @@ t.test('an owner adds, reveals, changes and deletes a variable; each is logged, 
   t.match(again.body, `${CANARY}-2`)
 
   t.equal((await s.post(`${url}/variables/delete`, { environment: 'development', name: 'API_KEY' })).statusCode, 303)
-  t.same(await b.storage.listVariableNames(b.vaultId, 'development'), [])
+  t.same(await variableMetas(b.storage, b.vaultId, 'development'), [])
 
   // the test's own set-up (vault and members made in storage) is logged as nobody's
   const log = (await b.storage.listAccessLog(b.vaultId, { limit: 50 })).filter((l) => l.personId !== null)
@@ -93,7 +94,7 @@ t.test('refused variable forms show on top of the vault page, nothing changes, t
     t.notMatch(res.body, CANARY, label)
   }
   t.same(
-    (await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name),
+    (await variableMetas(b.storage, b.vaultId, 'development')).map((v) => v.name),
     ['TAKEN'],
   )
   t.notMatch(b.logs.join('\n'), CANARY)
@@ -149,7 +150,7 @@ t.test('a viewer sees names but no values and no value forms; their POSTs are re
   const log = await b.storage.listAccessLog(b.vaultId, { limit: 5 })
   t.equal(log[0]?.action, 'refused', 'a refused reveal is logged as refused')
   t.same(
-    (await b.storage.listVariableNames(b.vaultId, 'development')).map((v) => v.name),
+    (await variableMetas(b.storage, b.vaultId, 'development')).map((v) => v.name),
     ['SECRET'],
   )
 })

@@ -1,8 +1,17 @@
 // Fixtures of the vault store contract (../vault-store-contract.ts): times, people, sealed-looking bytes, helpers.
 import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
-import type { AccessAction, AccessLogEntry, EnvironmentInfo, NewImport, SealedVariable, StorageLimit, VaultStore } from '../../adapters/vault-store.js'
-import type { HistoryStore } from '../../adapters/history-store.js'
+import type {
+  AccessAction,
+  AccessLogEntry,
+  EnvironmentInfo,
+  NewImport,
+  SealedVariable,
+  StorageLimit,
+  VariableMeta,
+  VaultStore,
+} from '../../adapters/vault-store.js'
+import type { ChangeEntry, ChangeSetDetail, ChangeSetSummary, HistoryStore } from '../../adapters/history-store.js'
 import type { VariableWrite } from '../write-value.js'
 import type { MakeVaultStore, VaultStoreFixture } from '../vault-store-contract.js'
 
@@ -104,7 +113,7 @@ export function newImport(vaultId: string, values: readonly SealedVariable[], ov
 
 /** One stored value (sealed), or null: `readCurrent` of that one name (not logged). */
 export async function storedValue(store: HistoryStore, vaultId: string, environment: string, name: string): Promise<SealedVariable | null> {
-  return (await store.readCurrent(vaultId, environment, [name])).variables[0] ?? null
+  return (await store.readCurrent(vaultId, environment, { names: [name] })).variables[0] ?? null
 }
 
 /**
@@ -117,7 +126,7 @@ export async function deleteValue(
   input: { vaultId: string; environment: string; name: string; by: string | null; now: Date },
   log: AccessLogEntry,
 ): Promise<{ ok: boolean; reason?: string }> {
-  const { version, variables } = await store.readCurrent(input.vaultId, input.environment, [input.name])
+  const { version, variables } = await store.readCurrent(input.vaultId, input.environment, { names: [input.name] })
   const was = variables.find((v) => v.name === input.name)
   if (!was) return { ok: false, reason: 'absent' }
   const r = await store.changeVariables(
@@ -185,4 +194,50 @@ export async function rejectsWith(p: Promise<unknown>, sqlstate: string, message
 /** One vault as the person sees it (`listVaults` with its id), or null. */
 export async function getVault(store: Pick<VaultStore, 'listVaults'>, vaultId: string, personId: string) {
   return (await store.listVaults(personId, { vaultId }))[0] ?? null
+}
+
+// ---- the reads the contract merged (issue 19), as the domain makes them ---------------
+
+/** The staged values of a push (`getImport` with `values: true`, at a time no push has expired by). */
+export async function stagedValues(store: VaultStore, importId: string): Promise<readonly SealedVariable[]> {
+  return (await store.getImport(importId, new Date(0), { values: true }))?.values ?? []
+}
+
+/** Names and metadata of an environment's variables (`readCurrent` with `values: false`). */
+export async function variableMetas(store: HistoryStore, vaultId: string, environment: string): Promise<VariableMeta[]> {
+  return (await store.readCurrent(vaultId, environment, { values: false })).variables
+}
+
+/**
+ * A read as the domain makes it: `readCurrent`, then `appendAccessLog` of
+ * `log` naming exactly what was read. If the entry cannot be written, this
+ * throws (the domain then answers nothing).
+ */
+export async function readLogged(
+  store: VaultStore & HistoryStore,
+  vaultId: string,
+  environment: string,
+  log: AccessLogEntry,
+  names?: readonly string[],
+): Promise<{ version: number; variables: SealedVariable[] }> {
+  const r = await store.readCurrent(vaultId, environment, names === undefined ? {} : { names })
+  await store.appendAccessLog({ ...log, names: r.variables.map((v) => v.name) })
+  return r
+}
+
+/** One change set with its entries, or null (`listChangeSets` by `id`). */
+export async function changeSetById(store: HistoryStore, vaultId: string, id: string): Promise<ChangeSetDetail | null> {
+  return (await store.listChangeSets(vaultId, { id, entries: true, limit: 1 }))[0] ?? null
+}
+
+/** The versions of one variable, newest first (`listChangeSets` by `name`, with entries). */
+export async function versionsOf(
+  store: HistoryStore,
+  vaultId: string,
+  environment: string,
+  name: string,
+  limit: number,
+): Promise<{ changeSet: ChangeSetSummary; entry: ChangeEntry }[]> {
+  const sets = await store.listChangeSets(vaultId, { environment, name, entries: true, limit })
+  return sets.flatMap(({ entries, ...changeSet }) => entries.map((entry) => ({ changeSet, entry })))
 }

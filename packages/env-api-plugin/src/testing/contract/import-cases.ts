@@ -21,6 +21,9 @@ import {
   namesOf,
   rejectsWith,
   storedValue,
+  stagedValues,
+  variableMetas,
+  readLogged,
 } from './fixtures.js'
 import { writeTestValue } from '../write-value.js'
 
@@ -40,7 +43,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const input = newImport(id, values, { refused })
         const r = await store.createImport(input, entry(id, 'push_created', { personId: EDITOR, names: ['X'] }))
         assert.ok(r.ok)
-        assert.deepEqual(r.import, {
+        assert.deepEqual(r.value, {
           id: input.id,
           vaultId: id,
           environment: 'development',
@@ -57,15 +60,15 @@ export const importCases: readonly VaultStoreContractCase[] = [
           decidedBy: null,
           reason: null,
         })
-        assert.deepEqual(await store.getImport(input.id, T0), r.import, 'read back the same')
-        const staged = await store.getImportValues(input.id)
+        assert.deepEqual(await store.getImport(input.id, T0), r.value, 'read back the same')
+        const staged = await stagedValues(store, input.id)
         assert.deepEqual(
           staged.map((v) => v.name),
           ['ELSEWHERE', 'EXISTS', 'NEW_A', 'NEW_B'],
         )
         for (const v of values) same(staged.find((s) => s.name === v.name)?.sealed, v.sealed, v.name)
         assert.deepEqual(
-          (await store.listVariableNames(id, 'development')).map((m) => m.name),
+          (await variableMetas(store, id, 'development')).map((m) => m.name),
           ['EXISTS'],
           'staged values are not variables',
         )
@@ -74,7 +77,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(last?.personId, EDITOR)
         assert.equal(await probe.stagedValueCount(input.id), 4)
         assert.equal(await store.getImport(randomUUID(), T0), null)
-        assert.deepEqual(await store.getImportValues(randomUUID()), [])
+        assert.deepEqual(await stagedValues(store, randomUUID()), [])
       }),
   },
   {
@@ -89,7 +92,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const e = await rejectsWith(store.createImport({ ...first, values: [{ name: 'B', sealed: canary }] }, entry(id, 'push_created')), '23505')
         assert.ok(!e.message.includes(Buffer.from(canary).toString('hex')) && !e.message.includes(Buffer.from(canary).toString('base64')))
         assert.deepEqual(
-          (await store.getImportValues(first.id)).map((v) => v.name),
+          (await stagedValues(store, first.id)).map((v) => v.name),
           ['A'],
         )
         assert.equal((await store.listAccessLog(id, { limit: 100 })).length, logs)
@@ -152,7 +155,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.equal(await probe.stagedValueCount(rejected.id), 0)
 
         // decided pushes free their staged space
-        await store.decideImport({ importId: fits.import.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
+        await store.decideImport({ importId: fits.value.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
         assert.ok((await store.createImport({ ...newImport(id, [sv('H', 80)]), limit: byBytes }, entry(id, 'push_created'))).ok)
       }),
   },
@@ -164,13 +167,13 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const input = newImport(id, [sv('A'), sv('B')], { expiresAt: at(DAY) })
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
         assert.equal((await store.getImport(input.id, at(DAY - 1)))?.status, 'pending')
-        assert.equal((await store.getImportValues(input.id)).length, 2)
+        assert.equal((await stagedValues(store, input.id)).length, 2)
         const r = await store.getImport(input.id, at(DAY))
         assert.equal(r?.status, 'expired')
         assert.equal(r?.decidedAt?.getTime(), at(DAY).getTime())
         assert.equal(r?.decidedBy, null)
         assert.deepEqual(r?.names, ['A', 'B'], 'names are kept')
-        assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
+        assert.deepEqual(namesOf(await stagedValues(store, input.id)), [])
         assert.equal(await probe.stagedValueCount(input.id), 0)
         const expiredLogs = async () => (await store.listAccessLog(id, { limit: 100, action: 'push_expired' })).length
         assert.equal(await expiredLogs(), 1)
@@ -180,7 +183,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const again = await store.getImport(input.id, at(2 * DAY))
         assert.equal(again?.decidedAt?.getTime(), at(DAY).getTime(), 'terminal: never changes')
         assert.equal(await expiredLogs(), 1)
-        assert.deepEqual(await store.listVariableNames(id, 'development'), [], 'nothing applied')
+        assert.deepEqual(await variableMetas(store, id, 'development'), [], 'nothing applied')
       }),
   },
   {
@@ -202,7 +205,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
           assert.equal((await store.getImport(i.id, at(DAY - 1)))?.status, 'pending')
           assert.equal(await probe.stagedValueCount(i.id), 1)
         }
-        assert.equal(await store.expireImports(at(DAY)), 2, 'expires once the log works')
+        assert.deepEqual(await store.expireImports(at(DAY)), { ok: true, value: 2 }, 'expires once the log works')
       }),
   },
   {
@@ -220,27 +223,28 @@ export const importCases: readonly VaultStoreContractCase[] = [
           entry(id, 'push_applied', { names: ['A', 'B', 'C'] }),
         )
         assert.ok(r.ok)
-        assert.equal(r.import.status, 'applied')
-        assert.equal(r.import.decidedAt?.getTime(), at(MINUTE).getTime())
-        assert.equal(r.import.decidedBy, OWNER)
-        assert.deepEqual(await store.getImport(input.id, at(MINUTE)), r.import)
-        const read = await store.readVariables(id, 'development', entry(id, 'read'))
+        assert.equal(r.value.status, 'applied')
+        assert.equal(r.value.decidedAt?.getTime(), at(MINUTE).getTime())
+        assert.equal(r.value.decidedBy, OWNER)
+        assert.deepEqual(await store.getImport(input.id, at(MINUTE)), r.value)
+        const read = await readLogged(store, id, 'development', entry(id, 'read'))
         assert.deepEqual(
           read.variables.map((v) => v.name),
           ['A', 'B', 'C'],
         )
         for (const v of values) same(read.variables.find((x) => x.name === v.name)?.sealed, v.sealed, v.name)
-        const meta = await store.listVariableNames(id, 'development')
+        const meta = await variableMetas(store, id, 'development')
         assert.ok(meta.every((m) => m.updatedBy === OWNER && m.updatedAt.getTime() === at(MINUTE).getTime()))
-        assert.deepEqual(namesOf(await store.getImportValues(input.id)), [], 'staged values deleted')
+        assert.deepEqual(namesOf(await stagedValues(store, input.id)), [], 'staged values deleted')
         assert.equal(await probe.stagedValueCount(input.id), 0)
         const actions = (await store.listAccessLog(id, { limit: 100 })).map((l) => l.action)
         assert.ok(actions.includes('push_applied'))
         // terminal
         const twice = await store.decideImport({ importId: input.id, decision: 'rejected', by: EDITOR, now: at(2 * MINUTE) }, entry(id, 'push_rejected'))
-        assert.equal(twice.ok, false)
-        assert.equal(twice.import.status, 'applied')
-        assert.equal(twice.import.decidedBy, OWNER)
+        assert.deepEqual(twice, { ok: false, reason: 'not_pending' })
+        const kept = await store.getImport(input.id, at(2 * MINUTE))
+        assert.equal(kept?.status, 'applied')
+        assert.equal(kept?.decidedBy, OWNER)
         assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_rejected' })).length, 0)
       }),
   },
@@ -256,11 +260,11 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const input = newImport(id, [b], { deletes: ['NOT_THERE', 'GONE'] })
         const r = await store.createImport(input, entry(id, 'push_created'))
         assert.ok(r.ok)
-        assert.deepEqual(r.import.names, ['B', 'GONE', 'NOT_THERE'])
-        assert.deepEqual(r.import.deletes, ['GONE', 'NOT_THERE'])
-        assert.deepEqual(r.import.overwrites, [], 'a deletion is not an overwrite')
-        assert.deepEqual(await store.getImport(input.id, T0), r.import, 'read back the same')
-        assert.deepEqual(namesOf(await store.getImportValues(input.id)), ['B'], 'no value is staged for a deletion')
+        assert.deepEqual(r.value.names, ['B', 'GONE', 'NOT_THERE'])
+        assert.deepEqual(r.value.deletes, ['GONE', 'NOT_THERE'])
+        assert.deepEqual(r.value.overwrites, [], 'a deletion is not an overwrite')
+        assert.deepEqual(await store.getImport(input.id, T0), r.value, 'read back the same')
+        assert.deepEqual(namesOf(await stagedValues(store, input.id)), ['B'], 'no value is staged for a deletion')
         assert.equal(await probe.stagedValueCount(input.id), 1)
         const rejected = newImport(id, [], { deletes: ['KEPT'] })
         assert.ok((await store.createImport(rejected, entry(id, 'push_created'))).ok)
@@ -268,15 +272,15 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.ok(await storedValue(store, id, 'development', 'KEPT'), 'a rejected deletion deletes nothing')
         const applied = await store.decideImport({ importId: input.id, decision: 'applied', by: OWNER, now: at(MINUTE) }, entry(id, 'push_applied'))
         assert.ok(applied.ok)
-        assert.deepEqual(applied.import.deletes, ['GONE', 'NOT_THERE'])
+        assert.deepEqual(applied.value.deletes, ['GONE', 'NOT_THERE'])
         assert.deepEqual(
-          (await store.listVariableNames(id, 'development')).map((m) => m.name),
+          (await variableMetas(store, id, 'development')).map((m) => m.name),
           ['A', 'B', 'KEPT'],
           'GONE deleted, B written, the rest untouched',
         )
         same((await storedValue(store, id, 'development', 'B'))?.sealed, b.sealed)
         same((await storedValue(store, id, 'development', 'A'))?.sealed, a.sealed)
-        assert.deepEqual(await store.getImport(input.id, at(MINUTE)), applied.import)
+        assert.deepEqual(await store.getImport(input.id, at(MINUTE)), applied.value)
       }),
   },
   {
@@ -290,12 +294,12 @@ export const importCases: readonly VaultStoreContractCase[] = [
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
         const r = await store.decideImport({ importId: input.id, decision: 'rejected', by: EDITOR, now: at(MINUTE) }, entry(id, 'push_rejected'))
         assert.ok(r.ok)
-        assert.equal(r.import.status, 'rejected')
-        assert.equal(r.import.decidedBy, EDITOR)
-        assert.deepEqual(r.import.names, ['A', 'B'])
+        assert.equal(r.value.status, 'rejected')
+        assert.equal(r.value.decidedBy, EDITOR)
+        assert.deepEqual(r.value.names, ['A', 'B'])
         same((await storedValue(store, id, 'development', 'A'))?.sealed, keep.sealed)
         assert.equal(await storedValue(store, id, 'development', 'B'), null)
-        assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
+        assert.deepEqual(namesOf(await stagedValues(store, input.id)), [])
         assert.equal(await probe.stagedValueCount(input.id), 0)
         assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_rejected' })).length, 1)
       }),
@@ -308,11 +312,12 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const input = newImport(id, [sv('A')], { expiresAt: at(DAY) })
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
         const r = await store.decideImport({ importId: input.id, decision: 'applied', by: OWNER, now: at(DAY) }, entry(id, 'push_applied'))
-        assert.equal(r.ok, false)
-        assert.equal(r.import.status, 'expired')
-        assert.equal(r.import.decidedAt?.getTime(), at(DAY).getTime())
+        assert.deepEqual(r, { ok: false, reason: 'not_pending' })
+        const expired = await store.getImport(input.id, T0) // read at a time before its expiry: as stored
+        assert.equal(expired?.status, 'expired')
+        assert.equal(expired?.decidedAt?.getTime(), at(DAY).getTime())
         assert.equal(await storedValue(store, id, 'development', 'A'), null)
-        assert.deepEqual(namesOf(await store.getImportValues(input.id)), [])
+        assert.deepEqual(namesOf(await stagedValues(store, input.id)), [])
         assert.equal((await store.getImport(input.id, at(DAY)))?.status, 'expired')
         const actions = (await store.listAccessLog(id, { limit: 100 })).map((l) => l.action)
         assert.ok(actions.includes('push_expired'))
@@ -326,7 +331,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const id = await newVault(store)
         const old = sv('A')
         await writeTestValue(store, put(id, 'development', old, OWNER, T0), entry(id, 'variable_set'))
-        const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
+        const version = (await readLogged(store, id, 'development', entry(id, 'read'))).version
         const input = newImport(id, [sv('A'), sv('B'), sv('C')])
         assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
         for (const [what, name] of [
@@ -344,7 +349,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
           assert.equal(await probe.variableCount(id, 'development'), 1)
           assert.equal((await store.getImport(input.id, at(MINUTE)))?.status, 'pending', `${what}: still pending`)
           assert.equal(await probe.stagedValueCount(input.id), 3, `${what}: staged values kept`)
-          assert.equal((await store.readVariables(id, 'development', entry(id, 'read'))).version, version)
+          assert.equal((await readLogged(store, id, 'development', entry(id, 'read'))).version, version)
         }
         const r = await store.decideImport({ importId: input.id, decision: 'applied', by: OWNER, now: at(MINUTE) }, entry(id, 'push_applied'))
         assert.ok(r.ok, 'applies once writes work again')
@@ -379,8 +384,8 @@ export const importCases: readonly VaultStoreContractCase[] = [
         const decided = newImport(id, [sv('D')], { expiresAt: at(DAY) })
         for (const i of [due1, due2, later, decided]) assert.ok((await store.createImport(i, entry(id, 'push_created'))).ok)
         await store.decideImport({ importId: decided.id, decision: 'rejected', by: OWNER, now: at(MINUTE) }, entry(id, 'push_rejected'))
-        assert.equal(await store.expireImports(at(2 * DAY)), 2)
-        assert.equal(await store.expireImports(at(2 * DAY)), 0, 'a second sweep finds nothing')
+        assert.deepEqual(await store.expireImports(at(2 * DAY)), { ok: true, value: 2 })
+        assert.deepEqual(await store.expireImports(at(2 * DAY)), { ok: true, value: 0 }, 'a second sweep finds nothing')
         for (const [i, exp] of [
           [due1, at(DAY)],
           [due2, at(2 * DAY)],
@@ -392,7 +397,7 @@ export const importCases: readonly VaultStoreContractCase[] = [
         }
         assert.equal((await store.getImport(later.id, at(2 * DAY)))?.status, 'pending')
         assert.equal((await store.getImport(decided.id, at(2 * DAY)))?.status, 'rejected')
-        assert.equal((await store.getImportValues(later.id)).length, 1)
+        assert.equal((await stagedValues(store, later.id)).length, 1)
         assert.equal((await store.listAccessLog(id, { limit: 100, action: 'push_expired' })).length, 2)
       }),
   },

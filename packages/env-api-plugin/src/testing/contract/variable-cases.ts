@@ -23,6 +23,8 @@ import {
   rejectsWith,
   deleteValue,
   storedValue,
+  variableMetas,
+  readLogged,
 } from './fixtures.js'
 import { writeTestValue } from '../write-value.js'
 
@@ -65,7 +67,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
           await writeTestValue(store, put(id, 'development', v, i % 2 ? OWNER : EDITOR, at(i * MINUTE)), entry(id, 'variable_set', { names: [v.name] }))
         }
         const names = ['ALPHA', 'Beta', 'ZED', '_mid']
-        const meta = await store.listVariableNames(id, 'development')
+        const meta = await variableMetas(store, id, 'development')
         assert.deepEqual(
           meta.map((m) => m.name),
           names,
@@ -81,7 +83,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         assert.equal(got?.sealed.byteLength, 40)
         assert.equal(await storedValue(store, id, 'development', 'NOPE'), null)
         assert.equal(await storedValue(store, id, 'preview', 'ALPHA'), null, 'environments are separate')
-        const { variables } = await store.readVariables(id, 'development', entry(id, 'read'))
+        const { variables } = await readLogged(store, id, 'development', entry(id, 'read'))
         assert.deepEqual(
           variables.map((v) => v.name),
           names,
@@ -91,7 +93,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         const next = sealed()
         await writeTestValue(store, put(id, 'development', { name: 'ZED', sealed: next }, OWNER, at(DAY)), entry(id, 'variable_set'))
         same((await storedValue(store, id, 'development', 'ZED'))?.sealed, next)
-        assert.equal((await store.listVariableNames(id, 'development')).find((m) => m.name === 'ZED')?.updatedAt.getTime(), at(DAY).getTime())
+        assert.equal((await variableMetas(store, id, 'development')).find((m) => m.name === 'ZED')?.updatedAt.getTime(), at(DAY).getTime())
         // delete
         assert.deepEqual(
           await deleteValue(
@@ -111,10 +113,10 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         )
         assert.equal(await storedValue(store, id, 'development', 'ZED'), null)
         assert.deepEqual(
-          (await store.listVariableNames(id, 'development')).map((m) => m.name),
+          (await variableMetas(store, id, 'development')).map((m) => m.name),
           ['ALPHA', 'Beta', '_mid'],
         )
-        assert.deepEqual(await store.listVariableNames(id, 'preview'), [])
+        assert.deepEqual(await variableMetas(store, id, 'preview'), [])
       }),
   },
   {
@@ -122,7 +124,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        const read = async (env = 'development') => (await store.readVariables(id, env, entry(id, 'read', { environment: env }))).version
+        const read = async (env = 'development') => (await readLogged(store, id, env, entry(id, 'read', { environment: env }))).version
         const v0 = await read()
         assert.equal(await read(), v0, 'a read changes nothing')
         await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
@@ -147,23 +149,23 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         assert.notEqual(v3, v2)
         const rejected = await store.createImport(newImport(id, [sv('R')]), entry(id, 'push_created'))
         assert.ok(rejected.ok)
-        await store.decideImport({ importId: rejected.import.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
+        await store.decideImport({ importId: rejected.value.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
         assert.equal(await read(), v3, 'a rejected push changes nothing')
         const applied = await store.createImport(newImport(id, [sv('R')]), entry(id, 'push_created'))
         assert.ok(applied.ok)
         assert.equal(await read(), v3, 'a pending push changes nothing')
-        await store.decideImport({ importId: applied.import.id, decision: 'applied', by: OWNER, now: T0 }, entry(id, 'push_applied'))
+        await store.decideImport({ importId: applied.value.id, decision: 'applied', by: OWNER, now: T0 }, entry(id, 'push_applied'))
         assert.notEqual(await read(), v3, 'an applied push changes it')
       }),
   },
   {
-    name: "readVariables appends its log entry with the names read (the caller's names are replaced)",
+    name: 'a read (readCurrent, then appendAccessLog with the names read) stores its entry as given, field by field',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
         await writeTestValue(store, put(id, 'development', sv('B'), OWNER, T0), entry(id, 'variable_set', { names: ['B'] }))
         await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set', { names: ['A'] }))
-        await store.readVariables(id, 'development', entry(id, 'read', { names: ['SOMETHING_ELSE'], at: at(MINUTE) }))
+        await readLogged(store, id, 'development', entry(id, 'read', { names: ['SOMETHING_ELSE'], at: at(MINUTE) }))
         const [last] = await store.listAccessLog(id, { limit: 1 })
         assert.ok(last)
         assert.equal(last.action, 'read')
@@ -174,13 +176,13 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         assert.equal(last.clientId, 'https://envkeep.test/cli/oauth-client.json')
         assert.equal(last.environment, 'development')
         assert.equal(last.address, '127.0.0.1')
-        await store.readVariables(id, 'preview', entry(id, 'read', { environment: 'preview', names: ['X'] }))
+        await readLogged(store, id, 'preview', entry(id, 'read', { environment: 'preview', names: ['X'] }))
         const [empty] = await store.listAccessLog(id, { limit: 1 })
         assert.deepEqual(empty?.names, [], 'an empty read logs no names')
       }),
   },
   {
-    name: 'readVariables of chosen names: only those (that exist) are returned and logged',
+    name: 'readCurrent of chosen names: only those (that exist) are returned, in name order, and logged',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
@@ -188,17 +190,17 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         await writeTestValue(store, put(id, 'development', a, OWNER, T0), entry(id, 'variable_set'))
         await writeTestValue(store, put(id, 'development', sv('B'), OWNER, T0), entry(id, 'variable_set'))
         await writeTestValue(store, put(id, 'development', sv('C'), OWNER, T0), entry(id, 'variable_set'))
-        const r = await store.readVariables(id, 'development', entry(id, 'read'), ['C', 'A', 'NOPE'])
+        const r = await readLogged(store, id, 'development', entry(id, 'read'), ['C', 'A', 'NOPE'])
         assert.deepEqual(namesOf(r.variables), ['A', 'C'])
         same(r.variables[0]?.sealed, a.sealed)
         const [last] = await store.listAccessLog(id, { limit: 1 })
         assert.deepEqual(last?.names, ['A', 'C'])
-        const none = await store.readVariables(id, 'development', entry(id, 'read'), ['NOPE'])
+        const none = await readLogged(store, id, 'development', entry(id, 'read'), ['NOPE'])
         assert.deepEqual(none.variables, [])
       }),
   },
   {
-    name: 'readVariables: if the log entry cannot be written, the read fails and nothing is logged',
+    name: 'appendAccessLog: if the entry cannot be written, it throws (the read fails) and nothing is logged',
     run: (make) =>
       withStore(make, async ({ store, probe }) => {
         const id = await newVault(store)
@@ -206,12 +208,12 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         const before = await probe.accessLogCount(id)
         const undo = await probe.breakWrites('access_log')
         try {
-          await assert.rejects(store.readVariables(id, 'development', entry(id, 'read')))
+          await assert.rejects(readLogged(store, id, 'development', entry(id, 'read')))
         } finally {
           await undo()
         }
         assert.equal(await probe.accessLogCount(id), before)
-        const ok = await store.readVariables(id, 'development', entry(id, 'read'))
+        const ok = await readLogged(store, id, 'development', entry(id, 'read'))
         assert.equal(ok.variables.length, 1, 'works again once the log can be written')
         assert.equal(await probe.accessLogCount(id), before + 1)
       }),
@@ -223,7 +225,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         const id = await newVault(store)
         const first = sv('A')
         await writeTestValue(store, put(id, 'development', first, OWNER, T0), entry(id, 'variable_set'))
-        const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
+        const version = (await readLogged(store, id, 'development', entry(id, 'read'))).version
         const undo = await probe.breakWrites('access_log')
         try {
           await assert.rejects(writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set')))
@@ -235,7 +237,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
         same((await storedValue(store, id, 'development', 'A'))?.sealed, first.sealed, 'not overwritten')
         assert.equal(await storedValue(store, id, 'development', 'NEW'), null, 'not inserted')
         assert.equal(await probe.variableCount(id, 'development'), 1)
-        assert.equal((await store.readVariables(id, 'development', entry(id, 'read'))).version, version)
+        assert.equal((await readLogged(store, id, 'development', entry(id, 'read'))).version, version)
       }),
   },
   {
@@ -270,7 +272,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
         await rejectsWith(writeTestValue(store, put(id, 'nowhere', sv('A'), OWNER, T0), entry(id, 'variable_set')), '23503')
-        assert.deepEqual(await store.listVariableNames(id, 'nowhere'), [])
+        assert.deepEqual(await variableMetas(store, id, 'nowhere'), [])
       }),
   },
   {
@@ -278,10 +280,10 @@ export const variableCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        const v0 = (await store.readVariables(id, 'development', entry(id, 'read'))).version
+        const v0 = (await readLogged(store, id, 'development', entry(id, 'read'))).version
         const names = Array.from({ length: 20 }, (_, i) => `V${String(i).padStart(2, '0')}`)
         await Promise.all(names.map((n) => writeTestValue(store, put(id, 'development', sv(n), OWNER, T0), entry(id, 'variable_set'))))
-        const r = await store.readVariables(id, 'development', entry(id, 'read'))
+        const r = await readLogged(store, id, 'development', entry(id, 'read'))
         assert.deepEqual(
           r.variables.map((v) => v.name),
           names,

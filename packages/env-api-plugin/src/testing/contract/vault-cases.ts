@@ -21,6 +21,8 @@ import {
   same,
   rejectsWith,
   storedValue,
+  stagedValues,
+  readLogged,
 } from './fixtures.js'
 import { storeFirstKey } from '../keys.js'
 import { writeTestValue } from '../write-value.js'
@@ -405,7 +407,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         await storeFirstKey(store, other, sealed(60))
         await writeTestValue(store, put(other, 'development', sv('Z'), OWNER, T0), entry(other, 'variable_set'))
         const otherBefore = await storedValue(store, other, 'development', 'Z')
-        const version = (await store.readVariables(id, 'development', entry(id, 'read'))).version
+        const version = (await readLogged(store, id, 'development', entry(id, 'read'))).version
 
         const bump = (u: Uint8Array) => new Uint8Array([...u, 1])
         const got = await store.readVaultSecrets(id)
@@ -437,8 +439,8 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: id, expect: got, next }), DONE)
         same(await store.getWrappedKey(id), bump(key))
         for (const v of got.variables) same((await storedValue(store, id, v.environment, v.name))?.sealed, bump(v.sealed), v.name)
-        same((await store.getImportValues(pending.id))[0]?.sealed, bump(got.staged[0]!.sealed))
-        assert.notEqual((await store.readVariables(id, 'development', entry(id, 'read'))).version, version, 'the version changes')
+        same((await stagedValues(store, pending.id))[0]?.sealed, bump(got.staged[0]!.sealed))
+        assert.notEqual((await readLogged(store, id, 'development', entry(id, 'read'))).version, version, 'the version changes')
         same((await storedValue(store, other, 'development', 'Z'))?.sealed, otherBefore?.sealed, 'other vaults untouched')
         assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: id, expect: got, next }), CHANGED, 'the secrets it expected are gone')
         assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: randomUUID(), expect: got, next }), { ok: false, reason: 'not_found' })

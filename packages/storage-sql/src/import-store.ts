@@ -1,0 +1,275 @@
+import type {
+  AccessLogEntry,
+  CreateImportResult,
+  DecideImportResult,
+  ImportDecision,
+  ImportRecord,
+  ImportStore,
+  ImportWithValues,
+  NewImport,
+  RefusedLine,
+  SealedVariable,
+} from '@envkeep/env-api-plugin'
+import { expiredPush, overwritesOf, pushExpiredEntry, pushHasExpired, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
+import { insertLog } from './access-log.js'
+import type { SqlDialect, SqlRunner } from './dialect.js'
+import { fixedQuery } from './fixed-query.js'
+import { all, first, type Op, run } from './op.js'
+import { bytes, date, dateOrNull, fromJson, toJson } from './rows.js'
+import type { ImportsTable } from './schema.js'
+import { bumpVersion, insertChangeSet, staleKey, usageOf } from './vault-values.js'
+import { lockVault } from './vault-lock.js'
+
+/** Pushes (import-store.ts in the plugin): tables imports and import_values. The expiry rules are the domain's (storage-rules.ts). */
+export function createImportStore(s: SqlRunner): ImportStore {
+  const d = s.dialect
+  return {
+    createImport: (input, log) => s.write(() => createImport(d, input, log)),
+    getImport: async (importId, now, options) => {
+      const values = options?.values === true
+      const found = await s.read(() => readImport(d, importId, values))
+      if (!found || !pushHasExpired(found, now)) return found as never
+      return (await s.write(() => expireNow(d, importId, values))) as never
+    },
+    decideImport: (decision, log) => s.write(() => decideImport(d, decision, log)),
+    expireImports: (now) => s.write(() => expireImports(d, now)),
+    listImports: (vaultId, filter) =>
+      s.read(function* () {
+        const rows = yield* all(
+          d.db
+            .selectFrom('imports')
+            .selectAll()
+            .where('vault_id', '=', vaultId)
+            .$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status ?? 'pending'))
+            .orderBy('created_at', 'desc')
+            .orderBy('id', 'desc')
+            .limit(Math.max(0, Math.trunc(filter.limit))),
+        )
+        return rows.map(toImport)
+      }),
+  }
+}
+
+type ImportRow = Omit<ImportsTable, 'names' | 'overwrites' | 'deletes' | 'refused'> & {
+  names: unknown
+  overwrites: unknown
+  deletes: unknown
+  refused: unknown
+}
+
+function toImport(r: ImportRow): ImportRecord {
+  return {
+    id: r.id,
+    vaultId: r.vault_id,
+    environment: r.environment,
+    senderId: r.sender_id,
+    signInId: r.sign_in_id,
+    status: r.status,
+    names: fromJson<string[]>(r.names),
+    overwrites: fromJson<string[]>(r.overwrites),
+    deletes: fromJson<string[]>(r.deletes),
+    refused: fromJson<RefusedLine[]>(r.refused),
+    createdAt: date(r.created_at),
+    expiresAt: date(r.expires_at),
+    decidedAt: dateOrNull(r.decided_at),
+    decidedBy: r.decided_by,
+    reason: r.reason ?? null,
+  }
+}
+
+const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+function* importRow(d: SqlDialect, importId: string) {
+  const r = yield* first(d.db.selectFrom('imports').selectAll().where('id', '=', importId))
+  return r && toImport(r)
+}
+
+function* stagedValues(d: SqlDialect, importId: string) {
+  const rows = yield* all(d.db.selectFrom('import_values').select(['name', 'sealed']).where('import_id', '=', importId).orderBy(d.byBytes('name')))
+  return rows.map((r): SealedVariable => ({ name: r.name, sealed: r.sealed }))
+}
+
+/** A push, with its staged values when asked (there are none once it is decided). */
+function* readImport(d: SqlDialect, importId: string, values: boolean) {
+  const imp = yield* importRow(d, importId)
+  if (!imp || !values) return imp ?? null
+  const staged = imp.status === 'pending' ? yield* stagedValues(d, importId) : []
+  return { ...imp, values: staged } satisfies ImportWithValues
+}
+
+/** Moves a pending push to `expired` (decided at its expiry), drops its staged values, logs it; the push as it is after. */
+function* expire(d: SqlDialect, imp: ImportRecord) {
+  const changed = yield* run(
+    d.db
+      .updateTable('imports')
+      .set((eb) => ({ status: 'expired', decided_at: eb.ref('expires_at'), decided_by: null }))
+      .where('id', '=', imp.id)
+      .where('status', '=', 'pending'),
+  )
+  if (changed === 0) return (yield* importRow(d, imp.id)) ?? imp
+  yield* run(d.db.deleteFrom('import_values').where('import_id', '=', imp.id))
+  yield* insertLog(d, pushExpiredEntry(imp))
+  return expiredPush(imp)
+}
+
+/** getImport's second step, for a push whose time has come: expired under the vault's lock, then read as asked. */
+function* expireNow(d: SqlDialect, importId: string, values: boolean) {
+  const head = yield* first(d.db.selectFrom('imports').select('vault_id').where('id', '=', importId))
+  if (!head) return null
+  yield* lockVault(d, head.vault_id)
+  const fresh = yield* importRow(d, importId)
+  if (!fresh) return null
+  const imp = fresh.status === 'pending' ? yield* expire(d, fresh) : fresh
+  return values ? ({ ...imp, values: [] } satisfies ImportWithValues) : imp
+}
+
+const insertStaged = fixedQuery<[string, string, Buffer], unknown>((d, arg) =>
+  d.db.insertInto('import_values').values({ import_id: arg(0), name: arg(1), sealed: arg(2) }),
+)
+
+function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op<CreateImportResult> {
+  const vault = yield* lockVault(d, input.vaultId)
+  if (staleKey(vault, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
+  const before = yield* usageOf(d, input.vaultId)
+  const added = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
+  const over = storageLimitRefusal(before, { n: before.n + input.values.length, bytes: before.bytes + added }, input.limit)
+  if (over) return over
+  const values = [...input.values].sort((a, b) => byName(a.name, b.name))
+  const valued = values.map((v) => v.name)
+  const deletes = [...(input.deletes ?? [])].sort(byName)
+  const names = [...valued, ...deletes].sort(byName)
+  const current =
+    valued.length === 0
+      ? []
+      : yield* all(
+          d.db
+            .selectFrom('variables')
+            .select('name')
+            .where('vault_id', '=', input.vaultId)
+            .where('environment', '=', input.environment)
+            .where('name', 'in', valued),
+        )
+  const overwrites = overwritesOf(valued, new Set(current.map((r) => r.name)))
+  const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
+  yield* run(
+    d.db.insertInto('imports').values({
+      id: input.id,
+      vault_id: input.vaultId,
+      environment: input.environment,
+      sender_id: input.senderId,
+      sign_in_id: input.signInId,
+      status: 'pending',
+      names: toJson(names),
+      overwrites: toJson(overwrites),
+      deletes: toJson(deletes),
+      refused: toJson(refused),
+      created_at: input.createdAt.getTime(),
+      expires_at: input.expiresAt.getTime(),
+      decided_at: null,
+      decided_by: null,
+    }),
+  )
+  for (const v of values) yield* run(insertStaged(d, input.id, v.name, bytes(v.sealed)))
+  yield* insertLog(d, log)
+  const created: ImportRecord = {
+    id: input.id,
+    vaultId: input.vaultId,
+    environment: input.environment,
+    senderId: input.senderId,
+    signInId: input.signInId,
+    status: 'pending',
+    names,
+    overwrites,
+    deletes,
+    refused,
+    createdAt: input.createdAt,
+    expiresAt: input.expiresAt,
+    decidedAt: null,
+    decidedBy: null,
+    reason: null,
+  }
+  return { ok: true, value: created }
+}
+
+function* decideImport(d: SqlDialect, decision: ImportDecision, log: AccessLogEntry): Op<DecideImportResult> {
+  const head = yield* first(d.db.selectFrom('imports').select('vault_id').where('id', '=', decision.importId))
+  if (!head) throw new StorageError('23503', 'imports')
+  yield* lockVault(d, head.vault_id)
+  const imp = (yield* importRow(d, decision.importId)) as ImportRecord
+  if (imp.status !== 'pending') return { ok: false, reason: 'not_pending' }
+  if (pushHasExpired(imp, decision.now)) {
+    yield* expire(d, imp)
+    return { ok: false, reason: 'not_pending' }
+  }
+  const at = decision.now.getTime()
+  if (decision.decision === 'applied') {
+    if (decision.ifVersion !== undefined) {
+      const env = yield* first(d.db.selectFrom('environments').select('version').where('vault_id', '=', imp.vaultId).where('name', '=', imp.environment))
+      if (Number(env?.version ?? 0) !== decision.ifVersion) return { ok: false, reason: 'changed' }
+    }
+    if (decision.changeSet) yield* insertChangeSet(d, decision.changeSet)
+    const staged = yield* run(
+      d.db
+        .insertInto('variables')
+        .columns(['vault_id', 'environment', 'name', 'sealed', 'updated_at', 'updated_by'])
+        .expression((eb) =>
+          eb
+            .selectFrom('import_values')
+            .select((s) => [
+              s.val(imp.vaultId).as('vault_id'),
+              s.val(imp.environment).as('environment'),
+              'name',
+              'sealed',
+              s.val(at).as('updated_at'),
+              s.val(decision.by).as('updated_by'),
+            ])
+            .where('import_id', '=', imp.id),
+        )
+        .onConflict((oc) =>
+          oc.columns(['vault_id', 'environment', 'name']).doUpdateSet({
+            sealed: (eb) => eb.ref('excluded.sealed'),
+            updated_at: (eb) => eb.ref('excluded.updated_at'),
+            updated_by: (eb) => eb.ref('excluded.updated_by'),
+          }),
+        ),
+    )
+    const deleted =
+      imp.deletes.length === 0
+        ? 0
+        : yield* run(
+            d.db
+              .deleteFrom('variables')
+              .where('vault_id', '=', imp.vaultId)
+              .where('environment', '=', imp.environment)
+              .where('name', 'in', [...imp.deletes]),
+          )
+    if (staged > 0 || deleted > 0) yield* bumpVersion(d, imp.vaultId, imp.environment)
+  }
+  yield* run(d.db.deleteFrom('import_values').where('import_id', '=', imp.id))
+  const reason = decision.decision === 'rejected' ? (decision.reason ?? null) : null
+  yield* run(
+    d.db
+      .updateTable('imports')
+      .set({ status: decision.decision, decided_at: at, decided_by: decision.by, reason })
+      .where('id', '=', imp.id)
+      .where('status', '=', 'pending'),
+  )
+  yield* insertLog(d, log)
+  const decided: ImportRecord = { ...imp, status: decision.decision, decidedAt: decision.now, decidedBy: decision.by, reason }
+  return { ok: true, value: decided }
+}
+
+function* expireImports(d: SqlDialect, now: Date) {
+  // skip locked (PostgreSQL): several processes sweep at once, and each push expires exactly once
+  const due = yield* all(
+    d.db
+      .selectFrom('imports')
+      .selectAll()
+      .where('status', '=', 'pending')
+      .where('expires_at', '<=', now.getTime())
+      .orderBy('expires_at')
+      .$if(d.rowLocks, (q) => q.forUpdate().skipLocked()),
+  )
+  for (const r of due) yield* expire(d, toImport(r))
+  return { ok: true as const, value: due.length }
+}
