@@ -22,7 +22,8 @@ t.test('docs/oauth.md documents every error code the token endpoint can give, wi
 })
 
 t.test('docs/oauth.md documents every error the authorization endpoint redirects with', async (t) => {
-  const code = src('routes/oauth/authorize.ts')
+  // the checks live in oauth/authorize-request.ts (shared with the MCP consent), the route in routes/oauth/authorize.ts
+  const code = src('routes/oauth/authorize.ts') + src('oauth/authorize-request.ts')
   const errors = new Set([...code.matchAll(/(?:fail\(|error: )'([a-z_]+)'/g)].map((m) => m[1]!))
   t.ok(errors.size >= 5)
   for (const e of errors) t.match(doc, new RegExp(`\\| \`${e}\` \\|`), `${e} is documented`)
