@@ -177,8 +177,8 @@ export async function seed(filename: string, keyring: Keyring): Promise<Seeded> 
         { id, name: `team-${String(i).padStart(4, '0')}`, ownerId: owner, plan: 'self-hosted', environments: ENVIRONMENTS, now },
         testLogEntry({ vaultId: id, action: 'vault_created' }),
       )
-      await storage.setMember(
-        { vaultId: id, personId: many, role: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' },
+      await storage.changeMember(
+        { kind: 'set', vaultId: id, personId: many, role: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' },
         testLogEntry({ vaultId: id, action: 'member_added', subject: many, detail: i % 3 === 0 ? 'owner' : i % 3 === 1 ? 'editor' : 'viewer' }),
       )
     }

@@ -108,6 +108,7 @@ export {
   overwritesOf,
   pushExpiredEntry,
   pushHasExpired,
+  sameSecrets,
   storageLimitRefusal,
   type Usage,
 } from './domain/storage-rules.js'

@@ -3,6 +3,8 @@ import { LRUCache } from 'lru-cache'
 import type { Keyring } from './adapters/keyring.js'
 import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './adapters/storage.js'
 import { fail } from './domain/failure.js'
+import { AGAIN, retryOptimistic } from './domain/retry.js'
+import { StorageError } from './errors.js'
 import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
@@ -73,8 +75,8 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   const maxKeys = options.maxKeys ?? 10_000
   // per vault: the data key in use (dropped by forget(), e.g. on every change the core sees)
   const keys = new LRUCache<string, Promise<{ readonly wrapped: Uint8Array; readonly key: Uint8Array }>>({ max: maxKeys })
-  // per vault: the last wrap unwrapped and its key, so that re-reading an unchanged wrap after forget() asks no keyring (a KMS)
-  // the same key buffer again: seal.ts keeps its KeyObject as long as the buffer lives (ciphers from a KeyObject are much cheaper)
+  // per vault: the last wrap unwrapped and its key, so that re-reading an unchanged wrap after forget() asks no keyring (a KMS),
+  // and answers the same key buffer, whose KeyObject seal.ts keeps (ciphers from a KeyObject are much cheaper)
   const unwrapped = new LRUCache<string, { readonly wrapped: Buffer; readonly key: Uint8Array }>({ max: maxKeys })
   const unwrap = async (wrapped: Uint8Array, vaultId: string): Promise<Uint8Array> => {
     const known = unwrapped.get(vaultId)
@@ -103,8 +105,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       let wrapped = await storage.getWrappedKey(vaultId)
       if (!wrapped) {
         if (!create) throw fail.decryptFailed(new Error('vault has values but no data key'))
-        // wrapped inside storage's transaction: a master-key rotation cannot commit in between
-        wrapped = await storage.ensureWrappedKey(vaultId, () => keyring.wrap(randomBytes(32), vaultId))
+        wrapped = await makeKey(keyring, vaultId)
       }
       try {
         const key = await unwrap(wrapped, vaultId)
@@ -134,6 +135,32 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       if (keys.peek(vaultId) === p) keys.delete(vaultId)
     })
     return p
+  }
+
+  /**
+   * The vault's first data key: wrapped, then stored if the vault still has
+   * none (compare-and-set; another writer's key wins), then kept under the
+   * keyring's current key (`keepCurrent`). No lock is held while the keyring wraps.
+   */
+  async function makeKey(keyring: Keyring, vaultId: string): Promise<Uint8Array> {
+    return retryOptimistic(
+      5,
+      () => `the data key of vault ${vaultId} kept changing while it was made`,
+      async () => {
+        const fresh = randomBytes(32)
+        try {
+          const wrapped = await keyring.wrap(fresh, vaultId)
+          const r = await storage.swapWrappedKey({ kind: 'key', vaultId, expect: null, next: wrapped })
+          if (!r.ok) {
+            if (r.reason === 'not_found') throw new StorageError('23503', 'vaults')
+            return (await storage.getWrappedKey(vaultId)) ?? AGAIN // another writer made it first
+          }
+          return (await keepCurrent(storage, keyring, vaultId, wrapped)) ?? (await storage.getWrappedKey(vaultId)) ?? AGAIN
+        } finally {
+          fresh.fill(0)
+        }
+      },
+    )
   }
 
   async function sealWith(vaultId: string, environment: string, values: Readonly<Record<string, string>>) {
@@ -243,50 +270,85 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
 /**
  * Data-key rotation of one vault: a new random data key, wrapped by the
  * keyring, and every sealed value of the vault (variables, staged values
- * of pending pushes, the versions kept in history and the webhooks' signing secrets) opened with the old key and sealed with the new one,
- * in one storage transaction (`resealVault`). A value that does not open
- * stops it with nothing changed. False when the vault has no key yet.
+ * of pending pushes, the versions kept in history, overrides and the
+ * webhooks' signing secrets) opened with the old key and sealed with the
+ * new one, then written in one storage transaction if nothing of the vault
+ * changed since it was read (`swapWrappedKey`, compare-and-set; read and
+ * sealed again otherwise). No lock is held while values are sealed. A value
+ * that does not open stops it with nothing changed. False when the vault
+ * has no key yet.
  */
 export async function rotateDataKey(storage: Storage, keyring: Keyring, vaultId: string): Promise<boolean> {
-  return storage.resealVault(vaultId, async (current) => {
-    const oldKey = await keyring.unwrap(current.wrappedKey, vaultId)
-    const newKey = randomBytes(32)
-    const again = (environment: string, name: string, sealed: Uint8Array): Uint8Array => {
-      const place = placeOf(vaultId, environment, name)
-      return seal(newKey, open(oldKey, sealed, place), place)
+  return retryOptimistic(
+    5,
+    () => `vault ${vaultId} kept changing while its data key was rotated`,
+    async () => {
+      const current = await storage.readVaultSecrets(vaultId)
+      if (!current) return false
+      const next = await resealed(keyring, vaultId, current)
+      const r = await storage.swapWrappedKey({ kind: 'reseal', vaultId, expect: current, next })
+      if (!r.ok) return r.reason === 'not_found' ? false : AGAIN
+      await keepCurrent(storage, keyring, vaultId, next.wrappedKey)
+      return true
+    },
+  )
+}
+
+/**
+ * A data key just stored, kept under the keyring's current key: if the keyring's key changed
+ * while it was wrapped (a master-key rotation swapped the key file), it is wrapped again under
+ * the new one, since the rotation's last pass may have read the vault before it was stored.
+ * Answers the key stored, or null when another writer changed it meanwhile (read it again).
+ */
+async function keepCurrent(storage: Storage, keyring: Keyring, vaultId: string, stored: Uint8Array): Promise<Uint8Array | null> {
+  let wrapped = stored
+  while (keyring.isCurrent && !(await keyring.isCurrent(wrapped, vaultId))) {
+    const again = await keyring.wrap(await keyring.unwrap(wrapped, vaultId), vaultId)
+    if (!(await storage.swapWrappedKey({ kind: 'key', vaultId, expect: wrapped, next: again })).ok) return null // the rotation rewrapped it first
+    wrapped = again
+  }
+  return wrapped
+}
+
+/** A vault's secrets sealed again under a new data key (pure crypto; nothing stored). */
+async function resealed(keyring: Keyring, vaultId: string, current: VaultSecrets): Promise<VaultSecrets> {
+  const oldKey = await keyring.unwrap(current.wrappedKey, vaultId)
+  const newKey = randomBytes(32)
+  const again = (environment: string, name: string, sealed: Uint8Array): Uint8Array => {
+    const place = placeOf(vaultId, environment, name)
+    return seal(newKey, open(oldKey, sealed, place), place)
+  }
+  const againInHistory = (h: VaultSecrets['history'][number]): Uint8Array => {
+    if (h.sealed.byteLength === 0) return h.sealed // a value recorded as unreadable (UNREADABLE_BEFORE)
+    const place = historyPlaceOf(vaultId, h.environment, h.name, h.changeSetId, h.side)
+    return seal(newKey, open(oldKey, h.sealed, place), place)
+  }
+  try {
+    return {
+      wrappedKey: await keyring.wrap(newKey, vaultId),
+      variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+      staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
+      history: current.history.map((h) => ({ ...h, sealed: againInHistory(h) })),
+      ...(current.overrides
+        ? {
+            overrides: current.overrides.map((o) => {
+              const place = overridePlaceOf(vaultId, o.environment, o.name, o.personId)
+              return { ...o, sealed: seal(newKey, open(oldKey, o.sealed, place), place) }
+            }),
+          }
+        : {}),
+      ...(current.webhooks
+        ? {
+            webhooks: current.webhooks.map((w) => {
+              const place = webhookPlaceOf(vaultId, w.webhookId)
+              return { webhookId: w.webhookId, sealed: seal(newKey, open(oldKey, w.sealed, place), place) }
+            }),
+          }
+        : {}),
     }
-    const againInHistory = (h: VaultSecrets['history'][number]): Uint8Array => {
-      if (h.sealed.byteLength === 0) return h.sealed // a value recorded as unreadable (UNREADABLE_BEFORE)
-      const place = historyPlaceOf(vaultId, h.environment, h.name, h.changeSetId, h.side)
-      return seal(newKey, open(oldKey, h.sealed, place), place)
-    }
-    try {
-      return {
-        wrappedKey: await keyring.wrap(newKey, vaultId),
-        variables: current.variables.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
-        staged: current.staged.map((v) => ({ ...v, sealed: again(v.environment, v.name, v.sealed) })),
-        history: current.history.map((h) => ({ ...h, sealed: againInHistory(h) })),
-        ...(current.overrides
-          ? {
-              overrides: current.overrides.map((o) => {
-                const place = overridePlaceOf(vaultId, o.environment, o.name, o.personId)
-                return { ...o, sealed: seal(newKey, open(oldKey, o.sealed, place), place) }
-              }),
-            }
-          : {}),
-        ...(current.webhooks
-          ? {
-              webhooks: current.webhooks.map((w) => {
-                const place = webhookPlaceOf(vaultId, w.webhookId)
-                return { webhookId: w.webhookId, sealed: seal(newKey, open(oldKey, w.sealed, place), place) }
-              }),
-            }
-          : {}),
-      }
-    } finally {
-      newKey.fill(0)
-    }
-  })
+  } finally {
+    newKey.fill(0)
+  }
 }
 
 export type { AccessLogEntry }

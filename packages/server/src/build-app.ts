@@ -187,7 +187,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     oidc: config.oidc,
     client: oidcClient,
     accounts: deps.accounts,
-    storage: deps.storage,
+    domain: core.domain,
     people,
     baseUrl: config.baseUrl,
     basePath: config.basePath,

@@ -84,8 +84,9 @@ export function loadKeySource(config: ServerConfig): KeySource {
  * 500): rewrapped under the next key (`<file>.new`) before the file is
  * swapped, or wrapped under the retiring key just before the swap. So an
  * unwrap that fails under the current key tries the key it replaced, then
- * the rotation's `<file>.new`. Wrapping always uses the current file's key
- * (the rotation's second pass rewraps what was wrapped under the old one).
+ * the rotation's `<file>.new`. Wrapping always uses the current file's key;
+ * a data key wrapped just before the swap is wrapped again by its maker
+ * (`isCurrent`) or by the rotation's passes after the swap.
  */
 export function createFileKeyring(path: string, initialKey: Uint8Array): Keyring {
   let stamp = fileStamp(path)
@@ -131,6 +132,13 @@ export function createFileKeyring(path: string, initialKey: Uint8Array): Keyring
         }
         throw err
       }
+    },
+    async isCurrent(wrapped: Uint8Array, vaultId: string): Promise<boolean> {
+      reloadIfChanged()
+      return ring.unwrap(wrapped, vaultId).then(
+        () => true,
+        () => false,
+      )
     },
   })
 }

@@ -23,7 +23,7 @@ t.test('a wrong push applied to production is undone in two clicks (the server, 
   )
   // Ana sends, Bo (an owner too) reviews and reverts directly: the owners turned "Require a
   // second person" off (with it on, the revert is proposed: env-api-plugin's second-person.test.ts)
-  await storage.setMember({ vaultId, personId: bo.id, role: 'owner' }, testLogEntry({ vaultId, action: 'member_added' }))
+  await storage.changeMember({ kind: 'set', vaultId, personId: bo.id, role: 'owner' }, testLogEntry({ vaultId, action: 'member_added' }))
   const { accessToken } = await mintSignIn(storage, { baseUrl: config.baseUrl, personId: ana.id, now, signInTtlMs: 86_400_000 })
   const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }
   const b = browser(app)

@@ -40,7 +40,10 @@ async function setUp(t: Test, env?: Record<string, string>) {
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
   for (const role of ['editor', 'viewer'] as const)
-    await storage.setMember({ vaultId, personId: people[role].id, role }, testLogEntry({ vaultId, action: 'member_added', subject: people[role].id }))
+    await storage.changeMember(
+      { kind: 'set', vaultId, personId: people[role].id, role },
+      testLogEntry({ vaultId, action: 'member_added', subject: people[role].id }),
+    )
   const url = `/v/${vaultId}`
   /** a browser signed in as one of them, on the vault page */
   async function signedIn(who: Who) {
@@ -267,12 +270,12 @@ t.test('the form: passwords asked twice and the setup rules; an inviter who is n
   // the inviter steps down: their invitation stops working
   const t2 = await setUp(t)
   const { path: p2 } = await t2.invite('nina@example.com')
-  await t2.storage.setMember(
-    { vaultId: t2.vaultId, personId: t2.people.editor.id, role: 'owner' },
+  await t2.storage.changeMember(
+    { kind: 'set', vaultId: t2.vaultId, personId: t2.people.editor.id, role: 'owner' },
     testLogEntry({ vaultId: t2.vaultId, action: 'member_changed' }),
   )
-  await t2.storage.setMember(
-    { vaultId: t2.vaultId, personId: t2.people.owner.id, role: 'viewer', expect: 'existing' },
+  await t2.storage.changeMember(
+    { kind: 'set', vaultId: t2.vaultId, personId: t2.people.owner.id, role: 'viewer', expect: 'existing' },
     testLogEntry({ vaultId: t2.vaultId, action: 'member_changed' }),
   )
   t.equal((await browser(t2.app).get(p2)).statusCode, 404)

@@ -66,7 +66,7 @@ t.test('migrate --to copies everything, sealed as it is; the server on PostgreSQ
   const sqlite = await createSqliteStorage({ filename: join(data, 'envkeep.db') })
   const ana = ((await sqlite.database.sqlite.prepare('select id from accounts').get()) as { id: string }).id
   const signIn = await mintSignIn(sqlite, { baseUrl: base, personId: ana })
-  t.ok(await sqlite.deleteVault({ vaultId: oldId, by: ana, at: new Date() }))
+  t.ok((await sqlite.deleteVault({ vaultId: oldId, by: ana, at: new Date() })).ok)
   // a webhook and a pending invitation
   const hookId = randomUUID()
   const hook = { id: hookId, vaultId, url: 'https://hooks.example/migrate', format: 'slack' as const, events: ['push.created' as const] }

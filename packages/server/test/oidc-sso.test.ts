@@ -110,8 +110,8 @@ t.test(
     t.equal(removed?.clientId, 'group-rule:devs')
 
     // a membership given by hand is never touched by the rules
-    await s.storage.setMember(
-      { vaultId: s.vaultId, personId: s.ana.id, role: 'viewer' },
+    await s.storage.changeMember(
+      { kind: 'set', vaultId: s.vaultId, personId: s.ana.id, role: 'viewer' },
       testLogEntry({ vaultId: s.vaultId, action: 'member_added', subject: s.ana.id }),
     )
     await s.sso('ana-sub')

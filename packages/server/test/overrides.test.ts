@@ -32,7 +32,7 @@ t.test('an override is seen by its person only: not another member, not a CI ide
     },
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
-  await storage.setMember({ vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added' }))
+  await storage.changeMember({ kind: 'set', vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added' }))
   const ci = await storage.changeCiIdentity(
     {
       kind: 'create',

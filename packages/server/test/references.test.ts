@@ -32,7 +32,7 @@ async function setUp(t: Parameters<typeof buildTestApp>[0]) {
     },
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
-  await storage.setMember({ vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added' }))
+  await storage.changeMember({ kind: 'set', vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added' }))
   const token = async (personId: string) => (await mintSignIn(storage, { baseUrl: config.baseUrl, personId, now, signInTtlMs: 86_400_000 })).accessToken
   const tokens = { ana: await token(ana.id), ed: await token(ed.id) }
   const read = (who: keyof typeof tokens, env: string) =>

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
-import { mintSignIn, testLogEntry } from '@envkeep/env-api-plugin/testing'
+import { mintSignIn, storeFirstKey, testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { spawnNode } from '@envkeep/test-support'
 import { readKeyFile } from '../src/keyring-file.js'
@@ -52,7 +52,7 @@ t.test('master-key rotation racing vault creation never leaves a key the new mas
           { id, name: `race-${id.slice(0, 8)}`, ownerId: ana, plan: 'self-hosted', environments: KEYLESS, now: new Date() },
           testLogEntry({ vaultId: id, action: 'vault_created' }),
         )
-        if (ring) await storage.ensureWrappedKey(id, () => ring.wrap(randomBytes(32), id))
+        if (ring) await storeFirstKey(storage, id, await ring.wrap(randomBytes(32), id))
         ids.push(id)
       }
       return ids

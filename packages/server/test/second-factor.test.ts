@@ -140,7 +140,7 @@ t.test('an owner sees which members have no second factor; other members do not'
     },
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
-  await s.storage.setMember({ vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added', subject: ed.id }))
+  await s.storage.changeMember({ kind: 'set', vaultId, personId: ed.id, role: 'editor' }, testLogEntry({ vaultId, action: 'member_added', subject: ed.id }))
   const { b } = await password(s)
   await addApp(s, b)
   const members = await b.get(`/v/${vaultId}/members`)

@@ -1,3 +1,2 @@
 export { openPostgres, toStorageError, inTransaction, type OpenPostgres, type PostgresOptions } from './database.js'
 export { createPostgresStorage, type PostgresStorage } from './storage.js'
-export { PostgresVaultStore } from './vault-store.js'

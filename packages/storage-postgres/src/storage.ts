@@ -1,20 +1,20 @@
-import { boundMethods, onChanges, type Storage } from '@envkeep/env-api-plugin'
+import { onChanges, type Storage } from '@envkeep/env-api-plugin'
 import {
   createAccessLogStore,
   createCiIdentityStore,
   createClientRegistrationStore,
   createHistoryStore,
   createImportStore,
+  createKeyStore,
   createOAuthStore,
   createOverrideStore,
   createPurge,
   createRateCounters,
+  createVaultStore,
   createWebhookStore,
 } from '@envkeep/storage-sql'
-import { PostgresVaultAdminStore } from './vault-admin-store.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { createPostgresRunner } from './sql-runner.js'
-import { PostgresVaultStore } from './vault-store.js'
 import { createPostgresChangeListener } from './change-listener.js'
 
 export interface PostgresStorage extends Storage {
@@ -34,15 +34,15 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<P
   // every change made through this store is heard at once by its listeners, before it resolves
   return onChanges(
     {
-      ...boundMethods(new PostgresVaultStore(database.db)),
       ...createOAuthStore(sql),
       ...createCiIdentityStore(sql),
-      ...boundMethods(new PostgresVaultAdminStore(database.db)),
       ...createWebhookStore(sql),
       ...createOverrideStore(sql),
       ...createAccessLogStore(sql),
       ...createImportStore(sql),
       ...createHistoryStore(sql),
+      ...createVaultStore(sql),
+      ...createKeyStore(sql),
       ...createRateCounters(sql),
       ...createPurge(sql, { rateCounters: true }),
       ...createClientRegistrationStore(sql),

@@ -1,4 +1,6 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
+import { jsonArrayFrom as postgresJsonArray } from 'kysely/helpers/postgres'
+import { jsonArrayFrom as sqliteJsonArray } from 'kysely/helpers/sqlite'
 import type { Op } from './op.js'
 import type { DB } from './schema.js'
 
@@ -40,4 +42,15 @@ export interface SqlRunner {
   readonly dialect: SqlDialect
   read<T>(op: () => Op<T>): Promise<T>
   write<T>(op: () => Op<T>): Promise<T>
+}
+
+/**
+ * A subquery's rows as one JSON array column (PostgreSQL `json_agg`, SQLite
+ * `json_group_array`), so a list comes along in the same statement: one
+ * round trip. SQLite answers it as JSON text and 0/1 booleans (read it with
+ * `fromJson` and `isSet`).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any subquery of any tables (kysely's own helpers take the same)
+export function jsonArray<O>(d: SqlDialect, q: SelectQueryBuilder<any, any, O>): RawBuilder<unknown> {
+  return d.name === 'postgres' ? postgresJsonArray(q) : sqliteJsonArray(q)
 }

@@ -1,3 +1,2 @@
 export { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 export { createSqliteStorage, type SqliteStorage } from './storage.js'
-export { createSqliteVaultStore } from './vault-store.js'

@@ -5,14 +5,15 @@ import {
   createClientRegistrationStore,
   createHistoryStore,
   createImportStore,
+  createKeyStore,
   createOAuthStore,
   createOverrideStore,
   createPurge,
+  createVaultStore,
   createWebhookStore,
 } from '@envkeep/storage-sql'
 import { openDatabase, type OpenDatabase, type OpenOptions } from './database.js'
 import { createSqliteRunner } from './sql-runner.js'
-import { createSqliteVaultStore } from './vault-store.js'
 import { createSqliteChangeWatch } from './change-watch.js'
 
 export interface SqliteStorage extends Storage {
@@ -30,7 +31,6 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
   // every change made through this store is heard at once by its listeners, before it resolves
   return onChanges(
     {
-      ...createSqliteVaultStore(database),
       ...createOAuthStore(sql),
       ...createCiIdentityStore(sql),
       ...createWebhookStore(sql),
@@ -40,6 +40,8 @@ export async function createSqliteStorage(options: OpenOptions): Promise<SqliteS
       ...createAccessLogStore(sql),
       ...createImportStore(sql),
       ...createHistoryStore(sql),
+      ...createVaultStore(sql),
+      ...createKeyStore(sql),
       watchChanges: (listener) => changes.watch(listener),
       database,
       close: () => {

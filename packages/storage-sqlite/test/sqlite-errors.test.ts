@@ -125,7 +125,7 @@ t.test('a closed database is 08006 (503), on every path', async (t) => {
           entry(vaultId),
         ),
     ],
-    ['rewrapKeys (through kysely)', () => store.rewrapKeys(async (w) => w)],
+    ['swapWrappedKey', () => store.swapWrappedKey({ kind: 'key', vaultId, expect: null, next: randomBytes(60) })],
   ]
   for (const [name, call] of calls) {
     const e = await caught(call())
@@ -160,8 +160,8 @@ t.test('a foreign key violation is 23503; a check violation is 23514 naming the 
   t.equal(fk.detail, 'variables_environment', 'names the rule (changeVariables checks the environment first)')
   t.notMatch(fk.message, sealed.toString('hex'))
   const check = await caught(
-    store.setMember(
-      { vaultId: vaultId, personId: 'p2', role: 'admin' as never },
+    store.changeMember(
+      { kind: 'set', vaultId: vaultId, personId: 'p2', role: 'admin' as never },
       testLogEntry({ vaultId: vaultId, action: 'member_added', subject: 'p2', detail: 'admin' as never }),
     ),
   )

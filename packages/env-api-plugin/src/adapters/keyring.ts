@@ -10,4 +10,12 @@ export interface Keyring {
    * bytes); the plugin answers that as 500 `decrypt_failed`.
    */
   unwrap(wrapped: Uint8Array, vaultId: string): Promise<Uint8Array>
+  /**
+   * Optional, for a keyring whose key can change while the server runs (a
+   * master-key rotation): whether `wrapped` opens under the key `wrap` uses
+   * now, with no fallback to an older one. A data key made while the key
+   * changed is wrapped again under the new one (vault-service.ts), so a
+   * rotation never misses a key stored after its last pass.
+   */
+  isCurrent?(wrapped: Uint8Array, vaultId: string): Promise<boolean>
 }

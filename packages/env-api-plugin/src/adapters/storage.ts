@@ -12,6 +12,7 @@ export type * from './history-store.js'
 export type * from './oauth-store.js'
 export type * from './override-store.js'
 export type * from './vault-store.js'
+export type * from './results.js'
 export type * from './webhook-store.js'
 export type * from './results.js'
 

@@ -141,16 +141,28 @@ export interface NewVault {
   readonly now: Date
 }
 
-export interface NewEnvironment {
-  readonly vaultId: string
-  readonly name: string
-  readonly ownersOnly: boolean
-  /** default: `ownersOnly` */
-  readonly secondPerson?: boolean
-  readonly now: Date
-}
-
-export type CreateEnvironmentResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'exists' }
+/**
+ * A change of a vault (`changeVault`): its name, an environment's rules
+ * (`ownersOnly`, `secondPerson`; an absent one is kept), or a new
+ * environment (`secondPerson` defaults to `ownersOnly`).
+ */
+export type VaultChange =
+  | { readonly kind: 'rename'; readonly vaultId: string; readonly name: string }
+  | {
+      readonly kind: 'environment_rules'
+      readonly vaultId: string
+      readonly environment: string
+      readonly ownersOnly?: boolean
+      readonly secondPerson?: boolean
+    }
+  | {
+      readonly kind: 'create_environment'
+      readonly vaultId: string
+      readonly name: string
+      readonly ownersOnly: boolean
+      readonly secondPerson?: boolean
+      readonly now: Date
+    }
 
 /** A server-level audit line: what happened to a vault that has no access log any more. */
 export interface AuditRow {
@@ -163,24 +175,23 @@ export interface AuditRow {
   readonly vaultName: string
 }
 
-export interface MemberChange {
-  readonly vaultId: string
-  readonly personId: string
-  readonly role: Role
-  /**
-   * `new`: refuse (`already_member`) if the person is a member; `existing`:
-   * refuse (`not_member`) if not; `any` (default): add or change.
-   */
-  readonly expect?: 'new' | 'existing' | 'any'
-}
+/**
+ * A change of a vault's members (`changeMember`). `set` adds a member or
+ * changes their role; its `expect`: `new` refuses (`already_member`) if the
+ * person is a member, `existing` refuses (`not_member`) if not, `any`
+ * (default) adds or changes. `remove` takes the person out.
+ */
+export type MemberChange =
+  | { readonly kind: 'set'; readonly vaultId: string; readonly personId: string; readonly role: Role; readonly expect?: 'new' | 'existing' | 'any' }
+  | { readonly kind: 'remove'; readonly vaultId: string; readonly personId: string }
 
-export type SetMemberResult =
-  /** `previous` is the role before (null: was not a member); same role → nothing written or logged */
-  | { readonly ok: true; readonly previous: Role | null }
-  /** the change would leave the vault without an owner */
-  | { readonly ok: false; readonly reason: 'last_owner' | 'already_member' | 'not_member' }
-
-export type RemoveMemberResult = { readonly ok: true; readonly previous: Role } | { readonly ok: false; readonly reason: 'last_owner' | 'not_member' }
+/**
+ * What a member change answers: done, with the role the person had before
+ * (null: was not a member); or refused: `last_owner` (the vault would have
+ * no owner), `already_member`/`not_member` (`expect`, or removing a
+ * non-member), `not_found` (no such vault, for `set`).
+ */
+export type MemberChangeResult = ChangeResult<'last_owner' | 'already_member' | 'not_member' | 'not_found', Role | null>
 
 /** The vault's data key changed since the values were sealed: nothing was written. */
 export interface StaleKey {
@@ -190,6 +201,7 @@ export interface StaleKey {
 
 /** Every secret of a vault: its wrapped data key and every sealed value (variables and staged values of pending pushes). */
 export interface VaultSecrets {
+  /** the data key all of them are sealed under, wrapped by the keyring */
   readonly wrappedKey: Uint8Array
   readonly variables: readonly { readonly environment: string; readonly name: string; readonly sealed: Uint8Array }[]
   readonly staged: readonly { readonly importId: string; readonly environment: string; readonly name: string; readonly sealed: Uint8Array }[]
@@ -210,6 +222,17 @@ export interface VaultSecrets {
   readonly overrides?: readonly { readonly environment: string; readonly name: string; readonly personId: string; readonly sealed: Uint8Array }[]
 }
 
+/**
+ * A compare-and-set of a vault's data key (`swapWrappedKey`). `key`: the
+ * wrapped key alone is replaced (the first key, `expect: null`; a master-key
+ * rotation rewrapping it). `reseal`: the key and every sealed value with it
+ * (a data-key rotation): `expect` is the vault's secrets as read
+ * (`readVaultSecrets`), `next` the same rows sealed anew.
+ */
+export type KeySwap =
+  | { readonly kind: 'key'; readonly vaultId: string; readonly expect: Uint8Array | null; readonly next: Uint8Array }
+  | { readonly kind: 'reseal'; readonly vaultId: string; readonly expect: VaultSecrets; readonly next: VaultSecrets }
+
 export interface VaultStore extends ImportStore {
   // ---- vaults and keys --------------------------------------------------------
 
@@ -224,41 +247,31 @@ export interface VaultStore extends ImportStore {
   getWrappedKey(vaultId: string): Promise<Uint8Array | null>
 
   /**
-   * The vault's wrapped data key, made if it has none: in one write
-   * transaction, if the vault has no key, calls `wrap()` (which wraps a new
-   * data key under the current master key) and stores its result. `wrap`
-   * runs inside the transaction, holding the write lock, so a master-key
-   * rotation (`rewrapKeys`) can never commit between the wrapping and the
-   * storing: a key is wrapped either before the rotation (and rewrapped by
-   * it) or after it (under the new key). `wrap` is not called when the
-   * vault has a key already (another writer won); that key is returned. A
-   * throw from `wrap` stores nothing. No such vault: throws 23503.
+   * Every secret of a vault (its wrapped data key and every sealed value),
+   * as one consistent read; `null` for an unknown vault or one without a key.
    */
-  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array>
+  readVaultSecrets(vaultId: string): Promise<VaultSecrets | null>
 
   /**
-   * Replaces the wrapped data keys of all vaults (master key rotation), in
-   * one transaction that holds the store's write lock across the awaited
-   * `rewrap` calls, so no key can be stored meanwhile. A throw rolls every
-   * key back. Returns how many keys were rewrapped.
+   * Replaces a vault's data key if it is still what the caller read, in one
+   * transaction; no lock is held while the caller wraps or seals (it does
+   * that before, and calls again after `changed`). `key`: refused with
+   * `changed` when the stored key is not `expect` (null: none). `reseal`:
+   * refused with `changed` when the vault's secrets are not exactly
+   * `expect` (a value written, a push created, the key swapped meanwhile);
+   * else writes every row of `next` (the same rows as `expect`, new sealed
+   * bytes; a row that is not there throws 23503 and changes nothing), and
+   * every environment's version changes. `not_found`: no such vault.
    */
-  rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number>
+  swapWrappedKey(swap: KeySwap): Promise<ChangeResult<'changed' | 'not_found'>>
 
   /**
-   * Replaces a vault's data key (data-key rotation), in one transaction that
-   * holds the write lock across the awaited `reseal`: reads the vault's
-   * secrets, calls `reseal` with them, and writes what it returns (the same
-   * rows, each with new sealed bytes, and the new wrapped key); a throw
-   * changes nothing. Every environment's version changes. Returns false
-   * (and does not call `reseal`) for an unknown vault or one without a key.
+   * The vaults the person is a member of, in name order (then id), with
+   * their role and environments; with `vaultId`, only that one (`[]` when
+   * absent or the person is not a member: one indexed look-up, the API's
+   * every request starts here).
    */
-  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean>
-
-  /** Vaults the person is a member of, in name order (then id), with their role and environments. */
-  listVaults(personId: string): Promise<VaultAccess[]>
-
-  /** One vault as the person sees it; `null` when absent or the person is not a member. */
-  getVault(vaultId: string, personId: string): Promise<VaultAccess | null>
+  listVaults(personId: string, filter?: { readonly vaultId?: string }): Promise<VaultAccess[]>
 
   /**
    * Every vault with that id or exact name (or every vault, for `{}`),
@@ -268,57 +281,37 @@ export interface VaultStore extends ImportStore {
   findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]>
 
   /**
-   * Renames a vault and appends `log` (`vault_renamed`, detail: the new
-   * name), in one transaction. False for an unknown vault.
+   * Changes a vault (see VaultChange) and appends `log` (`vault_renamed`
+   * with the new name as detail, `environment_changed`,
+   * `environment_created`), in one transaction. `not_found`: no such vault
+   * (or environment, for its rules); `exists`: a new environment's name
+   * the vault has already. A refusal writes nothing.
    */
-  renameVault(input: { readonly vaultId: string; readonly name: string }, log: AccessLogEntry): Promise<boolean>
+  changeVault(change: VaultChange, log: AccessLogEntry): Promise<ChangeResult<'not_found' | 'exists'>>
 
   /**
    * Deletes a vault with everything it holds (members, environments,
    * values, pushes, history, CI identities, its access log) and appends one
-   * server-level audit row, in one transaction. False for an unknown vault
-   * (nothing written).
+   * server-level audit row, in one transaction. `not_found` for an unknown
+   * vault (nothing written).
    */
-  deleteVault(input: { readonly vaultId: string; readonly by: string | null; readonly at: Date }): Promise<boolean>
+  deleteVault(input: { readonly vaultId: string; readonly by: string | null; readonly at: Date }): Promise<ChangeResult<'not_found'>>
 
   /** Server-level audit rows, newest first. */
   listAudit(filter: { readonly limit: number }): Promise<AuditRow[]>
 
-  // ---- environments and members ------------------------------------------------
+  // ---- members ----------------------------------------------------------------
 
   /**
-   * Changes an environment's rules (`ownersOnly`, `secondPerson`; an absent
-   * one is kept) and appends `log` (`environment_changed`), in one
-   * transaction. False for an unknown environment (nothing written).
+   * Changes a vault's members (see MemberChange) and appends `log`, in one
+   * transaction. The entry of a `set` is written as `member_added` when the
+   * person was not a member and `member_changed` otherwise, whatever
+   * `log.action` says (`memberChangeEntry`); setting the role a member has
+   * already writes nothing and logs nothing. Invariant checked inside the
+   * transaction: a change that would leave the vault without an owner is
+   * refused (`last_owner`).
    */
-  setEnvironmentRules(
-    input: { readonly vaultId: string; readonly name: string; readonly ownersOnly?: boolean; readonly secondPerson?: boolean },
-    log: AccessLogEntry,
-  ): Promise<boolean>
-
-  /**
-   * Adds an environment and appends `log` (`environment_created`), in one
-   * transaction. A name the vault has already: `{ ok: false, reason: 'exists' }`.
-   * No such vault: throws 23503.
-   */
-  createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult>
-
-  /**
-   * Adds a member or changes their role, and appends `log`, in one
-   * transaction. Storage writes the entry's `action` as `member_added` when
-   * the person was not a member and `member_changed` otherwise (whatever
-   * `log.action` says). Invariant checked inside the transaction: a change
-   * that would leave the vault without an owner is refused (`last_owner`).
-   * Setting the role a member has already writes nothing and logs nothing.
-   * No such vault: throws 23503.
-   */
-  setMember(change: MemberChange, log: AccessLogEntry): Promise<SetMemberResult>
-
-  /**
-   * Removes a member and appends `log` (`member_removed`), in one
-   * transaction; refused with `last_owner` when they are the vault's only owner.
-   */
-  removeMember(input: { readonly vaultId: string; readonly personId: string }, log: AccessLogEntry): Promise<RemoveMemberResult>
+  changeMember(change: MemberChange, log: AccessLogEntry): Promise<MemberChangeResult>
 
   /** Every member of a vault, in person-id order; `[]` for an unknown vault. */
   listMembers(vaultId: string): Promise<{ personId: string; role: Role }[]>

@@ -12,8 +12,8 @@ import { onChanges } from './change-kinds.js'
  * and emptied whole on every change.
  *
  * - sign-ins by access token hash (`findToken(hash, 'access')`, every request's lookup);
- * - a person's vault access: role, environments and their rules (`getVault`),
- *   a vault by id (`findVaults({id})`) and a CI identity by id
+ * - a person's vault access: role, environments and their rules
+ *   (`listVaults(person, {vaultId})`), a vault by id (`findVaults({id})`) and a CI identity by id
  *   (`findCiIdentities({id})`), which the domain's locate reads;
  * - an environment's sealed rows with its version (`readCurrent`) and a
  *   person's sealed overrides (`readOverrides`): sealed bytes only, opened
@@ -82,7 +82,7 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
   const max = o.maxEntries ?? 10_000
   let generation = 0
   const signIns = new LRUCache<string, SignInEntry>({ max })
-  const access = new LRUCache<string, Held<VaultAccess | null>>({ max })
+  const access = new LRUCache<string, Held<VaultAccess[]>>({ max })
   const vaults = new LRUCache<string, Held<VaultInfo[]>>({ max })
   const ci = new LRUCache<string, Held<CiIdentityRecord[]>>({ max })
   const sizeOf = (rows: readonly ({ name: string; sealed: Uint8Array } | { name: string })[]): number => {
@@ -132,7 +132,11 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
       kind === 'access'
         ? (accessGrant(tokenHash, now, idleCutoff) as Promise<FoundToken[K] | null>)
         : base.findToken(tokenHash, kind, now, idleCutoff)) as Storage['findToken'],
-    getVault: (vaultId, personId) => held(access, `${vaultId}\n${personId}`, () => base.getVault(vaultId, personId)),
+    async listVaults(personId, filter) {
+      const vaultId = filter?.vaultId
+      if (vaultId === undefined) return base.listVaults(personId, filter)
+      return [...(await held(access, `${vaultId}\n${personId}`, () => base.listVaults(personId, { vaultId })))]
+    },
     async findVaults(filter) {
       const id = onlyId(filter)
       if (id === null) return base.findVaults(filter)

@@ -2,6 +2,7 @@ import type { AuditRow, VaultInfo } from '../adapters/vault-store.js'
 import { requireAdministrator, type AdministratorActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { pruneHistory } from './history.js'
+import { AGAIN, retryOptimistic } from './retry.js'
 
 /**
  * What only the server administrator does (`envkeep-server admin …`) and
@@ -28,16 +29,40 @@ export async function rotateVaultKey(d: DomainDeps, actor: AdministratorActor, v
 }
 
 /**
- * Every vault's wrapped data key passed through `rewrap` in one storage
- * transaction (a master-key rotation; values untouched); how many.
+ * One pass of a master-key rotation: every vault's wrapped data key passed
+ * through `rewrap` and stored again if it changed (compare-and-set per
+ * vault: a key made or rotated meanwhile is read and passed again; no lock
+ * is held while the keyring wraps). Answers how many keys it saw and how
+ * many it changed: a rotation repeats passes until one changes none.
+ * A throw stops the pass; keys already stored stay rewrapped.
  */
 export async function rewrapDataKeys(
   d: DomainDeps,
   actor: AdministratorActor,
   rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>,
-): Promise<number> {
+): Promise<{ keys: number; rewrapped: number }> {
   requireAdministrator(actor, 'rewrap data keys')
-  return d.storage.rewrapKeys(rewrap)
+  let keys = 0
+  let rewrapped = 0
+  for (const vault of await d.storage.findVaults({})) {
+    const changed = await retryOptimistic(
+      5,
+      () => `the data key of vault ${vault.id} kept changing while it was rewrapped`,
+      async (): Promise<boolean | null | typeof AGAIN> => {
+        const wrapped = await d.storage.getWrappedKey(vault.id)
+        if (!wrapped) return null
+        const next = await rewrap(wrapped, vault.id)
+        if (Buffer.from(next).equals(Buffer.from(wrapped))) return false
+        const r = await d.storage.swapWrappedKey({ kind: 'key', vaultId: vault.id, expect: wrapped, next })
+        if (r.ok) return true
+        return r.reason === 'not_found' ? null : AGAIN
+      },
+    )
+    if (changed === null) continue
+    keys++
+    if (changed) rewrapped++
+  }
+  return { keys, rewrapped }
 }
 
 /** Housekeeping: pending pushes past their end become `expired`; how many. */

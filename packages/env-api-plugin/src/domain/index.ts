@@ -17,7 +17,7 @@ import { changeOfPush, listHistory, loadChange, planRollback, revealChange, roll
 import type { Person } from '../adapters/people.js'
 import type { VaultAccess } from '../adapters/vault-store.js'
 import { canInvite, inviteMember, listInvitations, revokeInvitation } from './invitations.js'
-import { addMember, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
+import { addMember, changeMemberByRule, changeRole, listMembers, removeMember, removeMemberByEmail } from './members.js'
 import {
   createPush,
   decidePush,
@@ -91,6 +91,7 @@ export function createDomain(d: DomainDeps) {
     removeMember: (actor: Actor, input: { vaultId: string; personId: string }) => removeMember(d, actor, input),
     removeMemberByEmail: (actor: Actor, input: { vaultId: string; email: string }) => removeMemberByEmail(d, actor, input),
     listMembers: (actor: Actor, vaultId: string) => listMembers(d, actor, vaultId),
+    changeMemberByRule: (actor: AdministratorActor, input: Parameters<typeof changeMemberByRule>[2]) => changeMemberByRule(d, actor, input),
     // invitations (the people adapter's optional hooks)
     canInvite: () => canInvite(d),
     inviteMember: (actor: PersonActor, input: { vaultId: string; email: string; role: string; invitedBy: Person }) => inviteMember(d, actor, input),

@@ -1,12 +1,12 @@
-import type { Role, SetMemberResult, VaultAccess } from '../adapters/vault-store.js'
-import { entryFor, type Actor } from './actor.js'
+import type { MemberChangeResult, Role, VaultAccess } from '../adapters/vault-store.js'
+import { entryFor, requireAdministrator, type Actor, type AdministratorActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { endCiIdentitiesAddedBy } from './ci-identities.js'
 import { canManageVault } from './permissions.js'
 import { isRole, ROLES } from './rules.js'
 import { requireFreeName } from './vault-admin.js'
-import { locateVault } from './vaults.js'
+import { locateVault, VAULT_NOT_FOUND, VAULT_OR_ENVIRONMENT } from './vaults.js'
 
 /**
  * Members and their roles. Only owners (and the administrator) change
@@ -57,8 +57,8 @@ export async function addMember(
   if (!who) throw fail.notFound(NEEDS_ACCOUNT)
   const expect = input.mode ?? 'new'
   if (!(await d.storage.listMembers(vault.id)).some((m) => m.personId === who.id)) await requireFreeName(d, who.id, vault.name, 'they', vault.id)
-  const r = await d.storage.setMember(
-    { vaultId: vault.id, personId: who.id, role, expect },
+  const r = await d.storage.changeMember(
+    { kind: 'set', vaultId: vault.id, personId: who.id, role, expect },
     entryFor(actor, { vaultId: vault.id, action: 'member_added', at: d.now(), subject: who.id, detail: role }),
   )
   const added = outcome(vault, who.id, role, r)
@@ -71,8 +71,8 @@ export async function changeRole(d: DomainDeps, actor: Actor, input: { vaultId: 
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'change roles')
   const role = roleOf(input.role)
-  const r = await d.storage.setMember(
-    { vaultId: vault.id, personId: input.personId, role, expect: 'existing' },
+  const r = await d.storage.changeMember(
+    { kind: 'set', vaultId: vault.id, personId: input.personId, role, expect: 'existing' },
     entryFor(actor, { vaultId: vault.id, action: 'member_changed', at: d.now(), subject: input.personId, detail: role }),
   )
   const changed = outcome(vault, input.personId, role, r)
@@ -80,8 +80,9 @@ export async function changeRole(d: DomainDeps, actor: Actor, input: { vaultId: 
   return changed
 }
 
-function outcome(vault: VaultAccess, personId: string, role: Role, r: SetMemberResult): MemberChangeOutcome {
-  if (r.ok) return { vault, personId, role, previous: r.previous }
+function outcome(vault: VaultAccess, personId: string, role: Role, r: MemberChangeResult): MemberChangeOutcome {
+  if (r.ok) return { vault, personId, role, previous: r.value }
+  if (r.reason === 'not_found') throw fail.notFound(VAULT_NOT_FOUND, VAULT_OR_ENVIRONMENT) // deleted meanwhile
   if (r.reason === 'not_member') throw fail.notFound(MEMBER_NOT_FOUND)
   if (r.reason === 'already_member') throw fail.conflict(ALREADY_MEMBER)
   throw fail.conflict(LAST_OWNER_DEMOTED)
@@ -95,16 +96,37 @@ export async function removeMember(
 ): Promise<{ vault: VaultAccess; personId: string; previous: Role }> {
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'remove members')
-  const r = await d.storage.removeMember(
-    { vaultId: vault.id, personId: input.personId },
+  const r = await d.storage.changeMember(
+    { kind: 'remove', vaultId: vault.id, personId: input.personId },
     entryFor(actor, { vaultId: vault.id, action: 'member_removed', at: d.now(), subject: input.personId }),
   )
-  if (r.ok) {
-    if (r.previous === 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, input.personId)
-    return { vault, personId: input.personId, previous: r.previous }
+  if (r.ok && r.value !== null) {
+    if (r.value === 'owner') await endCiIdentitiesAddedBy(d, actor, vault.id, input.personId)
+    return { vault, personId: input.personId, previous: r.value }
   }
-  if (r.reason === 'not_member') throw fail.notFound(MEMBER_NOT_FOUND)
+  if (r.ok || r.reason !== 'last_owner') throw fail.notFound(MEMBER_NOT_FOUND)
   throw fail.conflict(LAST_OWNER_REMOVED)
+}
+
+/**
+ * A membership given, changed or taken (`role` null) by a single-sign-on group
+ * rule at a person's sign-in (issue 22; the server's oidc/group-rules.ts decides
+ * which): the administrator's act, logged as the rule's (`group-rule:<group>`,
+ * no person). Refusals (`last_owner`, `expect`) are answered, not thrown.
+ */
+export async function changeMemberByRule(
+  d: DomainDeps,
+  actor: AdministratorActor,
+  input: { vaultId: string; personId: string; role: Role | null; expect?: 'new' | 'existing'; group: string },
+): Promise<MemberChangeResult> {
+  requireAdministrator(actor, 'apply group rules')
+  const { vaultId, personId, role } = input
+  const action = role === null ? 'member_removed' : input.expect === 'new' ? 'member_added' : 'member_changed'
+  const log = { ...entryFor(actor, { vaultId, action, at: d.now(), subject: personId, detail: role }), clientId: `group-rule:${input.group}` }
+  return d.storage.changeMember(
+    role === null ? { kind: 'remove', vaultId, personId } : { kind: 'set', vaultId, personId, role, ...(input.expect ? { expect: input.expect } : {}) },
+    log,
+  )
 }
 
 /** Removes the person with this email (the administrator's `member remove`). */

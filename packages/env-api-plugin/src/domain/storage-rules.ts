@@ -1,5 +1,5 @@
 import type { ImportRecord } from '../adapters/import-store.js'
-import type { AccessLogEntry, OverLimit, Role, StorageLimit } from '../adapters/vault-store.js'
+import type { AccessLogEntry, OverLimit, Role, StorageLimit, VaultSecrets } from '../adapters/vault-store.js'
 
 /**
  * The rules a storage backend applies inside its own transactions, written
@@ -75,4 +75,30 @@ export function pushExpiredEntry(push: Pick<ImportRecord, 'vaultId' | 'expiresAt
     subject: null,
     detail: null,
   }
+}
+
+/** Each sealed row of a vault's secrets, keyed by what it is, with its bytes as hex (for `sameSecrets`). */
+function secretRows(s: VaultSecrets): Map<string, string> {
+  const out = new Map<string, string>()
+  const hex = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength).toString('hex')
+  out.set('key', hex(s.wrappedKey))
+  for (const v of s.variables) out.set(JSON.stringify(['v', v.environment, v.name]), hex(v.sealed))
+  for (const v of s.staged) out.set(JSON.stringify(['s', v.importId, v.name]), hex(v.sealed))
+  for (const h of s.history) out.set(JSON.stringify(['h', h.changeSetId, h.name, h.side]), hex(h.sealed))
+  for (const w of s.webhooks ?? []) out.set(JSON.stringify(['w', w.webhookId]), hex(w.sealed))
+  for (const o of s.overrides ?? []) out.set(JSON.stringify(['o', o.environment, o.name, o.personId]), hex(o.sealed))
+  return out
+}
+
+/**
+ * Whether two reads of a vault's secrets are the same (same key, same rows,
+ * same bytes, in any order): a reseal (`swapWrappedKey`) is written only
+ * when the secrets in storage are still exactly those it sealed again.
+ */
+export function sameSecrets(a: VaultSecrets, b: VaultSecrets): boolean {
+  const x = secretRows(a)
+  const y = secretRows(b)
+  if (x.size !== y.size) return false
+  for (const [k, v] of x) if (y.get(k) !== v) return false
+  return true
 }

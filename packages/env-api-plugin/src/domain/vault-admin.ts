@@ -65,8 +65,11 @@ export async function renameVault(d: DomainDeps, actor: Actor, input: { vaultId:
     await requireFreeName(d, m.personId, name, m.personId === authorOf(actor) ? 'you' : 'they', vault.id)
   }
   const now = d.now()
-  const ok = await d.storage.renameVault({ vaultId: vault.id, name }, entryFor(actor, { vaultId: vault.id, action: 'vault_renamed', at: now, detail: name }))
-  if (!ok) throw fail.notFound('this vault does not exist or is not shared with you', 'the vault')
+  const r = await d.storage.changeVault(
+    { kind: 'rename', vaultId: vault.id, name },
+    entryFor(actor, { vaultId: vault.id, action: 'vault_renamed', at: now, detail: name }),
+  )
+  if (!r.ok) throw fail.notFound('this vault does not exist or is not shared with you', 'the vault')
   return { ...vault, name }
 }
 
@@ -79,7 +82,7 @@ export async function deleteVault(d: DomainDeps, actor: Actor, input: { vaultId:
   const vault = await locateVault(d, actor, input.vaultId)
   requireOwner(vault, 'delete the vault')
   if (input.confirmName.trim() !== vault.name) throw fail.invalid(`type the vault's name, ${vault.name}, to delete it`)
-  if (!(await d.storage.deleteVault({ vaultId: vault.id, by: authorOf(actor), at: d.now() }))) {
+  if (!(await d.storage.deleteVault({ vaultId: vault.id, by: authorOf(actor), at: d.now() })).ok) {
     throw fail.notFound('this vault does not exist or is not shared with you', 'the vault')
   }
   return vault
@@ -96,11 +99,11 @@ export async function setEnvironmentRules(
   const env = environmentOf(vault, input.environment)
   const next = { ownersOnly: input.ownersOnly ?? env.ownersOnly, secondPerson: input.secondPerson ?? env.secondPerson ?? env.ownersOnly }
   const words = [`owners only: ${next.ownersOnly ? 'on' : 'off'}`, `second person: ${next.secondPerson ? 'on' : 'off'}`].join(', ')
-  const ok = await d.storage.setEnvironmentRules(
-    { vaultId: vault.id, name: env.name, ...next },
+  const r = await d.storage.changeVault(
+    { kind: 'environment_rules', vaultId: vault.id, environment: env.name, ...next },
     entryFor(actor, { vaultId: vault.id, action: 'environment_changed', at: d.now(), environment: env.name, detail: words }),
   )
-  if (!ok) throw fail.notFound('this environment does not exist in the vault')
+  if (!r.ok) throw fail.notFound('this environment does not exist in the vault')
   // an owners-only environment never has personal overrides (issue 24): made one, they go
   if (next.ownersOnly && !env.ownersOnly)
     await d.storage.changeOverride(

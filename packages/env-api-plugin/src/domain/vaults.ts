@@ -28,7 +28,8 @@ export async function locateVault(d: DomainDeps, actor: Actor, vaultId: string):
 }
 
 async function findVault(d: DomainDeps, actor: Actor, id: string): Promise<VaultAccess | null> {
-  if (actor.kind === 'person') return isCiPrincipal(actor.personId) ? ciVault(d, actor.personId, id) : d.storage.getVault(id, actor.personId)
+  if (actor.kind === 'person')
+    return isCiPrincipal(actor.personId) ? ciVault(d, actor.personId, id) : ((await d.storage.listVaults(actor.personId, { vaultId: id }))[0] ?? null)
   const [v] = await d.storage.findVaults({ id })
   return v ? { ...v, role: 'owner' } : null
 }

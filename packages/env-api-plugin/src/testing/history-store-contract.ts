@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { resealForTest, storeFirstKey } from './keys.js'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { ChangeEntry, HistoryStore, NewChangeSet, VariablesChange } from '../adapters/history-store.js'
 import type { AccessLogEntry, SealedVariable, StorageLimit, VaultStore } from '../adapters/vault-store.js'
@@ -200,7 +201,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         const v1 = await version(store, id)
         const gone = await store.changeVariables(change(id, v1, { del: ['NOPE'] }), log(id))
         assert.deepEqual(gone, { ok: false, reason: 'changed' })
-        const key = await store.ensureWrappedKey(id, async () => bytes(60))
+        const key = await storeFirstKey(store, id, bytes(60))
         const wrongKey = await store.changeVariables({ ...change(id, v1, { set: [{ name: 'B', sealed: bytes() }] }), sealedUnder: bytes(60) }, log(id))
         assert.deepEqual(wrongKey, { ok: false, reason: 'stale_key' })
         const over = await store.changeVariables(
@@ -381,7 +382,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        await store.ensureWrappedKey(id, async () => bytes(60))
+        await storeFirstKey(store, id, bytes(60))
         const c = change(id, await version(store, id), { set: [{ name: 'A', sealed: bytes() }], del: ['B'], was: { A: bytes() } })
         // B must exist to be deleted: write it first
         const pre = change(id, await version(store, id), { set: [{ name: 'B', sealed: bytes() }] })
@@ -390,7 +391,7 @@ export const historyStoreContract: readonly { name: string; run(make: MakeHistor
         const seen: string[] = []
         const fresh = new Map<string, Uint8Array>()
         assert.equal(
-          await store.resealVault(id, async (cur) => {
+          await resealForTest(store, id, async (cur) => {
             for (const h of cur.history) seen.push(`${h.changeSetId === c.changeSet.id ? 'c' : 'pre'}:${h.name}:${h.side}`)
             return {
               wrappedKey: bytes(60),

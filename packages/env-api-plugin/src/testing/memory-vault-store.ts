@@ -2,14 +2,13 @@ import type {
   AccessLogEntry,
   AccessLogRow,
   AuditRow,
-  CreateEnvironmentResult,
   EnvironmentInfo,
+  KeySwap,
   MemberChange,
-  NewEnvironment,
+  MemberChangeResult,
   NewVault,
-  RemoveMemberResult,
   Role,
-  SetMemberResult,
+  VaultChange,
   VaultAccess,
   VaultInfo,
   VaultRecord,
@@ -19,7 +18,7 @@ import type {
 import type { ImportStore } from '../adapters/import-store.js'
 import type { ChangeResult } from '../adapters/results.js'
 import { StorageError } from '../errors.js'
-import { memberChangeEntry } from '../domain/storage-rules.js'
+import { memberChangeEntry, sameSecrets } from '../domain/storage-rules.js'
 import { copyBytes, varKey, type MemoryDb, type State, type VaultRow } from './memory-state.js'
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
@@ -70,6 +69,74 @@ export function usage(s: State, vaultId: string): { n: number; bytes: number } {
 
 export const sameBytes = (a: Uint8Array | null, b: Uint8Array): boolean => a !== null && Buffer.from(a).equals(Buffer.from(b))
 
+/** Every secret of a vault as stored now (readVaultSecrets); null without a key. */
+function secretsOf(s: State, vaultId: string): VaultSecrets | null {
+  const v = s.vaults.get(vaultId)
+  if (!v?.wrappedKey) return null
+  const variables: { environment: string; name: string; sealed: Uint8Array }[] = []
+  for (const env of s.environments.get(vaultId)?.keys() ?? []) {
+    for (const [name, row] of s.variables.get(varKey(vaultId, env)) ?? []) variables.push({ environment: env, name, sealed: copyBytes(row.sealed) })
+  }
+  const staged: { importId: string; environment: string; name: string; sealed: Uint8Array }[] = []
+  for (const imp of s.imports.values()) {
+    if (imp.vaultId !== vaultId || imp.status !== 'pending') continue
+    for (const [name, sealed] of s.importValues.get(imp.id) ?? [])
+      staged.push({ importId: imp.id, environment: imp.environment, name, sealed: copyBytes(sealed) })
+  }
+  const history: VaultSecrets['history'][number][] = []
+  for (const c of s.changeSets) {
+    if (c.vaultId !== vaultId) continue
+    for (const e of c.entries) {
+      if (e.before) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'before', sealed: copyBytes(e.before) })
+      if (e.after) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'after', sealed: copyBytes(e.after) })
+    }
+  }
+  const webhooks = [...s.webhooks.values()]
+    .filter((w) => w.vaultId === vaultId && w.sealedSecret !== null)
+    .map((w) => ({ webhookId: w.id, sealed: copyBytes(w.sealedSecret as Uint8Array) }))
+  const overrides: { environment: string; name: string; personId: string; sealed: Uint8Array }[] = []
+  for (const env of s.environments.get(vaultId)?.keys() ?? [])
+    for (const o of s.overrides.get(varKey(vaultId, env))?.values() ?? [])
+      overrides.push({ environment: env, name: o.name, personId: o.personId, sealed: copyBytes(o.sealed) })
+  return { wrappedKey: copyBytes(v.wrappedKey), variables, staged, history, webhooks, overrides }
+}
+
+/** Writes a reseal's rows (each must exist: else 23503, and the transaction rolls back). */
+function writeSecrets(s: State, vaultId: string, next: VaultSecrets): void {
+  const v = s.vaults.get(vaultId) as VaultRow
+  for (const n of next.overrides ?? []) {
+    const rows = s.overrides.get(varKey(vaultId, n.environment))
+    const row = rows?.get(`${n.name}\0${n.personId}`)
+    if (!rows || !row) throw new StorageError('23503', 'overrides')
+    rows.set(`${n.name}\0${n.personId}`, Object.freeze({ ...row, sealed: copyBytes(n.sealed) }))
+  }
+  for (const n of next.webhooks ?? []) {
+    const w = s.webhooks.get(n.webhookId)
+    if (!w || w.vaultId !== vaultId || w.sealedSecret === null) throw new StorageError('23503', 'webhooks')
+    s.webhooks.set(w.id, Object.freeze({ ...w, sealedSecret: copyBytes(n.sealed) }))
+  }
+  s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(next.wrappedKey) }))
+  for (const n of next.variables) {
+    const vars = s.variables.get(varKey(vaultId, n.environment))
+    const row = vars?.get(n.name)
+    if (!vars || !row) throw new StorageError('23503', 'variables')
+    vars.set(n.name, Object.freeze({ ...row, sealed: copyBytes(n.sealed) }))
+  }
+  for (const n of next.staged) {
+    const values = s.importValues.get(n.importId)
+    if (!values?.has(n.name)) throw new StorageError('23503', 'import_values')
+    values.set(n.name, copyBytes(n.sealed))
+  }
+  for (const n of next.history) {
+    const i = s.changeSets.findIndex((c) => c.vaultId === vaultId && c.id === n.changeSetId)
+    const c = s.changeSets[i]
+    const e = c?.entries.find((x) => x.name === n.name && x[n.side] !== null)
+    if (!c || !e) throw new StorageError('23503', 'change_entries')
+    const entries = c.entries.map((x) => (x === e ? Object.freeze({ ...x, [n.side]: copyBytes(n.sealed) }) : x))
+    s.changeSets[i] = Object.freeze({ ...c, entries: Object.freeze(entries) })
+  }
+}
+
 /**
  * The reference vault store: every method is what the contract says and no
  * more, on plain maps (see memory-state.ts for its transactions). Written
@@ -80,14 +147,6 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
 
   constructor(db: MemoryDb) {
     this.#db = db
-  }
-
-  // ---- helpers that run inside a transaction ---------------------------------
-
-  #requireVault(s: State, vaultId: string, table: string): VaultRow {
-    const v = s.vaults.get(vaultId)
-    if (!v) throw new StorageError('23503', table)
-    return v
   }
 
   // ---- vaults and keys ----------------------------------------------------------
@@ -124,101 +183,31 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
     })
   }
 
-  ensureWrappedKey(vaultId: string, wrap: () => Promise<Uint8Array>): Promise<Uint8Array> {
-    return this.#db.write('vaults', async (s) => {
-      const v = this.#requireVault(s, vaultId, 'vaults')
-      if (v.wrappedKey) return copyBytes(v.wrappedKey)
-      const wrapped = copyBytes(await wrap()) // inside the transaction: no rotation commits meanwhile
-      s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: wrapped }))
-      return copyBytes(wrapped)
+  readVaultSecrets(vaultId: string): Promise<VaultSecrets | null> {
+    return this.#db.read('vaults', (s) => secretsOf(s, vaultId))
+  }
+
+  swapWrappedKey(swap: KeySwap): Promise<ChangeResult<'changed' | 'not_found'>> {
+    return this.#db.write('vaults', async (s): Promise<ChangeResult<'changed' | 'not_found'>> => {
+      const v = s.vaults.get(swap.vaultId)
+      if (!v) return { ok: false, reason: 'not_found' }
+      if (swap.kind === 'key') {
+        if (v.wrappedKey === null ? swap.expect !== null : !sameBytes(swap.expect, v.wrappedKey)) return { ok: false, reason: 'changed' }
+        await this.#db.step()
+        s.vaults.set(v.id, Object.freeze({ ...v, wrappedKey: copyBytes(swap.next) }))
+        return { ok: true, value: undefined }
+      }
+      const current = secretsOf(s, swap.vaultId)
+      if (!current || !sameSecrets(current, swap.expect)) return { ok: false, reason: 'changed' }
+      await this.#db.step()
+      writeSecrets(s, swap.vaultId, swap.next)
+      for (const env of s.environments.get(swap.vaultId)?.keys() ?? []) this.#db.bumpVersion(s, swap.vaultId, env)
+      return { ok: true, value: undefined }
     })
   }
 
-  rewrapKeys(rewrap: (wrapped: Uint8Array, vaultId: string) => Promise<Uint8Array>): Promise<number> {
-    return this.#db.write('vaults', async (s) => {
-      let n = 0
-      for (const v of [...s.vaults.values()].sort((a, b) => byKey(a.id, b.id))) {
-        if (!v.wrappedKey) continue
-        const next = await rewrap(copyBytes(v.wrappedKey), v.id)
-        s.vaults.set(v.id, Object.freeze({ ...v, wrappedKey: copyBytes(next) }))
-        n++
-      }
-      return n
-    })
-  }
-
-  resealVault(vaultId: string, reseal: (current: VaultSecrets) => Promise<VaultSecrets>): Promise<boolean> {
-    return this.#db.write('vaults', async (s) => {
-      const v = s.vaults.get(vaultId)
-      if (!v?.wrappedKey) return false
-      const variables: { environment: string; name: string; sealed: Uint8Array }[] = []
-      for (const env of s.environments.get(vaultId)?.keys() ?? []) {
-        for (const [name, row] of s.variables.get(varKey(vaultId, env)) ?? []) variables.push({ environment: env, name, sealed: copyBytes(row.sealed) })
-      }
-      const staged: { importId: string; environment: string; name: string; sealed: Uint8Array }[] = []
-      for (const imp of s.imports.values()) {
-        if (imp.vaultId !== vaultId || imp.status !== 'pending') continue
-        for (const [name, sealed] of s.importValues.get(imp.id) ?? [])
-          staged.push({ importId: imp.id, environment: imp.environment, name, sealed: copyBytes(sealed) })
-      }
-      const history: VaultSecrets['history'][number][] = []
-      for (const c of s.changeSets) {
-        if (c.vaultId !== vaultId) continue
-        for (const e of c.entries) {
-          if (e.before) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'before', sealed: copyBytes(e.before) })
-          if (e.after) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'after', sealed: copyBytes(e.after) })
-        }
-      }
-      const webhooks = [...s.webhooks.values()]
-        .filter((w) => w.vaultId === vaultId && w.sealedSecret !== null)
-        .map((w) => ({ webhookId: w.id, sealed: copyBytes(w.sealedSecret as Uint8Array) }))
-      const overrides: { environment: string; name: string; personId: string; sealed: Uint8Array }[] = []
-      for (const env of s.environments.get(vaultId)?.keys() ?? [])
-        for (const o of s.overrides.get(varKey(vaultId, env))?.values() ?? [])
-          overrides.push({ environment: env, name: o.name, personId: o.personId, sealed: copyBytes(o.sealed) })
-      const next = await reseal({ wrappedKey: copyBytes(v.wrappedKey), variables, staged, history, webhooks, overrides })
-      for (const n of next.overrides ?? []) {
-        const rows = s.overrides.get(varKey(vaultId, n.environment))
-        const row = rows?.get(`${n.name}\0${n.personId}`)
-        if (!rows || !row) throw new StorageError('23503', 'overrides')
-        rows.set(`${n.name}\0${n.personId}`, Object.freeze({ ...row, sealed: copyBytes(n.sealed) }))
-      }
-      for (const n of next.webhooks ?? []) {
-        const w = s.webhooks.get(n.webhookId)
-        if (!w || w.vaultId !== vaultId || w.sealedSecret === null) throw new StorageError('23503', 'webhooks')
-        s.webhooks.set(w.id, Object.freeze({ ...w, sealedSecret: copyBytes(n.sealed) }))
-      }
-      s.vaults.set(vaultId, Object.freeze({ ...v, wrappedKey: copyBytes(next.wrappedKey) }))
-      for (const n of next.variables) {
-        const vars = s.variables.get(varKey(vaultId, n.environment))
-        const row = vars?.get(n.name)
-        if (!vars || !row) throw new StorageError('23503', 'variables')
-        vars.set(n.name, Object.freeze({ ...row, sealed: copyBytes(n.sealed) }))
-      }
-      for (const n of next.staged) {
-        const values = s.importValues.get(n.importId)
-        if (!values?.has(n.name)) throw new StorageError('23503', 'import_values')
-        values.set(n.name, copyBytes(n.sealed))
-      }
-      for (const n of next.history) {
-        const i = s.changeSets.findIndex((c) => c.vaultId === vaultId && c.id === n.changeSetId)
-        const c = s.changeSets[i]
-        const e = c?.entries.find((x) => x.name === n.name && x[n.side] !== null)
-        if (!c || !e) throw new StorageError('23503', 'change_entries')
-        const entries = c.entries.map((x) => (x === e ? Object.freeze({ ...x, [n.side]: copyBytes(n.sealed) }) : x))
-        s.changeSets[i] = Object.freeze({ ...c, entries: Object.freeze(entries) })
-      }
-      for (const env of s.environments.get(vaultId)?.keys() ?? []) this.#db.bumpVersion(s, vaultId, env)
-      return true
-    })
-  }
-
-  listVaults(personId: string): Promise<VaultAccess[]> {
-    return this.#db.read('vaults', (s) => access(s, personId, () => true))
-  }
-
-  getVault(vaultId: string, personId: string): Promise<VaultAccess | null> {
-    return this.#db.read('vaults', (s) => access(s, personId, (v) => v.id === vaultId)[0] ?? null)
+  listVaults(personId: string, filter: { readonly vaultId?: string } = {}): Promise<VaultAccess[]> {
+    return this.#db.read('vaults', (s) => access(s, personId, (v) => filter.vaultId === undefined || v.id === filter.vaultId))
   }
 
   findVaults(filter: { readonly id: string } | { readonly name: string } | Record<string, never>): Promise<VaultInfo[]> {
@@ -230,21 +219,41 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
     )
   }
 
-  renameVault(input: { readonly vaultId: string; readonly name: string }, log: AccessLogEntry): Promise<boolean> {
-    return this.#db.write('vaults', async (s) => {
-      const v = s.vaults.get(input.vaultId)
-      if (!v) return false
-      await this.#db.step()
-      s.vaults.set(v.id, Object.freeze({ ...v, name: input.name }))
+  changeVault(change: VaultChange, log: AccessLogEntry): Promise<ChangeResult<'not_found' | 'exists'>> {
+    return this.#db.write('vaults', async (s): Promise<ChangeResult<'not_found' | 'exists'>> => {
+      const v = s.vaults.get(change.vaultId)
+      if (!v) return { ok: false, reason: 'not_found' }
+      const envs = s.environments.get(v.id) ?? new Map()
+      if (change.kind === 'rename') {
+        await this.#db.step()
+        s.vaults.set(v.id, Object.freeze({ ...v, name: change.name }))
+      } else if (change.kind === 'environment_rules') {
+        const e = envs.get(change.environment)
+        if (!e) return { ok: false, reason: 'not_found' }
+        await this.#db.step()
+        envs.set(
+          change.environment,
+          Object.freeze({ ...e, ownersOnly: change.ownersOnly ?? e.ownersOnly, secondPerson: change.secondPerson ?? e.secondPerson }),
+        )
+      } else {
+        if (envs.has(change.name)) return { ok: false, reason: 'exists' }
+        await this.#db.step()
+        const at = change.now.getTime()
+        envs.set(
+          change.name,
+          Object.freeze({ ownersOnly: change.ownersOnly, secondPerson: change.secondPerson ?? change.ownersOnly, version: 0, createdAt: at }),
+        )
+        s.environments.set(v.id, envs)
+      }
       this.#db.appendLog(s, log)
-      return true
+      return { ok: true, value: undefined }
     })
   }
 
-  deleteVault(input: { readonly vaultId: string; readonly by: string | null; readonly at: Date }): Promise<boolean> {
-    return this.#db.write('vaults', async (s) => {
+  deleteVault(input: { readonly vaultId: string; readonly by: string | null; readonly at: Date }): Promise<ChangeResult<'not_found'>> {
+    return this.#db.write('vaults', async (s): Promise<ChangeResult<'not_found'>> => {
       const v = s.vaults.get(input.vaultId)
-      if (!v) return false
+      if (!v) return { ok: false, reason: 'not_found' }
       await this.#db.step()
       s.vaults.delete(v.id)
       s.members.delete(v.id)
@@ -268,7 +277,7 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
         for (const [d, row] of [...s.deliveries]) if (row.webhookId === id) s.deliveries.delete(d)
       }
       s.audit.push(Object.freeze({ id: s.audit.length + 1, at: input.at, personId: input.by, action: 'vault_deleted', vaultId: v.id, vaultName: v.name }))
-      return true
+      return { ok: true, value: undefined }
     })
   }
 
@@ -276,71 +285,35 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
     return this.#db.read('audit', (s) => [...s.audit].reverse().slice(0, Math.max(0, Math.trunc(filter.limit))))
   }
 
-  setEnvironmentRules(
-    input: { readonly vaultId: string; readonly name: string; readonly ownersOnly?: boolean; readonly secondPerson?: boolean },
-    log: AccessLogEntry,
-  ): Promise<boolean> {
-    return this.#db.write('environments', async (s) => {
-      const envs = s.environments.get(input.vaultId)
-      const e = envs?.get(input.name)
-      if (!envs || !e) return false
-      await this.#db.step()
-      envs.set(input.name, Object.freeze({ ...e, ownersOnly: input.ownersOnly ?? e.ownersOnly, secondPerson: input.secondPerson ?? e.secondPerson }))
-      this.#db.appendLog(s, log)
-      return true
-    })
-  }
+  // ---- members ------------------------------------------------------------------
 
-  // ---- environments and members -----------------------------------------------
-
-  createEnvironment(input: NewEnvironment, log: AccessLogEntry): Promise<CreateEnvironmentResult> {
-    return this.#db.write('environments', async (s): Promise<CreateEnvironmentResult> => {
-      this.#requireVault(s, input.vaultId, 'environments')
-      const envs = s.environments.get(input.vaultId) ?? new Map()
-      if (envs.has(input.name)) return { ok: false, reason: 'exists' }
-      await this.#db.step()
-      envs.set(
-        input.name,
-        Object.freeze({ ownersOnly: input.ownersOnly, secondPerson: input.secondPerson ?? input.ownersOnly, version: 0, createdAt: input.now.getTime() }),
-      )
-      s.environments.set(input.vaultId, envs)
-      this.#db.appendLog(s, log)
-      return { ok: true }
-    })
-  }
-
-  setMember(change: MemberChange, log: AccessLogEntry): Promise<SetMemberResult> {
-    return this.#db.write('members', async (s): Promise<SetMemberResult> => {
-      this.#requireVault(s, change.vaultId, 'members')
-      const members = s.members.get(change.vaultId) ?? new Map<string, Role>()
-      const previous = members.get(change.personId) ?? null
-      const expect = change.expect ?? 'any'
-      if (expect === 'new' && previous !== null) return { ok: false, reason: 'already_member' }
-      if (expect === 'existing' && previous === null) return { ok: false, reason: 'not_member' }
-      if (previous === change.role) return { ok: true, previous }
+  changeMember(change: MemberChange, log: AccessLogEntry): Promise<MemberChangeResult> {
+    return this.#db.write('members', async (s): Promise<MemberChangeResult> => {
+      const members = s.members.get(change.vaultId)
+      const previous = members?.get(change.personId) ?? null
+      if (change.kind === 'remove') {
+        if (!members || previous === null) return { ok: false, reason: 'not_member' }
+      } else {
+        if (!s.vaults.has(change.vaultId)) return { ok: false, reason: 'not_found' }
+        const expect = change.expect ?? 'any'
+        if (expect === 'new' && previous !== null) return { ok: false, reason: 'already_member' }
+        if (expect === 'existing' && previous === null) return { ok: false, reason: 'not_member' }
+        if (previous === change.role) return { ok: true, value: previous }
+      }
       await this.#db.step() // a networked database would answer the count in another round trip
-      const owners = [...members.values()].filter((r) => r === 'owner').length
+      const owners = [...(members?.values() ?? [])].filter((r) => r === 'owner').length
       if (previous === 'owner' && owners <= 1) return { ok: false, reason: 'last_owner' }
       await this.#db.step()
-      members.set(change.personId, change.role)
-      s.members.set(change.vaultId, members)
-      this.#db.appendLog(s, memberChangeEntry(log, previous))
-      return { ok: true, previous }
-    })
-  }
-
-  removeMember(input: { readonly vaultId: string; readonly personId: string }, log: AccessLogEntry): Promise<RemoveMemberResult> {
-    return this.#db.write('members', async (s): Promise<RemoveMemberResult> => {
-      const members = s.members.get(input.vaultId)
-      const previous = members?.get(input.personId)
-      if (!members || !previous) return { ok: false, reason: 'not_member' }
-      await this.#db.step()
-      const owners = [...members.values()].filter((r) => r === 'owner').length
-      if (previous === 'owner' && owners <= 1) return { ok: false, reason: 'last_owner' }
-      await this.#db.step()
-      members.delete(input.personId)
-      this.#db.appendLog(s, log)
-      return { ok: true, previous }
+      const next = members ?? new Map<string, Role>()
+      if (change.kind === 'remove') {
+        next.delete(change.personId)
+        this.#db.appendLog(s, log)
+      } else {
+        next.set(change.personId, change.role)
+        this.#db.appendLog(s, memberChangeEntry(log, previous))
+      }
+      s.members.set(change.vaultId, next)
+      return { ok: true, value: previous }
     })
   }
 

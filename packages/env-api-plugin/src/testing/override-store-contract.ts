@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { resealForTest, storeFirstKey } from './keys.js'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { OverrideStore } from '../adapters/override-store.js'
 import type { VaultStore } from '../adapters/vault-store.js'
@@ -110,7 +111,7 @@ export const overrideStoreContract: readonly { readonly name: string; run(make: 
     name: 'a data-key rotation reseals overrides; deleting the vault deletes them',
     run: (make) =>
       withVault(make, async (store, vaultId) => {
-        await store.ensureWrappedKey(vaultId, async () => randomBytes(60))
+        await storeFirstKey(store, vaultId, randomBytes(60))
         await store.changeOverride(
           { kind: 'allow', vaultId, environment: 'development', allow: true },
           testLogEntry({ vaultId, action: 'environment_changed' }),
@@ -118,14 +119,14 @@ export const overrideStoreContract: readonly { readonly name: string; run(make: 
         await store.changeOverride(set(vaultId, 'ana', 'TOKEN', randomBytes(40)), testLogEntry({ vaultId, action: 'override_set' }))
         const resealed = randomBytes(44)
         let seen = 0
-        const ok = await store.resealVault(vaultId, async (current) => {
+        const ok = await resealForTest(store, vaultId, async (current) => {
           seen = current.overrides?.length ?? -1
           return { ...current, wrappedKey: randomBytes(60), overrides: (current.overrides ?? []).map((o) => ({ ...o, sealed: resealed })) }
         })
         assert.equal(ok, true)
         assert.equal(seen, 1, 'the override is among the vault secrets')
         assert.equal(Buffer.from((await store.readOverrides(vaultId, 'development', 'ana')).overrides[0]!.sealed).toString('hex'), resealed.toString('hex'))
-        assert.equal(await store.deleteVault({ vaultId, by: null, at: T0 }), true)
+        assert.deepEqual(await store.deleteVault({ vaultId, by: null, at: T0 }), { ok: true, value: undefined })
         assert.deepEqual(await store.readOverrides(vaultId, 'development'), { allowed: false, overrides: [] })
       }),
   },

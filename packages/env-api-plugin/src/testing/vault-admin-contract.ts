@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type { HistoryStore } from '../adapters/history-store.js'
 import type { AccessLogEntry, VaultStore } from '../adapters/vault-store.js'
 import type { MakeVaultStore, VaultStoreContractCase } from './vault-store-contract.js'
-import { storedValue, stagedValues } from './contract/fixtures.js'
+import { getVault, stagedValues, storedValue } from './contract/fixtures.js'
 import { writeTestValue } from './write-value.js'
 
 /**
@@ -62,18 +62,21 @@ async function vault(store: VaultStore, name = 'acme'): Promise<string> {
   return id
 }
 
+const DONE = { ok: true, value: undefined }
+const NOT_FOUND = { ok: false, reason: 'not_found' }
+
 export const vaultAdminContract: readonly VaultStoreContractCase[] = [
   {
-    name: 'renameVault renames and logs in one transaction; an unknown vault is false',
+    name: 'changeVault rename: renames and logs in one transaction; an unknown vault is not_found',
     run: (make) =>
       use(make, async (store) => {
         const id = await vault(store)
-        assert.equal(await store.renameVault({ vaultId: id, name: 'Acme Shop' }, log(id, 'vault_renamed', { detail: 'Acme Shop' })), true)
-        assert.equal((await store.getVault(id, OWNER))?.name, 'Acme Shop')
+        assert.deepEqual(await store.changeVault({ kind: 'rename', vaultId: id, name: 'Acme Shop' }, log(id, 'vault_renamed', { detail: 'Acme Shop' })), DONE)
+        assert.equal((await getVault(store, id, OWNER))?.name, 'Acme Shop')
         const [entry] = await store.listAccessLog(id, { limit: 1 })
         assert.equal(entry?.action, 'vault_renamed')
         assert.equal(entry?.detail, 'Acme Shop')
-        assert.equal(await store.renameVault({ vaultId: randomUUID(), name: 'x' }, log(id, 'vault_renamed')), false)
+        assert.deepEqual(await store.changeVault({ kind: 'rename', vaultId: randomUUID(), name: 'x' }, log(id, 'vault_renamed')), NOT_FOUND)
       }),
   },
   {
@@ -82,7 +85,7 @@ export const vaultAdminContract: readonly VaultStoreContractCase[] = [
       use(make, async (store) => {
         const keep = await vault(store, 'keep')
         const id = await vault(store)
-        await store.setMember({ vaultId: id, personId: 'person-editor', role: 'editor' }, log(id, 'member_added'))
+        await store.changeMember({ kind: 'set', vaultId: id, personId: 'person-editor', role: 'editor' }, log(id, 'member_added'))
         await writeTestValue(
           store,
           { vaultId: id, environment: 'development', value: { name: 'A', sealed: new Uint8Array(randomBytes(40)) }, by: OWNER, now: T0, limit: LIMIT },
@@ -105,8 +108,8 @@ export const vaultAdminContract: readonly VaultStoreContractCase[] = [
           log(id, 'push_created'),
         )
         const before = (await store.listAudit({ limit: 100 })).length
-        assert.equal(await store.deleteVault({ vaultId: id, by: OWNER, at: T0 }), true)
-        assert.equal(await store.getVault(id, OWNER), null)
+        assert.deepEqual(await store.deleteVault({ vaultId: id, by: OWNER, at: T0 }), DONE)
+        assert.equal(await getVault(store, id, OWNER), null)
         assert.deepEqual(await store.findVaults({ id }), [])
         assert.deepEqual(await store.listMembers(id), [])
         assert.equal(await storedValue(store, id, 'development', 'A'), null)
@@ -116,24 +119,33 @@ export const vaultAdminContract: readonly VaultStoreContractCase[] = [
         const audit = await store.listAudit({ limit: 100 })
         assert.equal(audit.length, before + 1)
         assert.deepEqual({ ...audit[0], id: 0 }, { id: 0, at: T0, personId: OWNER, action: 'vault_deleted', vaultId: id, vaultName: 'acme' })
-        assert.equal(await store.deleteVault({ vaultId: id, by: null, at: T0 }), false, 'twice: nothing')
+        assert.deepEqual(await store.deleteVault({ vaultId: id, by: null, at: T0 }), NOT_FOUND, 'twice: nothing')
         assert.equal((await store.listAudit({ limit: 100 })).length, before + 1)
-        assert.equal((await store.getVault(keep, OWNER))?.name, 'keep', 'other vaults untouched')
+        assert.equal((await getVault(store, keep, OWNER))?.name, 'keep', 'other vaults untouched')
       }),
   },
   {
-    name: 'setEnvironmentRules changes owners-only and second-person (absent ones kept), logged; unknown is false',
+    name: 'changeVault environment_rules: owners-only and second-person (absent ones kept), logged; unknown is not_found',
     run: (make) =>
       use(make, async (store) => {
         const id = await vault(store)
         const envs = async () =>
-          Object.fromEntries(((await store.getVault(id, OWNER))?.environments ?? []).map((e) => [e.name, [e.ownersOnly, e.secondPerson]]))
+          Object.fromEntries(((await getVault(store, id, OWNER))?.environments ?? []).map((e) => [e.name, [e.ownersOnly, e.secondPerson]]))
         assert.deepEqual(await envs(), { development: [false, false], production: [true, true], qa: [false, true] })
-        assert.equal(await store.setEnvironmentRules({ vaultId: id, name: 'production', secondPerson: false }, log(id, 'environment_changed')), true)
-        assert.equal(await store.setEnvironmentRules({ vaultId: id, name: 'development', ownersOnly: true }, log(id, 'environment_changed')), true)
+        assert.deepEqual(
+          await store.changeVault({ kind: 'environment_rules', vaultId: id, environment: 'production', secondPerson: false }, log(id, 'environment_changed')),
+          DONE,
+        )
+        assert.deepEqual(
+          await store.changeVault({ kind: 'environment_rules', vaultId: id, environment: 'development', ownersOnly: true }, log(id, 'environment_changed')),
+          DONE,
+        )
         assert.deepEqual(await envs(), { development: [true, false], production: [true, false], qa: [false, true] })
         assert.equal((await store.listAccessLog(id, { action: 'environment_changed', limit: 10 })).length, 2)
-        assert.equal(await store.setEnvironmentRules({ vaultId: id, name: 'nope', ownersOnly: true }, log(id, 'environment_changed')), false)
+        assert.deepEqual(
+          await store.changeVault({ kind: 'environment_rules', vaultId: id, environment: 'nope', ownersOnly: true }, log(id, 'environment_changed')),
+          NOT_FOUND,
+        )
         assert.equal((await store.listAccessLog(id, { action: 'environment_changed', limit: 10 })).length, 2)
       }),
   },

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { resealForTest, storeFirstKey } from './keys.js'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { ChangeResult } from '../adapters/results.js'
 import type { Storage } from '../adapters/storage.js'
@@ -333,14 +334,14 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
       await withStore(make, async (store) => {
         const v = await newVault(store)
         const other = await newVault(store)
-        await store.ensureWrappedKey(v, async () => new Uint8Array(randomBytes(60)))
+        await storeFirstKey(store, v, new Uint8Array(randomBytes(60)))
         const signed = await add(store, webhook(v))
         await add(store, webhook(v, { format: 'slack', sealedSecret: null }))
         await add(store, webhook(other))
         const fresh = new Uint8Array(randomBytes(60))
         let seen: string[] = []
         assert.equal(
-          await store.resealVault(v, async (cur) => {
+          await resealForTest(store, v, async (cur) => {
             seen = (cur.webhooks ?? []).map((w) => w.webhookId)
             return { ...cur, wrappedKey: new Uint8Array(randomBytes(60)), webhooks: (cur.webhooks ?? []).map((w) => ({ ...w, sealed: fresh })) }
           }),

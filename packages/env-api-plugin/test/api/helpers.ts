@@ -105,8 +105,8 @@ export async function build(t: Tap, o: BuildOptions = {}): Promise<Built> {
         testLogEntry({ vaultId: id, action: 'vault_created' }),
       )
       for (const [person, role] of Object.entries(vo.members ?? {}))
-        await storage.setMember(
-          { vaultId: id, personId: person, role: role },
+        await storage.changeMember(
+          { kind: 'set', vaultId: id, personId: person, role: role },
           testLogEntry({ vaultId: id, action: 'member_added', subject: person, detail: role }),
         )
       return id

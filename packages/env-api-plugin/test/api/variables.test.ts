@@ -170,7 +170,7 @@ t.test('database failures: 500, 503 unreachable, 504 timed out; the reason is th
 
 t.test('an unknown failure is a generic 500 server_error; the stack is in the log under the ref', async (t) => {
   const secret = 'internal detail with a value sk_live_abcdef'
-  const b = await build(t, { wrapStorage: failing('getVault', () => new TypeError(secret)) })
+  const b = await build(t, { wrapStorage: failing('listVaults', () => new TypeError(secret)) })
   const token = await b.signIn('alice')
   const v = await b.createVault('alice')
   const res = await b.get(`/api/env/${v}/development`, token)

@@ -30,7 +30,7 @@ t.test('the caches never hold more than their bounds, and what was dropped is re
     vaults.push(id)
   }
   for (const id of vaults) {
-    t.equal((await cache.storage.getVault(id, 'p-ana'))?.id, id)
+    t.equal((await cache.storage.listVaults('p-ana', { vaultId: id }))[0]?.id, id)
     const current = await cache.storage.readCurrent(id, 'development')
     t.equal(current.variables[0]?.sealed[0], vaults.indexOf(id) + 1, 'the rows of that vault')
   }

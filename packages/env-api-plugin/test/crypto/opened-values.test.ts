@@ -23,7 +23,11 @@ async function load(t: Test) {
   let wrapped: Uint8Array | null = null
   const storage = {
     getWrappedKey: async () => wrapped,
-    ensureWrappedKey: async (_v: string, wrap: () => Promise<Uint8Array>) => (wrapped ??= await wrap()),
+    swapWrappedKey: async (swap: { expect: Uint8Array | null; next: Uint8Array }) => {
+      if (wrapped !== swap.expect) return { ok: false, reason: 'changed' }
+      wrapped = swap.next
+      return { ok: true, value: undefined }
+    },
   } as unknown as Storage
   return { mod, storage, calls }
 }

@@ -30,8 +30,8 @@ export async function seedVault(b: Built, name = 'shop'): Promise<string> {
     },
     testLogEntry({ vaultId: id, action: 'vault_created' }),
   )
-  await b.storage.setMember(
-    { vaultId: id, personId: PEOPLE.bob!.id, role: 'editor' },
+  await b.storage.changeMember(
+    { kind: 'set', vaultId: id, personId: PEOPLE.bob!.id, role: 'editor' },
     testLogEntry({ vaultId: id, action: 'member_added', subject: PEOPLE.bob!.id, detail: 'editor' }),
   )
   return id

@@ -72,8 +72,8 @@ t.test('protocol version 2026-07-28: the SDK client pinned to it lists and calls
 t.test('a plan limit over MCP starts "Limit reached:" and names the vault, limit, plan and usage; a viewer cannot propose', async (t) => {
   const b = await buildMcp(t, { plans: { 'self-hosted': { maxVariables: 2, maxBytes: 1_000_000 } } })
   const vaultId = await seedVault(b)
-  await b.storage.setMember(
-    { vaultId, personId: PEOPLE.bob!.id, role: 'viewer' },
+  await b.storage.changeMember(
+    { kind: 'set', vaultId, personId: PEOPLE.bob!.id, role: 'viewer' },
     {
       vaultId,
       at: b.clock.now,

@@ -49,7 +49,7 @@ t.test('an unknown error is a generic 500 page; the full record is logged under 
 
 t.test('a database timeout is a 504 page naming the SQLSTATE', async (t) => {
   const b = await build(t)
-  b.storage.getVault = async () => {
+  b.storage.listVaults = async () => {
     throw new StorageError('57014', 'function read_vault')
   }
   const res = await session(b.app, 'owner').get(`/v/${b.vaultId}`)

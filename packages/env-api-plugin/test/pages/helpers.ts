@@ -127,12 +127,12 @@ export async function build(
     },
     testLogEntry({ vaultId: vaultId, action: 'vault_created' }),
   )
-  await storage.setMember(
-    { vaultId: vaultId, personId: PEOPLE.editor!.id, role: 'editor' },
+  await storage.changeMember(
+    { kind: 'set', vaultId: vaultId, personId: PEOPLE.editor!.id, role: 'editor' },
     testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.editor!.id, detail: 'editor' }),
   )
-  await storage.setMember(
-    { vaultId: vaultId, personId: PEOPLE.viewer!.id, role: 'viewer' },
+  await storage.changeMember(
+    { kind: 'set', vaultId: vaultId, personId: PEOPLE.viewer!.id, role: 'viewer' },
     testLogEntry({ vaultId: vaultId, action: 'member_added', subject: PEOPLE.viewer!.id, detail: 'viewer' }),
   )
   await app.ready()

@@ -126,14 +126,14 @@ t.test('in Chromium: the new pages pass axe and fit 390 px; Settings renames and
   await page.waitForURL('**/settings?done=renamed')
   t.equal(await page.locator('h1').textContent(), 'Settings of Acme Shop', 'the new name shows')
   t.match(await page.getByRole('status').first().textContent(), /The vault was renamed\./)
-  t.equal((await b.storage.getVault(vault, PEOPLE.owner!.id))?.name, 'Acme Shop', 'stored')
+  t.equal((await b.storage.listVaults(PEOPLE.owner!.id, { vaultId: vault }))[0]?.name, 'Acme Shop', 'stored')
 
   await page.getByLabel("Type the vault's name").fill('Acme Shop')
   await page.getByRole('button', { name: 'Delete vault' }).click()
   await page.waitForURL(`${b.address}/?done=vault_deleted`)
   t.equal((await page.getByRole('status').textContent())?.trim(), 'The vault was deleted.')
   t.equal(await page.getByRole('link', { name: 'Acme Shop' }).count(), 0, 'no longer listed')
-  t.equal(await b.storage.getVault(vault, PEOPLE.owner!.id), null, 'gone from storage')
+  t.equal((await b.storage.listVaults(PEOPLE.owner!.id, { vaultId: vault }))[0] ?? null, null, 'gone from storage')
   t.same(problems, [], 'no CSP violation or script error while renaming and deleting')
 
   const log = b.logs.join('\n')

@@ -30,8 +30,8 @@ t.test('in Chromium: paste a .env on production → second-person rule → revea
       testLogEntry({ vaultId: b.vaultId, action: 'variable_set', environment: 'production', names: [v.name] }),
     )
   }
-  await b.storage.setMember(
-    { vaultId: b.vaultId, personId: PEOPLE.outsider!.id, role: 'owner' },
+  await b.storage.changeMember(
+    { kind: 'set', vaultId: b.vaultId, personId: PEOPLE.outsider!.id, role: 'owner' },
     testLogEntry({ vaultId: b.vaultId, action: 'member_added', subject: PEOPLE.outsider!.id, detail: 'owner' }),
   )
 

@@ -221,8 +221,8 @@ t.test('members: an owner adds by email, changes a role, removes; the last owner
 
 t.test('a hostile person name is escaped on the vault page', async (t) => {
   const b = await build(t)
-  await b.storage.setMember(
-    { vaultId: b.vaultId, personId: PEOPLE.hostile!.id, role: 'editor' },
+  await b.storage.changeMember(
+    { kind: 'set', vaultId: b.vaultId, personId: PEOPLE.hostile!.id, role: 'editor' },
     testLogEntry({ vaultId: b.vaultId, action: 'member_added', subject: PEOPLE.hostile!.id, detail: 'editor' }),
   )
   const page = await session(b.app, 'owner').get(`/v/${b.vaultId}/members`)
@@ -243,7 +243,7 @@ t.test('environments: an owner adds one, optionally owners-only; bad or taken na
     t.notMatch(res.body, '<script>')
   }
   t.equal((await s.post(`${url}/environments`, { name: 'staging' })).statusCode, 409)
-  const vault = await b.storage.getVault(b.vaultId, PEOPLE.owner!.id)
+  const vault = (await b.storage.listVaults(PEOPLE.owner!.id, { vaultId: b.vaultId }))[0] ?? null
   t.same(
     vault?.environments.filter((e) => e.name === 'staging' || e.name === 'qa'),
     [

@@ -38,7 +38,7 @@ t.test('creating a vault makes the person its owner with the three environments'
   t.equal(res.statusCode, 303)
   const m = /^\/v\/([0-9a-f-]{36})$/.exec(String(res.headers.location))
   t.ok(m, 'redirects to the new vault')
-  const vault = await b.storage.getVault(m![1]!, PEOPLE.outsider!.id)
+  const vault = (await b.storage.listVaults(PEOPLE.outsider!.id, { vaultId: m![1]! }))[0] ?? null
   t.equal(vault?.role, 'owner')
   t.same(vault?.environments, [
     { name: 'development', ownersOnly: false, secondPerson: false },

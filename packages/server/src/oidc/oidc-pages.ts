@@ -3,7 +3,7 @@ import { randomUUID, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
 import * as client from 'openid-client'
-import { field, html, type SafeHtml, type Storage } from '@envkeep/env-api-plugin'
+import { type Domain, field, html, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import { signinEvent } from '../factors.js'
 import { afterSignIn } from '../pages/invitation-notices.js'
@@ -18,7 +18,8 @@ export interface OidcPagesOptions {
   readonly oidc: OidcConfig | null
   readonly client: OidcClient | null
   readonly accounts: AccountStore
-  readonly storage: Storage
+  /** the core's domain: a group rule's memberships go through it */
+  readonly domain: Domain
   readonly people: LocalPeople
   readonly baseUrl: string
   readonly basePath: string
@@ -269,7 +270,7 @@ ${more}
     if (oidc.groupRules.length > 0) {
       const raw = (claims as Record<string, unknown>)[oidc.groupsClaim]
       const groups = Array.isArray(raw) ? raw.filter((g): g is string => typeof g === 'string') : []
-      await applyGroupRules({ accounts: o.accounts, storage: o.storage, rules: oidc.groupRules, log: request.log, now }, accountId, groups)
+      await applyGroupRules({ accounts: o.accounts, domain: o.domain, rules: oidc.groupRules, log: request.log }, accountId, groups)
     }
     const account = await o.accounts.getAccount(accountId)
     if (!account) return refuse(request, reply, 404, 'No account', 'the account is gone')

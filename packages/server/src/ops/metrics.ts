@@ -23,17 +23,7 @@ export interface Metrics {
 }
 
 /** Storage methods that write an access-log entry in their transaction (a read's entry before its values leave). */
-const LOGGING_METHODS = new Set([
-  'appendAccessLog',
-  'createImport',
-  'decideImport',
-  'changeVariables',
-  'createVault',
-  'renameVault',
-  'createEnvironment',
-  'setMember',
-  'removeMember',
-])
+const LOGGING_METHODS = new Set(['appendAccessLog', 'createImport', 'decideImport', 'changeVariables', 'createVault', 'changeVault', 'changeMember'])
 
 export function createMetrics(o: { storage: Storage; now: () => Date }): Metrics {
   const registry = new Registry()

@@ -1,4 +1,4 @@
-import { createVaultCrypto, type Keyring, type Storage } from '@envkeep/env-api-plugin'
+import { createEnvkeepCore, type Keyring, type Storage } from '@envkeep/env-api-plugin'
 import { sql, type Kysely } from 'kysely'
 
 export interface OpenedCounts {
@@ -29,7 +29,8 @@ const bytes = (v: unknown): Uint8Array => (v instanceof Uint8Array ? v : Buffer.
  * opened values are dropped at once, never printed.
  */
 export async function openEverything(storage: Storage, db: Kysely<unknown>, keyring: Keyring): Promise<OpenedCounts> {
-  const crypto = createVaultCrypto(storage, keyring)
+  // the core's own crypto (the same data keys and additional data as the server); it adds nobody
+  const { crypto } = createEnvkeepCore({ storage, keyring, people: { findPersonByEmail: async () => null } })
   const q = async <T>(query: ReturnType<typeof sql>) => (await query.execute(db)).rows as T[]
   type Row = { vault_id: string; environment: string; name: string; sealed: unknown }
   const vars = await q<Row>(sql`select vault_id, environment, name, sealed from variables`)

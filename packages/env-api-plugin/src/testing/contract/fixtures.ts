@@ -191,6 +191,11 @@ export async function rejectsWith(p: Promise<unknown>, sqlstate: string, message
   return e
 }
 
+/** One vault as the person sees it (`listVaults` with its id), or null. */
+export async function getVault(store: Pick<VaultStore, 'listVaults'>, vaultId: string, personId: string) {
+  return (await store.listVaults(personId, { vaultId }))[0] ?? null
+}
+
 // ---- the reads the contract merged (issue 19), as the domain makes them ---------------
 
 /** The staged values of a push (`getImport` with `values: true`, at a time no push has expired by). */

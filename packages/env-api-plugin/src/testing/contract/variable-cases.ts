@@ -1,5 +1,6 @@
 // The vault store contract, part: variables, versions, reads and the access log.
 import assert from 'node:assert/strict'
+import { storeFirstKey } from '../keys.js'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { StorageLimit } from '../../adapters/vault-store.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
@@ -34,7 +35,7 @@ export const variableCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
         const key = sealed(60)
-        await store.ensureWrappedKey(id, async () => key)
+        await storeFirstKey(store, id, key)
         assert.ok((await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0, { sealedUnder: key }), entry(id, 'variable_set'))).ok)
         const logged = (await store.listAccessLog(id, { limit: 100 })).length
         const stale = sealed(60)

@@ -5,7 +5,6 @@ import type { Role, VaultSecrets } from '../../adapters/vault-store.js'
 import { ACCESS_ACTIONS } from '../../domain/access-log-actions.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
 import {
-  signalled,
   T0,
   OWNER,
   EDITOR,
@@ -16,6 +15,7 @@ import {
   entry,
   put,
   withStore,
+  getVault,
   newVault,
   newImport,
   same,
@@ -24,7 +24,11 @@ import {
   stagedValues,
   readLogged,
 } from './fixtures.js'
+import { storeFirstKey } from '../keys.js'
 import { writeTestValue } from '../write-value.js'
+
+const DONE = { ok: true, value: undefined }
+const CHANGED = { ok: false, reason: 'changed' }
 
 export const vaultCases: readonly VaultStoreContractCase[] = [
   {
@@ -37,7 +41,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
           entry(id, 'vault_created', { environment: null }),
         )
         assert.deepEqual(rec, { id, name: 'acme', plan: 'self-hosted', requireSecondPerson: false, createdAt: T0 })
-        const v = await store.getVault(id, OWNER)
+        const v = await getVault(store, id, OWNER)
         assert.ok(v)
         assert.equal(v.role, 'owner')
         assert.equal(v.name, 'acme')
@@ -53,8 +57,8 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
           ],
           'secondPerson defaults to ownersOnly',
         )
-        assert.equal(await store.getVault(id, STRANGER), null)
-        assert.equal(await store.getVault(randomUUID(), OWNER), null)
+        assert.equal(await getVault(store, id, STRANGER), null)
+        assert.equal(await getVault(store, randomUUID(), OWNER), null)
         assert.deepEqual(await store.listVaults(STRANGER), [])
         assert.deepEqual(await store.listMembers(id), [{ personId: OWNER, role: 'owner' }])
       }),
@@ -75,7 +79,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
           ),
           '23505',
         )
-        assert.equal(await store.getVault(id, OWNER), null)
+        assert.equal(await getVault(store, id, OWNER), null)
         assert.deepEqual(await store.listVaults(OWNER), [])
         assert.deepEqual(await store.listMembers(id), [])
         assert.equal(await store.getWrappedKey(id), null)
@@ -84,7 +88,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
           { id, name: 'whole', ownerId: OWNER, plan: 'self-hosted', environments: ENVS, now: T0 },
           entry(id, 'vault_created', { environment: null }),
         )
-        assert.equal((await store.getVault(id, OWNER))?.name, 'whole')
+        assert.equal((await getVault(store, id, OWNER))?.name, 'whole')
       }),
   },
   {
@@ -103,8 +107,8 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         assert.ok(!e.message.includes(canary), 'the error does not repeat the row')
         assert.ok(!String((e as { detail?: unknown }).detail ?? '').includes(canary))
         assert.ok(!e.message.includes(id), 'nor its id')
-        assert.equal((await store.getVault(id, OWNER))?.name, 'first')
-        assert.equal(await store.getVault(id, STRANGER), null)
+        assert.equal((await getVault(store, id, OWNER))?.name, 'first')
+        assert.equal(await getVault(store, id, STRANGER), null)
       }),
   },
   {
@@ -115,12 +119,12 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         const a = await newVault(store, { name: 'alpha' })
         const c = await newVault(store, { name: 'charlie' })
         const a2 = await newVault(store, { name: 'alpha' })
-        await store.setMember(
-          { vaultId: b, personId: EDITOR, role: 'editor' },
+        await store.changeMember(
+          { kind: 'set', vaultId: b, personId: EDITOR, role: 'editor' },
           entry(b, 'member_added', { environment: null, subject: EDITOR, detail: 'editor' }),
         )
-        await store.setMember(
-          { vaultId: a, personId: EDITOR, role: 'viewer' },
+        await store.changeMember(
+          { kind: 'set', vaultId: a, personId: EDITOR, role: 'viewer' },
           entry(a, 'member_added', { environment: null, subject: EDITOR, detail: 'viewer' }),
         )
         const mine = await store.listVaults(OWNER)
@@ -150,16 +154,16 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        await store.setMember(
-          { vaultId: id, personId: EDITOR, role: 'viewer' },
+        await store.changeMember(
+          { kind: 'set', vaultId: id, personId: EDITOR, role: 'viewer' },
           entry(id, 'member_added', { environment: null, subject: EDITOR, detail: 'viewer' }),
         )
-        assert.equal((await store.getVault(id, EDITOR))?.role, 'viewer')
-        await store.setMember(
-          { vaultId: id, personId: EDITOR, role: 'editor' },
+        assert.equal((await getVault(store, id, EDITOR))?.role, 'viewer')
+        await store.changeMember(
+          { kind: 'set', vaultId: id, personId: EDITOR, role: 'editor' },
           entry(id, 'member_added', { environment: null, subject: EDITOR, detail: 'editor' }),
         )
-        assert.equal((await store.getVault(id, EDITOR))?.role, 'editor')
+        assert.equal((await getVault(store, id, EDITOR))?.role, 'editor')
         const members = await store.listMembers(id)
         assert.equal(members.length, 2)
         assert.deepEqual(
@@ -169,15 +173,21 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
             { personId: OWNER, role: 'owner' },
           ],
         )
-        assert.deepEqual(await store.removeMember({ vaultId: id, personId: EDITOR }, entry(id, 'member_removed', { environment: null, subject: EDITOR })), {
-          ok: true,
-          previous: 'editor',
-        })
-        assert.deepEqual(await store.removeMember({ vaultId: id, personId: EDITOR }, entry(id, 'member_removed', { environment: null, subject: EDITOR })), {
-          ok: false,
-          reason: 'not_member',
-        })
-        assert.equal(await store.getVault(id, EDITOR), null)
+        assert.deepEqual(
+          await store.changeMember({ kind: 'remove', vaultId: id, personId: EDITOR }, entry(id, 'member_removed', { environment: null, subject: EDITOR })),
+          {
+            ok: true,
+            value: 'editor',
+          },
+        )
+        assert.deepEqual(
+          await store.changeMember({ kind: 'remove', vaultId: id, personId: EDITOR }, entry(id, 'member_removed', { environment: null, subject: EDITOR })),
+          {
+            ok: false,
+            reason: 'not_member',
+          },
+        )
+        assert.equal(await getVault(store, id, EDITOR), null)
         assert.deepEqual(await store.listMembers(id), [{ personId: OWNER, role: 'owner' }])
       }),
   },
@@ -219,28 +229,28 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'setMember: expect new/existing, added vs changed in the log with whom and which role, same role writes nothing',
+    name: 'changeMember set: expect new/existing, added vs changed in the log with whom and which role, same role writes nothing',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
         const log = (role: string) => entry(id, 'member_changed', { environment: null, subject: EDITOR, detail: role })
-        assert.deepEqual(await store.setMember({ vaultId: id, personId: EDITOR, role: 'viewer', expect: 'existing' }, log('viewer')), {
+        assert.deepEqual(await store.changeMember({ kind: 'set', vaultId: id, personId: EDITOR, role: 'viewer', expect: 'existing' }, log('viewer')), {
           ok: false,
           reason: 'not_member',
         })
-        assert.deepEqual(await store.setMember({ vaultId: id, personId: EDITOR, role: 'viewer', expect: 'new' }, log('viewer')), {
+        assert.deepEqual(await store.changeMember({ kind: 'set', vaultId: id, personId: EDITOR, role: 'viewer', expect: 'new' }, log('viewer')), {
           ok: true,
-          previous: null,
+          value: null,
         })
-        assert.deepEqual(await store.setMember({ vaultId: id, personId: EDITOR, role: 'editor', expect: 'new' }, log('editor')), {
+        assert.deepEqual(await store.changeMember({ kind: 'set', vaultId: id, personId: EDITOR, role: 'editor', expect: 'new' }, log('editor')), {
           ok: false,
           reason: 'already_member',
         })
-        assert.deepEqual(await store.setMember({ vaultId: id, personId: EDITOR, role: 'editor', expect: 'existing' }, log('editor')), {
+        assert.deepEqual(await store.changeMember({ kind: 'set', vaultId: id, personId: EDITOR, role: 'editor', expect: 'existing' }, log('editor')), {
           ok: true,
-          previous: 'viewer',
+          value: 'viewer',
         })
-        assert.deepEqual(await store.setMember({ vaultId: id, personId: EDITOR, role: 'editor' }, log('editor')), { ok: true, previous: 'editor' })
+        assert.deepEqual(await store.changeMember({ kind: 'set', vaultId: id, personId: EDITOR, role: 'editor' }, log('editor')), { ok: true, value: 'editor' })
         const rows = await store.listAccessLog(id, { limit: 10 })
         assert.deepEqual(
           rows.filter((r) => r.action.startsWith('member_')).map((r) => [r.action, r.subject, r.detail]),
@@ -250,7 +260,10 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
           ],
           'storage names the action by what happened; refusals and no-ops log nothing',
         )
-        await rejectsWith(store.setMember({ vaultId: randomUUID(), personId: EDITOR, role: 'editor' }, log('editor')), '23503')
+        assert.deepEqual(await store.changeMember({ kind: 'set', vaultId: randomUUID(), personId: EDITOR, role: 'editor' }, log('editor')), {
+          ok: false,
+          reason: 'not_found',
+        })
       }),
   },
   {
@@ -259,20 +272,20 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
         const change = (personId: string, role: Role) =>
-          store.setMember({ vaultId: id, personId, role }, entry(id, 'member_changed', { environment: null, subject: personId, detail: role }))
+          store.changeMember({ kind: 'set', vaultId: id, personId, role }, entry(id, 'member_changed', { environment: null, subject: personId, detail: role }))
         const remove = (personId: string) =>
-          store.removeMember({ vaultId: id, personId }, entry(id, 'member_removed', { environment: null, subject: personId }))
+          store.changeMember({ kind: 'remove', vaultId: id, personId }, entry(id, 'member_removed', { environment: null, subject: personId }))
         const logged = async () => (await store.listAccessLog(id, { limit: 100 })).length
         const before = await logged()
         assert.deepEqual(await change(OWNER, 'viewer'), { ok: false, reason: 'last_owner' })
         assert.deepEqual(await remove(OWNER), { ok: false, reason: 'last_owner' })
         assert.equal(await logged(), before, 'refusals log nothing')
         assert.deepEqual(await store.listMembers(id), [{ personId: OWNER, role: 'owner' }])
-        assert.deepEqual(await change(EDITOR, 'owner'), { ok: true, previous: null })
-        assert.deepEqual(await change(OWNER, 'editor'), { ok: true, previous: 'owner' })
+        assert.deepEqual(await change(EDITOR, 'owner'), { ok: true, value: null })
+        assert.deepEqual(await change(OWNER, 'editor'), { ok: true, value: 'owner' })
         assert.deepEqual(await remove(EDITOR), { ok: false, reason: 'last_owner' }, 'now EDITOR is the last owner')
-        assert.deepEqual(await change(OWNER, 'owner'), { ok: true, previous: 'editor' })
-        assert.deepEqual(await remove(EDITOR), { ok: true, previous: 'owner' })
+        assert.deepEqual(await change(OWNER, 'owner'), { ok: true, value: 'editor' })
+        assert.deepEqual(await remove(EDITOR), { ok: true, value: 'owner' })
         assert.deepEqual(await store.listMembers(id), [{ personId: OWNER, role: 'owner' }])
       }),
   },
@@ -283,16 +296,16 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         for (let round = 0; round < 50; round++) {
           const id = await newVault(store)
           const log = (subject: string) => entry(id, 'member_changed', { environment: null, subject })
-          await store.setMember({ vaultId: id, personId: EDITOR, role: 'owner' }, log(EDITOR))
+          await store.changeMember({ kind: 'set', vaultId: id, personId: EDITOR, role: 'owner' }, log(EDITOR))
           const results =
             round % 2 === 0
               ? await Promise.all([
-                  store.setMember({ vaultId: id, personId: OWNER, role: 'viewer' }, log(OWNER)),
-                  store.setMember({ vaultId: id, personId: EDITOR, role: 'editor' }, log(EDITOR)),
+                  store.changeMember({ kind: 'set', vaultId: id, personId: OWNER, role: 'viewer' }, log(OWNER)),
+                  store.changeMember({ kind: 'set', vaultId: id, personId: EDITOR, role: 'editor' }, log(EDITOR)),
                 ])
               : await Promise.all([
-                  store.removeMember({ vaultId: id, personId: OWNER }, log(OWNER)),
-                  store.removeMember({ vaultId: id, personId: EDITOR }, log(EDITOR)),
+                  store.changeMember({ kind: 'remove', vaultId: id, personId: OWNER }, log(OWNER)),
+                  store.changeMember({ kind: 'remove', vaultId: id, personId: EDITOR }, log(EDITOR)),
                 ])
           assert.equal(results.filter((r) => r.ok).length, 1, `round ${round}: exactly one wins`)
           assert.deepEqual(
@@ -306,12 +319,15 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
       }),
   },
   {
-    name: 'createEnvironment: appears in name order and is logged; an existing name is refused as exists',
+    name: 'changeVault create_environment: appears in name order and is logged; an existing name is refused as exists',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        assert.deepEqual(await store.createEnvironment({ vaultId: id, name: 'qa', ownersOnly: true, now: T0 }, entry(id, 'environment_created')), { ok: true })
-        const v = await store.getVault(id, OWNER)
+        assert.deepEqual(
+          await store.changeVault({ kind: 'create_environment', vaultId: id, name: 'qa', ownersOnly: true, now: T0 }, entry(id, 'environment_created')),
+          { ok: true, value: undefined },
+        )
+        const v = await getVault(store, id, OWNER)
         assert.deepEqual(
           v?.environments.map((e) => [e.name, e.ownersOnly]),
           [
@@ -321,17 +337,26 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
             ['qa', true],
           ],
         )
-        assert.deepEqual(await store.createEnvironment({ vaultId: id, name: 'qa', ownersOnly: false, now: T0 }, entry(id, 'environment_created')), {
-          ok: false,
-          reason: 'exists',
-        })
-        assert.equal((await store.getVault(id, OWNER))?.environments.length, 4)
+        assert.deepEqual(
+          await store.changeVault({ kind: 'create_environment', vaultId: id, name: 'qa', ownersOnly: false, now: T0 }, entry(id, 'environment_created')),
+          {
+            ok: false,
+            reason: 'exists',
+          },
+        )
+        assert.equal((await getVault(store, id, OWNER))?.environments.length, 4)
         assert.equal((await store.listAccessLog(id, { limit: 10, action: 'environment_created' })).length, 1, 'logged once')
-        await rejectsWith(store.createEnvironment({ vaultId: randomUUID(), name: 'qa', ownersOnly: false, now: T0 }, entry(id, 'environment_created')), '23503')
+        assert.deepEqual(
+          await store.changeVault(
+            { kind: 'create_environment', vaultId: randomUUID(), name: 'qa', ownersOnly: false, now: T0 },
+            entry(id, 'environment_created'),
+          ),
+          { ok: false, reason: 'not_found' },
+        )
       }),
   },
   {
-    name: 'wrapped keys: none at first; ensureWrappedKey wraps once, for the first writer only',
+    name: 'swapWrappedKey key: none at first; the first key is stored once; a swap expecting a key that moved is refused as changed',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
@@ -339,94 +364,38 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         assert.equal(await store.getWrappedKey(randomUUID()), null)
         const k1 = sealed(60)
         const k2 = sealed(60)
-        let calls = 0
-        const wrapAs = (k: Uint8Array) => async () => {
-          calls++
-          return k
-        }
-        same(await store.ensureWrappedKey(id, wrapAs(k1)), k1)
-        same(await store.ensureWrappedKey(id, wrapAs(k2)), k1, 'the existing key wins')
-        assert.equal(calls, 1, 'no wrapping when there is a key')
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'key', vaultId: id, expect: null, next: k1 }), DONE)
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'key', vaultId: id, expect: null, next: k2 }), CHANGED, 'the existing key wins')
         same(await store.getWrappedKey(id), k1)
-        // two racing writers agree on one key, and only one wraps
+        // two racing writers: one stores its key, the other is told and reads it
         const other = await newVault(store)
-        calls = 0
-        const [x, y] = await Promise.all([store.ensureWrappedKey(other, wrapAs(k1)), store.ensureWrappedKey(other, wrapAs(k2))])
-        same(x, y, 'both writers get the same key')
-        same(await store.getWrappedKey(other), x)
-        assert.equal(calls, 1)
-        // a failing wrap stores nothing
-        const third = await newVault(store)
-        await assert.rejects(store.ensureWrappedKey(third, async () => Promise.reject(new Error('keyring refused'))))
-        assert.equal(await store.getWrappedKey(third), null)
-        await rejectsWith(store.ensureWrappedKey(randomUUID(), wrapAs(k1)), '23503')
-      }),
-  },
-  {
-    name: 'ensureWrappedKey wraps inside its transaction: a rotation waits, then rewraps the new key too',
-    run: (make) =>
-      withStore(make, async ({ store, probe }) => {
-        const id = await newVault(store)
-        const k = sealed(60)
-        let release!: () => void
-        const gate = new Promise<void>((resolve) => (release = resolve))
-        let wrapping!: () => void
-        const started = new Promise<void>((resolve) => (wrapping = resolve))
-        const ensured = store.ensureWrappedKey(id, async () => {
-          wrapping()
-          await gate // the keyring is slow (a KMS, say)
-          return k
-        })
-        await started
-        const rotated = store.rewrapKeys(async (w) => new Uint8Array([...w, 9]))
-        // the store's signal: the rotation is waiting for the lock the wrapping holds
-        await signalled(async () => (await probe.lockWaiters()) > 0, 'the rotation waits for the key being made')
-        release()
-        same(await ensured, k)
-        assert.equal(await rotated, 1, 'the rotation ran after the key was stored, and rewrapped it')
-        same(await store.getWrappedKey(id), new Uint8Array([...k, 9]))
-      }),
-  },
-  {
-    name: 'rewrapKeys: replaces every key in one transaction; a failing rewrap changes none',
-    run: (make) =>
-      withStore(make, async ({ store }) => {
-        const a = await newVault(store)
-        const b = await newVault(store)
-        const none = await newVault(store)
-        const ka = sealed(60)
-        const kb = sealed(60)
-        await store.ensureWrappedKey(a, async () => ka)
-        await store.ensureWrappedKey(b, async () => kb)
-        let calls = 0
-        await assert.rejects(
-          store.rewrapKeys(async (w) => {
-            if (++calls === 2) throw new Error('keyring refused')
-            return new Uint8Array([...w, 1])
-          }),
+        const raced = await Promise.all([
+          store.swapWrappedKey({ kind: 'key', vaultId: other, expect: null, next: k1 }),
+          store.swapWrappedKey({ kind: 'key', vaultId: other, expect: null, next: k2 }),
+        ])
+        assert.deepEqual(
+          raced.map((r) => r.ok),
+          raced[0]?.ok ? [true, false] : [false, true],
+          'exactly one wins',
         )
-        same(await store.getWrappedKey(a), ka, 'first key rolled back')
-        same(await store.getWrappedKey(b), kb)
-        const seen: string[] = []
-        const n = await store.rewrapKeys(async (w, vaultId) => {
-          seen.push(vaultId)
-          return new Uint8Array([...w, 7])
-        })
-        assert.equal(n, 2)
-        assert.deepEqual(seen.sort(), [a, b].sort())
-        same(await store.getWrappedKey(a), new Uint8Array([...ka, 7]))
-        same(await store.getWrappedKey(b), new Uint8Array([...kb, 7]))
-        assert.equal(await store.getWrappedKey(none), null)
+        same(await store.getWrappedKey(other), raced[0]?.ok ? k1 : k2)
+        // a rewrap expects the key it read
+        const k3 = sealed(60)
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'key', vaultId: id, expect: k2, next: k3 }), CHANGED)
+        same(await store.getWrappedKey(id), k1, 'nothing written')
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'key', vaultId: id, expect: k1, next: k3 }), DONE)
+        same(await store.getWrappedKey(id), k3)
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'key', vaultId: randomUUID(), expect: null, next: k1 }), { ok: false, reason: 'not_found' })
       }),
   },
   {
-    name: 'resealVault: the key and every sealed value (variables, staged values of pending pushes) replaced in one transaction',
+    name: 'swapWrappedKey reseal: the key and every sealed value (variables, staged values of pending pushes) replaced in one transaction',
     run: (make) =>
       withStore(make, async ({ store }) => {
         const id = await newVault(store)
-        assert.equal(await store.resealVault(id, async (c) => c), false, 'no key yet: nothing to reseal')
+        assert.equal(await store.readVaultSecrets(id), null, 'no key yet: nothing to reseal')
         const key = sealed(60)
-        await store.ensureWrappedKey(id, async () => key)
+        await storeFirstKey(store, id, key)
         await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
         await writeTestValue(store, put(id, 'production', sv('B'), OWNER, T0), entry(id, 'variable_set'))
         const pending = newImport(id, [sv('P')])
@@ -435,30 +404,31 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
         assert.ok((await store.createImport(decided, entry(id, 'push_created'))).ok)
         await store.decideImport({ importId: decided.id, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))
         const other = await newVault(store)
-        await store.ensureWrappedKey(other, async () => sealed(60))
+        await storeFirstKey(store, other, sealed(60))
         await writeTestValue(store, put(other, 'development', sv('Z'), OWNER, T0), entry(other, 'variable_set'))
         const otherBefore = await storedValue(store, other, 'development', 'Z')
         const version = (await readLogged(store, id, 'development', entry(id, 'read'))).version
 
         const bump = (u: Uint8Array) => new Uint8Array([...u, 1])
-        // a throw changes nothing
-        await assert.rejects(store.resealVault(id, async () => Promise.reject(new Error('a value did not open'))))
-        same(await store.getWrappedKey(id), key)
-        let seen: VaultSecrets | null = null
-        assert.equal(
-          await store.resealVault(id, async (c) => {
-            seen = c
-            return {
-              wrappedKey: bump(c.wrappedKey),
-              variables: c.variables.map((v) => ({ ...v, sealed: bump(v.sealed) })),
-              staged: c.staged.map((v) => ({ ...v, sealed: bump(v.sealed) })),
-              history: c.history.map((v) => ({ ...v, sealed: bump(v.sealed) })),
-            }
-          }),
-          true,
-        )
-        const got = seen as VaultSecrets | null
+        const got = await store.readVaultSecrets(id)
         assert.ok(got)
+        const next: VaultSecrets = {
+          wrappedKey: bump(got.wrappedKey),
+          variables: got.variables.map((v) => ({ ...v, sealed: bump(v.sealed) })),
+          staged: got.staged.map((v) => ({ ...v, sealed: bump(v.sealed) })),
+          history: got.history.map((v) => ({ ...v, sealed: bump(v.sealed) })),
+        }
+        // a row that is not there: 23503, nothing changes
+        await rejectsWith(
+          store.swapWrappedKey({
+            kind: 'reseal',
+            vaultId: id,
+            expect: got,
+            next: { ...next, variables: [...next.variables, { environment: 'development', name: 'NOPE', sealed: sealed() }] },
+          }),
+          '23503',
+        )
+        same(await store.getWrappedKey(id), key)
         same(got.wrappedKey, key)
         assert.deepEqual(got.variables.map((v) => `${v.environment}/${v.name}`).sort(), ['development/A', 'production/B'])
         assert.deepEqual(
@@ -466,12 +436,46 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
           [`${pending.id}/development/P`],
           'pending pushes only',
         )
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: id, expect: got, next }), DONE)
         same(await store.getWrappedKey(id), bump(key))
         for (const v of got.variables) same((await storedValue(store, id, v.environment, v.name))?.sealed, bump(v.sealed), v.name)
         same((await stagedValues(store, pending.id))[0]?.sealed, bump(got.staged[0]!.sealed))
         assert.notEqual((await readLogged(store, id, 'development', entry(id, 'read'))).version, version, 'the version changes')
         same((await storedValue(store, other, 'development', 'Z'))?.sealed, otherBefore?.sealed, 'other vaults untouched')
-        assert.equal(await store.resealVault(randomUUID(), async (c) => c), false)
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: id, expect: got, next }), CHANGED, 'the secrets it expected are gone')
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: randomUUID(), expect: got, next }), { ok: false, reason: 'not_found' })
+      }),
+  },
+  {
+    name: 'swapWrappedKey reseal is refused as changed when a value was written or a push created since the read; nothing written',
+    run: (make) =>
+      withStore(make, async ({ store }) => {
+        const id = await newVault(store)
+        const key = await storeFirstKey(store, id, sealed(60))
+        await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set'))
+        const reseal = (c: VaultSecrets): VaultSecrets => ({
+          wrappedKey: sealed(60),
+          variables: c.variables.map((v) => ({ ...v, sealed: sealed() })),
+          staged: c.staged.map((v) => ({ ...v, sealed: sealed() })),
+          history: c.history.map((v) => ({ ...v, sealed: sealed() })),
+        })
+        const read1 = await store.readVaultSecrets(id)
+        assert.ok(read1)
+        const written = await storedValue(store, id, 'development', 'A')
+        await writeTestValue(store, put(id, 'development', sv('A'), OWNER, T0), entry(id, 'variable_set')) // a writer, meanwhile
+        const now = await storedValue(store, id, 'development', 'A')
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: id, expect: read1, next: reseal(read1) }), CHANGED)
+        same(await store.getWrappedKey(id), key, 'the key stays')
+        same((await storedValue(store, id, 'development', 'A'))?.sealed, now?.sealed, 'the value stays')
+        assert.ok(written)
+        const read2 = await store.readVaultSecrets(id)
+        assert.ok(read2)
+        assert.ok((await store.createImport(newImport(id, [sv('P')]), entry(id, 'push_created'))).ok) // a push, meanwhile
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: id, expect: read2, next: reseal(read2) }), CHANGED)
+        same(await store.getWrappedKey(id), key)
+        const read3 = await store.readVaultSecrets(id)
+        assert.ok(read3)
+        assert.deepEqual(await store.swapWrappedKey({ kind: 'reseal', vaultId: id, expect: read3, next: reseal(read3) }), DONE, 'read again, it goes through')
       }),
   },
   {
