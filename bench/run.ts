@@ -62,7 +62,7 @@ interface Case {
   rate?: number
 }
 
-interface Measure {
+export interface Measure {
   rps: number
   p50: number
   p99: number

@@ -11,6 +11,7 @@
  *   on B back to back until B answers 401. Prints the max, which issue 20 wants ≤ 1 s.
  */
 import type { ChildProcess } from 'node:child_process'
+import type { Measure } from './run.js'
 import { CLI_CLIENT } from './seed.js'
 
 export interface Server {
@@ -18,14 +19,8 @@ export interface Server {
   port: number
 }
 
-export interface Measured {
-  rps: number
-  p50: number
-  p99: number
-  non2xx: number
-  errors: number
-  cpuUs: number
-}
+/** What run.ts measures of one server (a type only: importing it runs nothing). */
+export type Measured = Measure
 
 /** Both servers loaded at once with `load` (each its share of connections); the sums. */
 export async function loadBoth<C extends { connections: number }>(

@@ -106,6 +106,8 @@ export {
   expiredPush,
   memberChangeEntry,
   overwritesOf,
+  plannedPush,
+  type PlannedPush,
   pushExpiredEntry,
   pushHasExpired,
   sameSecrets,

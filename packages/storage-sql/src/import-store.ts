@@ -10,7 +10,7 @@ import type {
   RefusedLine,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
-import { expiredPush, overwritesOf, pushExpiredEntry, pushHasExpired, StorageError, storageLimitRefusal } from '@envkeep/env-api-plugin'
+import { expiredPush, overwritesOf, plannedPush, pushExpiredEntry, pushHasExpired, StorageError } from '@envkeep/env-api-plugin'
 import { insertLog } from './access-log.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { fixedQuery } from './fixed-query.js'
@@ -76,9 +76,6 @@ function toImport(r: ImportRow): ImportRecord {
     reason: r.reason ?? null,
   }
 }
-
-const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
-
 function* importRow(d: SqlDialect, importId: string) {
   const r = yield* first(d.db.selectFrom('imports').selectAll().where('id', '=', importId))
   return r && toImport(r)
@@ -130,14 +127,8 @@ const insertStaged = fixedQuery<[string, string, Buffer], unknown>((d, arg) =>
 function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op<CreateImportResult> {
   const vault = yield* lockVault(d, input.vaultId)
   if (staleKey(vault, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
-  const before = yield* usageOf(d, input.vaultId)
-  const added = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
-  const over = storageLimitRefusal(before, { n: before.n + input.values.length, bytes: before.bytes + added }, input.limit)
+  const { over, values, valued, deletes, names } = plannedPush(input, yield* usageOf(d, input.vaultId))
   if (over) return over
-  const values = [...input.values].sort((a, b) => byName(a.name, b.name))
-  const valued = values.map((v) => v.name)
-  const deletes = [...(input.deletes ?? [])].sort(byName)
-  const names = [...valued, ...deletes].sort(byName)
   const current =
     valued.length === 0
       ? []

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import { migrations } from './migrations/index.js'
-import type { DB } from './schema.js'
+import type { DB } from '@envkeep/storage-sql'
 
 export interface OpenOptions {
   /** Path of the database file, or `:memory:` for tests. */

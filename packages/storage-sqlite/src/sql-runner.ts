@@ -1,6 +1,6 @@
 import { byBytesFor, drive, type Op, type SqlDialect, type SqlRunner, type Step } from '@envkeep/storage-sql'
 import type { OpenDatabase } from './database.js'
-import { prepared } from './limits.js'
+import { prepared } from './statements.js'
 import { holdConnection, toStorageError } from './sqlite-errors.js'
 
 interface Queued {

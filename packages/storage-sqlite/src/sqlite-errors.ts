@@ -3,7 +3,7 @@ import type Database from 'better-sqlite3'
 import type { Statement } from 'better-sqlite3'
 import type { Kysely } from 'kysely'
 import type { OpenDatabase } from './database.js'
-import type { DB } from './schema.js'
+import type { DB } from '@envkeep/storage-sql'
 
 /**
  * SQLite result codes (better-sqlite3 reports extended codes, e.g.

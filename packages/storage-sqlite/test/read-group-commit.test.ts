@@ -5,7 +5,7 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import type { AccessAction, AccessLogEntry } from '@envkeep/env-api-plugin'
 import { createSqliteStorage, type SqliteStorage } from '../src/index.js'
-import { prepared } from '../src/limits.js'
+import { prepared } from '../src/statements.js'
 import { testLogEntry, TEST_NO_LIMIT, writeTestValue } from '@envkeep/env-api-plugin/testing'
 
 // The read path as the domain takes it: readCurrent (a read, no transaction),

@@ -1,5 +1,5 @@
 import type { AccessAction, AccessLogRow, Role } from '../adapters/vault-store.js'
-import type { Actor } from './actor.js'
+import { type Actor, entryFor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { locateVault } from './vaults.js'
 
@@ -28,6 +28,18 @@ export async function listAccessLog(
     before = page[page.length - 1]?.id
   }
   return shown(wanted.slice(0, filter.limit))
+}
+
+/**
+ * Records in a vault's access log what a surface did that changes nothing
+ * (a refusal, names listed through the MCP endpoint), as `actor`, now.
+ */
+export async function recordAccess(
+  d: DomainDeps,
+  actor: Actor,
+  e: { vaultId: string; action: AccessAction; environment: string; names: readonly string[]; detail: string },
+): Promise<void> {
+  await d.storage.appendAccessLog(entryFor(actor, { ...e, at: d.now() }))
 }
 
 const INVITATION_ACTIONS: readonly string[] = ['invitation_sent', 'invitation_revoked']

@@ -1,6 +1,6 @@
 import type { Actor, AdministratorActor, PersonActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
-import { listAccessLog } from './access-log.js'
+import { listAccessLog, recordAccess } from './access-log.js'
 import { expirePushes, listAllVaults, listAudit, pruneOldHistory, purgeSignIns, rewrapDataKeys, rotateVaultKey } from './administration.js'
 import {
   addCiIdentity,
@@ -152,6 +152,7 @@ export function createDomain(d: DomainDeps) {
     sealLegacyWebhooks: () => sealLegacyWebhooks(d),
     // access log
     listAccessLog: (actor: Actor, input: Parameters<typeof listAccessLog>[2]) => listAccessLog(d, actor, input),
+    recordAccess: (actor: Actor, input: Parameters<typeof recordAccess>[2]) => recordAccess(d, actor, input),
     // sign-ins
     listSignIns: (actor: PersonActor) => listSignIns(d, actor),
     revokeSignIn: (actor: PersonActor, signInId: string) => revokeSignIn(d, actor, signInId),

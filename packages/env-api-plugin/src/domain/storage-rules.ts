@@ -1,5 +1,5 @@
-import type { ImportRecord } from '../adapters/import-store.js'
-import type { AccessLogEntry, OverLimit, Role, StorageLimit, VaultSecrets } from '../adapters/vault-store.js'
+import type { ImportRecord, NewImport } from '../adapters/import-store.js'
+import type { AccessLogEntry, OverLimit, Role, SealedVariable, StorageLimit, VaultSecrets } from '../adapters/vault-store.js'
 
 /**
  * The rules a storage backend applies inside its own transactions, written
@@ -26,6 +26,36 @@ export function storageLimitRefusal(before: Usage, after: Usage, limit: StorageL
   if (after.bytes > limit.maxBytes && after.bytes > before.bytes)
     return { ok: false, reason: 'storage_limit', limit: 'bytes', usage: after.bytes, max: limit.maxBytes }
   return null
+}
+
+const byBytes = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** A new push as a backend stores it: see `plannedPush`. */
+export interface PlannedPush {
+  /** the staged values, in name order */
+  readonly values: SealedVariable[]
+  /** their names, in order */
+  readonly valued: string[]
+  /** the names it deletes when applied, in order */
+  readonly deletes: string[]
+  /** every name it concerns (`valued` and `deletes`), in order: the push's `names` */
+  readonly names: string[]
+  /** the storage-limit refusal of staging it, or null */
+  readonly over: OverLimit | null
+}
+
+/**
+ * What a backend stores for a new push, given the vault's usage before it
+ * (its staged values count toward the limit until decided): the values and
+ * names in byte order, and whether the plan's limit refuses it.
+ */
+export function plannedPush(input: Pick<NewImport, 'values' | 'deletes' | 'limit'>, before: Usage): PlannedPush {
+  const values = [...input.values].sort((a, b) => byBytes(a.name, b.name))
+  const valued = values.map((v) => v.name)
+  const deletes = [...(input.deletes ?? [])].sort(byBytes)
+  const added = values.reduce((n, v) => n + v.sealed.byteLength, 0)
+  const over = storageLimitRefusal(before, { n: before.n + values.length, bytes: before.bytes + added }, input.limit)
+  return { values, valued, deletes, names: [...valued, ...deletes].sort(byBytes), over }
 }
 
 /** The names of a push that will replace a value the environment has now, in the push's order. */

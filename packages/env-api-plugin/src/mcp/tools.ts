@@ -3,7 +3,7 @@ import { McpServer } from '@modelcontextprotocol/server'
 import * as z from 'zod/v4'
 import type { SignInRecord } from '../adapters/oauth-store.js'
 import type { AccessAction, EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
-import { entryFor, personActor, type PersonActor } from '../domain/actor.js'
+import { personActor, type PersonActor } from '../domain/actor.js'
 import type { Domain } from '../domain/index.js'
 import { DomainFailure } from '../domain/failure.js'
 import { roleRefusal } from '../domain/permissions.js'
@@ -99,9 +99,7 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
   }
 
   async function log(vault: VaultAccess, env: EnvironmentInfo, action: AccessAction, names: readonly string[], detail: string): Promise<void> {
-    await opts.storage.appendAccessLog(
-      entryFor(actor, { vaultId: vault.id, action, at: opts.now(), environment: env.name, names, detail: `MCP ${caller.clientName}: ${detail}` }),
-    )
+    await domain.recordAccess(actor, { vaultId: vault.id, action, environment: env.name, names, detail: `MCP ${caller.clientName}: ${detail}` })
   }
 
   /** The names of an environment the caller may see names of; a refusal is logged as refused. */
@@ -112,7 +110,7 @@ export function createMcpServer(opts: ResolvedOptions, domain: Domain, caller: T
       await log(vault, env, 'refused', [], name)
       throw new DomainFailure('forbidden', roleRefusal(vault.role, env, 'see the names of'))
     }
-    return { vault, env, names: (await opts.storage.readCurrent(vault.id, env.name, { values: false })).variables }
+    return { vault, env, names: await domain.listVariables(actor, { vaultId: vault.id, environment: env.name }) }
   }
 
   /** People's names by id, looked up once each; null (the administrator) and unknown ids in words. */

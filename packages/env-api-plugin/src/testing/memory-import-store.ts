@@ -9,7 +9,7 @@ import type {
   NewImport,
 } from '../adapters/import-store.js'
 import type { ChangeResult } from '../adapters/results.js'
-import { expiredPush, overwritesOf, pushExpiredEntry, pushHasExpired, storageLimitRefusal } from '../domain/storage-rules.js'
+import { expiredPush, overwritesOf, plannedPush, pushExpiredEntry, pushHasExpired } from '../domain/storage-rules.js'
 import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, varKey, type MemoryDb, type State } from './memory-state.js'
@@ -38,16 +38,12 @@ export class MemoryImportStore implements ImportStore {
     return this.#db.write('imports', async (s): Promise<CreateImportResult> => {
       if (input.sealedUnder && !sameBytes(s.vaults.get(input.vaultId)?.wrappedKey ?? null, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
       const before = usage(s, input.vaultId)
-      const bytes = input.values.reduce((n, v) => n + v.sealed.byteLength, 0)
-      const over = storageLimitRefusal(before, { n: before.n + input.values.length, bytes: before.bytes + bytes }, input.limit)
+      const { over, valued, deletes, names } = plannedPush(input, before)
       if (over) return over
       await this.#db.step()
       if (s.imports.has(input.id)) throw new StorageError('23505', 'imports_pk')
       if (!s.environments.get(input.vaultId)?.has(input.environment)) throw new StorageError('23503', 'imports_environment')
       const current = s.variables.get(varKey(input.vaultId, input.environment)) ?? new Map()
-      const deletes = [...(input.deletes ?? [])].sort(byKey)
-      const valued = input.values.map((v) => v.name).sort(byKey)
-      const names = [...valued, ...deletes].sort(byKey)
       const imp: ImportRecord = Object.freeze({
         id: input.id,
         vaultId: input.vaultId,
