@@ -20,6 +20,7 @@ export function createPostgresRunner(o: OpenPostgres): SqlRunner {
   return {
     dialect,
     read: (op) => read(() => driveAsync(op(), exec(o.db))),
-    write: (op) => inTransaction(o.db, (trx) => driveAsync(op(), exec(trx))),
+    // one statement is a transaction by itself: no BEGIN and COMMIT round trips around it
+    write: (op, options) => (options?.oneStatement ? read(() => driveAsync(op(), exec(o.db))) : inTransaction(o.db, (trx) => driveAsync(op(), exec(trx)))),
   }
 }

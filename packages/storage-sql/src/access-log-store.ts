@@ -1,5 +1,5 @@
 import type { AccessAction, AccessLogEntry, AccessLogRow, ChangeResult, VaultStore } from '@envkeep/env-api-plugin'
-import { insertLog } from './access-log.js'
+import { insertLogs } from './access-log.js'
 import type { SqlRunner } from './dialect.js'
 import { all } from './op.js'
 import { date, fromJson, num } from './rows.js'
@@ -7,15 +7,44 @@ import { date, fromJson, num } from './rows.js'
 /** Done, with nothing to say (a change that is never refused). */
 export const DONE: ChangeResult<never> = Object.freeze({ ok: true, value: undefined })
 
+interface Pending {
+  readonly entry: AccessLogEntry
+  readonly resolve: (done: ChangeResult<never>) => void
+  readonly reject: (err: unknown) => void
+}
+
 /** The access log (vault-store.ts in the plugin): table access_log. */
 export function createAccessLogStore(s: SqlRunner): Pick<VaultStore, 'appendAccessLog' | 'listAccessLog'> {
   const d = s.dialect
+  const one = (entry: AccessLogEntry) => s.write(() => insertLogs(d, [entry]), { oneStatement: true })
+  let pending: Pending[] = []
+  // The appends of one event-loop turn (the concurrent reads) go as ONE statement, one
+  // transaction, one commit (one fsync on SQLite, one round trip on PostgreSQL); each
+  // read answers only once that commit is done. If the statement fails, each entry is
+  // tried alone, so only an entry that cannot be written fails its read.
+  const flush = async (): Promise<void> => {
+    const batch = pending
+    pending = []
+    try {
+      await s.write(
+        () =>
+          insertLogs(
+            d,
+            batch.map((p) => p.entry),
+          ),
+        { oneStatement: true },
+      )
+      for (const p of batch) p.resolve(DONE)
+    } catch (err) {
+      if (batch.length === 1) return (batch[0] as Pending).reject(err)
+      await Promise.all(batch.map((p) => one(p.entry).then(() => p.resolve(DONE), p.reject)))
+    }
+  }
   return {
-    // a write of its own: on SQLite, the appends of one event-loop turn share one commit (the runner's group commit)
     appendAccessLog: (entry: AccessLogEntry) =>
-      s.write(function* () {
-        yield* insertLog(d, entry)
-        return DONE
+      new Promise<ChangeResult<never>>((resolve, reject) => {
+        pending.push({ entry, resolve, reject })
+        if (pending.length === 1) setImmediate(flush)
       }),
     listAccessLog: (vaultId, filter) =>
       s.read(function* () {

@@ -22,20 +22,34 @@ const insert = fixedQuery<unknown[], unknown>((d, arg) =>
 
 /** Appends one access-log entry, in the operation's transaction (compiled once: every read writes one). */
 export function* insertLog(d: SqlDialect, e: AccessLogEntry) {
+  yield* run(insert(d, ...logParams(e)))
+}
+
+/** Appends several entries in one statement (the reads of one event-loop turn), in order. */
+export function* insertLogs(d: SqlDialect, entries: readonly AccessLogEntry[]) {
+  if (entries.length === 1) return yield* insertLog(d, entries[0] as AccessLogEntry)
   yield* run(
-    insert(
-      d,
-      e.vaultId,
-      e.at.getTime(),
-      e.personId,
-      e.signInId,
-      e.clientId,
-      e.action,
-      e.environment,
-      toJson(e.names),
-      e.address,
-      e.subject ?? null,
-      e.detail ?? null,
+    d.db.insertInto('access_log').values(
+      entries.map((e) => {
+        const [vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail] = logParams(e)
+        return { vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail }
+      }),
     ),
   )
+}
+
+function logParams(e: AccessLogEntry) {
+  return [
+    e.vaultId,
+    e.at.getTime(),
+    e.personId,
+    e.signInId,
+    e.clientId,
+    e.action,
+    e.environment,
+    toJson(e.names),
+    e.address,
+    e.subject ?? null,
+    e.detail ?? null,
+  ] as const
 }

@@ -41,7 +41,12 @@ export function byBytesFor(name: SqlDialect['name']): (column: string) => RawBui
 export interface SqlRunner {
   readonly dialect: SqlDialect
   read<T>(op: () => Op<T>): Promise<T>
-  write<T>(op: () => Op<T>): Promise<T>
+  /**
+   * `oneStatement`: the operation runs exactly one statement, atomic by
+   * itself, so a database that pays a round trip for BEGIN and COMMIT
+   * (PostgreSQL) may run it without them.
+   */
+  write<T>(op: () => Op<T>, options?: { readonly oneStatement?: boolean }): Promise<T>
 }
 
 /**

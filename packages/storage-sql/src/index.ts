@@ -1,4 +1,4 @@
-export { insertLog } from './access-log.js'
+export { insertLog, insertLogs } from './access-log.js'
 export { createClientRegistrationStore } from './client-registration-store.js'
 export { byBytesFor, jsonArray, type SqlDialect, type SqlRunner } from './dialect.js'
 export { all, drive, driveAsync, first, type Op, run, type Step } from './op.js'
