@@ -1,21 +1,8 @@
-import { onChanges, type Storage } from '@envkeep/env-api-plugin'
-import {
-  createAccessLogStore,
-  createCiIdentityStore,
-  createClientRegistrationStore,
-  createHistoryStore,
-  createImportStore,
-  createKeyStore,
-  createOAuthStore,
-  createOverrideStore,
-  createPurge,
-  createRateCounters,
-  createVaultStore,
-  createWebhookStore,
-} from '@envkeep/storage-sql'
+import type { Storage } from '@envkeep/env-api-plugin'
+import { createSqlStorage } from '@envkeep/storage-sql'
+import { createPostgresChangeListener } from './change-listener.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { createPostgresRunner } from './sql-runner.js'
-import { createPostgresChangeListener } from './change-listener.js'
 
 export interface PostgresStorage extends Storage {
   countRequest: NonNullable<Storage['countRequest']>
@@ -26,33 +13,16 @@ export interface PostgresStorage extends Storage {
   close(): Promise<void>
 }
 
-/** Opens the pool (running migrations) and returns the storage adapter over it. */
+/** Opens the pool (running migrations) and returns the SQL core's stores over it, with the request counters several servers share. */
 export async function createPostgresStorage(options: PostgresOptions): Promise<PostgresStorage> {
   const database = await openPostgres(options)
   const sql = createPostgresRunner(database)
-  const changes = createPostgresChangeListener(database, sql)
-  // every change made through this store is heard at once by its listeners, before it resolves
-  return onChanges(
-    {
-      ...createOAuthStore(sql),
-      ...createCiIdentityStore(sql),
-      ...createWebhookStore(sql),
-      ...createOverrideStore(sql),
-      ...createAccessLogStore(sql),
-      ...createImportStore(sql),
-      ...createHistoryStore(sql),
-      ...createVaultStore(sql),
-      ...createKeyStore(sql),
-      ...createRateCounters(sql),
-      ...createPurge(sql, { rateCounters: true }),
-      ...createClientRegistrationStore(sql),
-      watchChanges: (listener) => changes.watch(listener),
-      database,
-      close: () => {
-        changes.close()
-        return database.close()
-      },
-    } satisfies PostgresStorage,
-    () => changes.signal(),
-  )
+  const storage = createSqlStorage(sql, {
+    changes: createPostgresChangeListener(database, sql),
+    sharedCounters: true,
+    own: { database, close: () => database.close() },
+  })
+  const { countRequest, peekRequests } = storage
+  if (!countRequest || !peekRequests) throw new Error('envkeep: the SQL core left out the shared request counters')
+  return { ...storage, countRequest, peekRequests } satisfies PostgresStorage
 }
