@@ -1,5 +1,6 @@
 import type { ClientRegistration, ClientRegistrationStore } from '@envkeep/env-api-plugin'
 import type { SqlRunner } from './dialect.js'
+import { DONE } from './access-log-store.js'
 import { first, run } from './op.js'
 import { date, dateOrNull, fromJson, toJson } from './rows.js'
 
@@ -24,6 +25,7 @@ export function createClientRegistrationStore(s: SqlRunner): Required<ClientRegi
             .values(row)
             .onConflict((oc) => oc.column('client_id').doUpdateSet(rest)),
         )
+        return DONE
       }),
     findClientRegistration: (clientId) =>
       s.read(function* () {

@@ -9,6 +9,7 @@ import type {
   SignInRecord,
 } from '@envkeep/env-api-plugin'
 import { CompiledQuery, type Selectable } from 'kysely'
+import { DONE } from './access-log-store.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, run, type Step } from './op.js'
 import { date, dateOrNull, num } from './rows.js'
@@ -125,6 +126,7 @@ export function createOAuthStore(s: SqlRunner): OAuthStore {
             consumed_at: c.consumedAt?.getTime() ?? null,
           }),
         )
+        return DONE
       }),
 
     findAuthorizationCode: (codeHash) =>
@@ -197,11 +199,11 @@ export function createOAuthStore(s: SqlRunner): OAuthStore {
 
     revokeSignIns: (filter, now) =>
       s.write(function* () {
-        if (!('tokenHash' in filter)) return yield* revoke(d, now, { personId: filter.personId, id: filter.signInId })
+        if (!('tokenHash' in filter)) return { ok: true as const, value: yield* revoke(d, now, { personId: filter.personId, id: filter.signInId }) }
         const owner =
           (yield* first(db.selectFrom('access_tokens').select('sign_in_id').where('token_hash', '=', filter.tokenHash))) ??
           (yield* first(db.selectFrom('refresh_tokens').select('sign_in_id').where('token_hash', '=', filter.tokenHash)))
-        return owner ? yield* revoke(d, now, { id: owner.sign_in_id, clientId: filter.clientId }) : 0
+        return { ok: true as const, value: owner ? yield* revoke(d, now, { id: owner.sign_in_id, clientId: filter.clientId }) : 0 }
       }),
   }
 

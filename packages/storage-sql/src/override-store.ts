@@ -1,7 +1,8 @@
-import type { AccessLogEntry, OverrideChange, OverrideRow, OverrideStore } from '@envkeep/env-api-plugin'
+import type { AccessLogEntry, ChangeResult, OverrideChange, OverrideRow, OverrideStore } from '@envkeep/env-api-plugin'
 import { insertLog } from './access-log.js'
+import { DONE } from './access-log-store.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
-import { all, first, run } from './op.js'
+import { all, first, type Op, run } from './op.js'
 import { bytes, copyBytes, date } from './rows.js'
 
 /** Personal overrides (override-store.ts in the plugin): tables override_environments and overrides. */
@@ -31,7 +32,7 @@ function* readOverrides(d: SqlDialect, vaultId: string, environment: string, per
   return { allowed: allowed !== undefined, overrides }
 }
 
-function* changeOverride(d: SqlDialect, change: OverrideChange, log: AccessLogEntry) {
+function* changeOverride(d: SqlDialect, change: OverrideChange, log: AccessLogEntry): Op<ChangeResult<'not_found' | 'not_allowed' | 'unchanged'>> {
   const { vaultId, environment } = change
   // the environment's row is locked (PostgreSQL): a switch turned off cannot race a new override
   const env = yield* first(
@@ -42,7 +43,7 @@ function* changeOverride(d: SqlDialect, change: OverrideChange, log: AccessLogEn
       .where('name', '=', environment)
       .$if(d.rowLocks, (q) => q.forUpdate()),
   )
-  if (!env) return false
+  if (!env) return { ok: false, reason: 'not_found' }
   let changed: number
   if (change.kind === 'allow') {
     if (change.allow) {
@@ -70,7 +71,7 @@ function* changeOverride(d: SqlDialect, change: OverrideChange, log: AccessLogEn
     const allowed = yield* first(
       d.db.selectFrom('override_environments').select('vault_id').where('vault_id', '=', vaultId).where('environment', '=', environment),
     )
-    if (!allowed) return false
+    if (!allowed) return { ok: false, reason: 'not_allowed' }
     changed = yield* run(
       d.db
         .insertInto('overrides')
@@ -89,7 +90,7 @@ function* changeOverride(d: SqlDialect, change: OverrideChange, log: AccessLogEn
         ),
     )
   }
-  if (changed === 0) return false
+  if (changed === 0) return { ok: false, reason: 'unchanged' }
   yield* insertLog(d, log)
-  return true
+  return DONE
 }

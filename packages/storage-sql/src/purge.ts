@@ -28,7 +28,7 @@ export function createPurge(s: SqlRunner, o: { readonly rateCounters: boolean })
         n += yield* run(db.deleteFrom('used_subject_tokens').where('expires_at', '<', now))
         n += yield* run(db.deleteFrom('webhook_deliveries').where('status', '<>', 'pending').where('occurred_at', '<', cuts.deliveriesBefore.getTime()))
         if (o.rateCounters) n += yield* run(db.deleteFrom('rate_counters').where((eb) => eb(eb('window_start', '+', eb.ref('window_ms')), '<', now)))
-        return n
+        return { ok: true as const, value: n }
       }),
   }
 }

@@ -95,7 +95,8 @@ function* createVault(d: SqlDialect, input: NewVault, log: AccessLogEntry) {
     )
   }
   yield* insertLog(d, log)
-  return { id: input.id, name: input.name, plan: input.plan, requireSecondPerson: false, createdAt: new Date(at) } satisfies VaultRecord
+  const value: VaultRecord = { id: input.id, name: input.name, plan: input.plan, requireSecondPerson: false, createdAt: new Date(at) }
+  return { ok: true as const, value }
 }
 
 /** A person's vaults, with their role and environments (one statement: the environments come along as JSON). */

@@ -118,7 +118,7 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
           join webhooks w on w.vault_id = e.vault_id and e.at >= w.created_at
           where cast(w.events as text) like '%"' || e.event || '"%'
           on conflict (webhook_id, push_id, event) do nothing`
-        return yield* run({ compile: () => insert.compile(db) })
+        return { ok: true as const, value: yield* run({ compile: () => insert.compile(db) }) }
       }),
 
     // The claim is one statement, atomic by itself (PostgreSQL: the due rows are locked, and
@@ -144,7 +144,7 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
             .where('id', 'in', due)
             .returning('id'),
         )
-        if (claimed.length === 0) return []
+        if (claimed.length === 0) return { ok: true as const, value: [] }
         const rows = yield* all(
           deliveries
             .select(['w.url', 'w.format', 'w.events', 'w.created_at', 'w.created_by', 'w.sealed_secret'])
@@ -156,13 +156,14 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
             .orderBy('d.next_attempt_at')
             .orderBy('d.id'),
         )
-        return rows.map(
+        const value = rows.map(
           (r): ClaimedDelivery => ({
             ...deliveryOf(r),
             webhook: webhookOf({ ...r, id: r.webhook_id }),
             sealedSecret: r.sealed_secret && copyBytes(r.sealed_secret),
           }),
         )
+        return { ok: true as const, value }
       }),
 
     finishAttempt: (a) => {

@@ -6,6 +6,8 @@
  * endpoint. The MCP work (issue 21) owns this file.
  */
 
+import type { ChangeResult } from './results.js'
+
 export interface ClientRegistration {
   /** a random id for a registered client; the document's URL for a metadata-document client */
   readonly clientId: string
@@ -20,8 +22,8 @@ export interface ClientRegistration {
 }
 
 export interface ClientRegistrationStore {
-  /** Inserts or replaces the registration of `clientId` (whole record). */
-  saveClientRegistration?(registration: ClientRegistration): Promise<void>
+  /** Inserts or replaces the registration of `clientId` (whole record). Never refused. */
+  saveClientRegistration?(registration: ClientRegistration): Promise<ChangeResult<never>>
   /** The registration of a client id (expired or not), or null. */
   findClientRegistration?(clientId: string): Promise<ClientRegistration | null>
 }

@@ -77,7 +77,8 @@ export interface RefreshTokenRecord {
 }
 
 export interface OAuthStore {
-  saveAuthorizationCode(code: AuthorizationCodeRecord): Promise<void>
+  /** Stores a new authorization code (by hash). Never refused. */
+  saveAuthorizationCode(code: AuthorizationCodeRecord): Promise<ChangeResult<never>>
 
   /** A code by hash (used or not), or null. Reading never consumes. */
   findAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | null>
@@ -116,6 +117,6 @@ export interface OAuthStore {
   /** Sign-ins of one person, newest first (for the "Sign-ins" page), revoked ones included. */
   listSignIns(personId: string): Promise<SignInRecord[]>
 
-  /** Revokes the live sign-ins the filter selects. Returns how many. */
-  revokeSignIns(filter: SignInFilter, now: Date): Promise<number>
+  /** Revokes the live sign-ins the filter selects. Never refused; its value: how many (0 when none). */
+  revokeSignIns(filter: SignInFilter, now: Date): Promise<ChangeResult<never, number>>
 }

@@ -1,3 +1,4 @@
+import type { ChangeResult } from './results.js'
 import type { AccessLogEntry } from './vault-store.js'
 
 /**
@@ -39,10 +40,11 @@ export interface OverrideStore {
   readOverrides(vaultId: string, environment: string, personId?: string): Promise<{ allowed: boolean; overrides: OverrideRow[] }>
 
   /**
-   * Applies `change` and appends `log`, in one transaction. False, with
-   * nothing written or logged, for an unknown environment, a `set` where
-   * overrides are not allowed (checked inside the transaction), a removal of
-   * nothing, or a switch already in that position.
+   * Applies `change` and appends `log`, in one transaction. Refused, with
+   * nothing written or logged: `not_found` for an unknown environment,
+   * `not_allowed` for a `set` where overrides are not allowed (checked
+   * inside the transaction), `unchanged` for a removal of nothing or a
+   * switch already in that position.
    */
-  changeOverride(change: OverrideChange, log: AccessLogEntry): Promise<boolean>
+  changeOverride(change: OverrideChange, log: AccessLogEntry): Promise<ChangeResult<'not_found' | 'not_allowed' | 'unchanged'>>
 }

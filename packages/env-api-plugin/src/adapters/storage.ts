@@ -3,6 +3,7 @@ import type { ClientRegistrationStore } from './client-registration-store.js'
 import type { HistoryStore } from './history-store.js'
 import type { OAuthStore } from './oauth-store.js'
 import type { OverrideStore } from './override-store.js'
+import type { ChangeResult } from './results.js'
 import type { VaultStore } from './vault-store.js'
 import type { WebhookStore } from './webhook-store.js'
 
@@ -37,11 +38,11 @@ export interface PurgeCuts {
 /** Everything the plugin stores. One object implements every part. */
 export interface Storage extends VaultStore, OAuthStore, CiIdentityStore, HistoryStore, WebhookStore, ClientRegistrationStore, OverrideStore {
   /**
-   * Housekeeping (hourly): deletes what can no longer be used or needed, and returns how many
-   * rows went. Used refresh tokens of live sign-ins stay: reuse detection needs them. One
+   * Housekeeping (hourly): deletes what can no longer be used or needed. Never refused; its
+   * value: how many rows went. Used refresh tokens of live sign-ins stay: reuse detection needs them. One
    * method for every table that expires, so a backend has one place to look.
    */
-  purgeExpired(cuts: PurgeCuts): Promise<number>
+  purgeExpired(cuts: PurgeCuts): Promise<ChangeResult<never, number>>
   /**
    * Optional: counts one request for `key` in each window (`windowsMs`, starting at its first
    * request), atomically, where every server process sees the same counters. With it, the

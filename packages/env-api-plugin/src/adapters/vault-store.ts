@@ -238,10 +238,11 @@ export interface VaultStore extends ImportStore {
 
   /**
    * Creates a vault with its owner and environments and appends `log`
-   * (`vault_created`), in one transaction. An existing id throws 23505 and
-   * changes nothing.
+   * (`vault_created`), in one transaction; its value: the new vault. Never
+   * refused: an existing id throws 23505 and changes nothing (ids are made
+   * by the domain, a clash is a bug).
    */
-  createVault(input: NewVault, log: AccessLogEntry): Promise<VaultRecord>
+  createVault(input: NewVault, log: AccessLogEntry): Promise<ChangeResult<never, VaultRecord>>
 
   /** The wrapped data key of a vault, or `null` when none was made yet (or no such vault). */
   getWrappedKey(vaultId: string): Promise<Uint8Array | null>

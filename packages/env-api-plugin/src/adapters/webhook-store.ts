@@ -140,20 +140,26 @@ export interface WebhookStore {
    * vault that wants the event, unless that (webhook, push, event) has one
    * already. Events: `push.created` at the push's createdAt;
    * `push.decided` at decidedAt when applied or rejected; `push.expired` at
-   * decidedAt when expired. Returns how many were inserted. Safe from
+   * decidedAt when expired. Never refused; its value: how many were
+   * inserted. Safe from
    * several processes at once. (Not folded into `claimDeliveries`: the
    * domain enqueues one push's deliveries right after it changed, and the
    * minutely sweep over a day of pushes would be too much for every claim.)
    */
-  enqueueDeliveries(input: { readonly now: Date; readonly since: Date; readonly pushId?: string }): Promise<number>
+  enqueueDeliveries(input: { readonly now: Date; readonly since: Date; readonly pushId?: string }): Promise<ChangeResult<never, number>>
 
   /**
    * Claims up to `limit` pending deliveries due at `now` (nextAttemptAt <=
    * now) that no one holds (or whose claim ended), oldest due first, for
    * `leaseMs` under `token`. Atomic: under concurrency, every delivery goes
-   * to one claimer.
+   * to one claimer. Never refused; its value: the claimed deliveries (none: empty).
    */
-  claimDeliveries(input: { readonly now: Date; readonly leaseMs: number; readonly limit: number; readonly token: string }): Promise<ClaimedDelivery[]>
+  claimDeliveries(input: {
+    readonly now: Date
+    readonly leaseMs: number
+    readonly limit: number
+    readonly token: string
+  }): Promise<ChangeResult<never, ClaimedDelivery[]>>
 
   /**
    * Records an attempt of a claimed delivery (attempts + 1, last status and

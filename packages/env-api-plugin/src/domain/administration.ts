@@ -1,3 +1,4 @@
+import { doneValue } from '../adapters/results.js'
 import type { AuditRow, VaultInfo } from '../adapters/vault-store.js'
 import { requireAdministrator, type AdministratorActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
@@ -85,7 +86,8 @@ export const KEEP_DELIVERIES_MS = 30 * DAY
 export async function purgeSignIns(d: DomainDeps): Promise<number> {
   const now = d.now()
   const before = (ms: number) => new Date(now.getTime() - ms)
-  return d.storage.purgeExpired({ now, codesBefore: before(DAY), signInsBefore: before(30 * DAY), deliveriesBefore: before(KEEP_DELIVERIES_MS) })
+  const r = await d.storage.purgeExpired({ now, codesBefore: before(DAY), signInsBefore: before(30 * DAY), deliveriesBefore: before(KEEP_DELIVERIES_MS) })
+  return doneValue(r)
 }
 
 /** Housekeeping: versions kept in history past `historyDays` (each variable's last 10 stay); how many went. */

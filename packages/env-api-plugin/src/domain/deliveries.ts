@@ -1,3 +1,4 @@
+import { doneValue } from '../adapters/results.js'
 import type { ImportRecord, VaultRecord } from '../adapters/vault-store.js'
 import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
 import type { DomainDeps } from './deps.js'
@@ -10,8 +11,11 @@ import { openWebhookCredentials, type WebhookCredentials } from './webhooks.js'
  */
 
 /** Claims up to `limit` deliveries due now, for `leaseMs`, under `token` (each goes to one claimer). */
-export function claimDeliveries(d: Pick<DomainDeps, 'storage' | 'now'>, input: { leaseMs: number; limit: number; token: string }): Promise<ClaimedDelivery[]> {
-  return d.storage.claimDeliveries({ now: d.now(), ...input })
+export async function claimDeliveries(
+  d: Pick<DomainDeps, 'storage' | 'now'>,
+  input: { leaseMs: number; limit: number; token: string },
+): Promise<ClaimedDelivery[]> {
+  return doneValue(await d.storage.claimDeliveries({ now: d.now(), ...input }))
 }
 
 /** Records an attempt of a claimed delivery; whether the claim still held. */
@@ -20,9 +24,9 @@ export async function finishDelivery(d: Pick<DomainDeps, 'storage'>, attempt: De
 }
 
 /** Enqueues the deliveries of push events of the last `windowMs` not enqueued yet (expiries, and any missed after a crash). */
-export function sweepDeliveries(d: Pick<DomainDeps, 'storage' | 'now'>, windowMs: number): Promise<number> {
+export async function sweepDeliveries(d: Pick<DomainDeps, 'storage' | 'now'>, windowMs: number): Promise<number> {
   const now = d.now()
-  return d.storage.enqueueDeliveries({ now, since: new Date(now.getTime() - windowMs) })
+  return doneValue(await d.storage.enqueueDeliveries({ now, since: new Date(now.getTime() - windowMs) }))
 }
 
 /** What a claimed delivery is about: its push, its vault, and the webhook's URL and secret opened. */

@@ -70,11 +70,11 @@ export async function setOverride(
   if (np) throw fail.invalid(np)
   const at = d.now()
   if (input.value === null) {
-    const ok = await d.storage.changeOverride(
+    const r = await d.storage.changeOverride(
       { kind: 'set', vaultId: vault.id, environment: env.name, personId: actor.personId, name, sealed: null, now: at },
       entryFor(actor, { vaultId: vault.id, action: 'override_deleted', at, environment: env.name, names: [name] }),
     )
-    if (!ok) throw fail.notFound('you have no override of that variable in this environment')
+    if (!r.ok) throw fail.notFound('you have no override of that variable in this environment')
     return { vault, env, removed: true }
   }
   const vp = valueProblem(input.value)
@@ -82,11 +82,11 @@ export async function setOverride(
   const names = (await d.storage.readCurrent(vault.id, env.name, { values: false })).variables
   if (!names.some((m) => m.name === name)) throw fail.notFound('that variable does not exist in this environment; an override replaces an existing one')
   const sealed = await d.crypto.sealOverride(vault.id, env.name, name, actor.personId, input.value)
-  const ok = await d.storage.changeOverride(
+  const r = await d.storage.changeOverride(
     { kind: 'set', vaultId: vault.id, environment: env.name, personId: actor.personId, name, sealed, now: at },
     entryFor(actor, { vaultId: vault.id, action: 'override_set', at, environment: env.name, names: [name] }),
   )
-  if (!ok) throw fail.conflict("this environment's owners do not allow personal overrides")
+  if (!r.ok) throw fail.conflict("this environment's owners do not allow personal overrides")
   return { vault, env, removed: false }
 }
 

@@ -1,3 +1,4 @@
+import { doneValue } from '../adapters/results.js'
 import type { SignInRecord } from '../adapters/oauth-store.js'
 import { requireAdministrator, type AdministratorActor, type PersonActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
@@ -20,19 +21,19 @@ export async function listSignIns(d: DomainDeps, actor: PersonActor): Promise<Si
 
 /** Revokes one of the actor's own sign-ins; not_found when it is not theirs or is revoked already. */
 export async function revokeSignIn(d: DomainDeps, actor: PersonActor, signInId: string): Promise<void> {
-  if (signInId === '' || (await d.storage.revokeSignIns({ personId: actor.personId, signInId }, d.now())) === 0)
+  if (signInId === '' || doneValue(await d.storage.revokeSignIns({ personId: actor.personId, signInId }, d.now())) === 0)
     throw fail.notFound(SIGN_IN_NOT_FOUND, 'the sign-in')
 }
 
 /** Revokes every sign-in of the actor's own ("sign out everywhere"); how many were live. */
 export async function revokeOwnSignIns(d: DomainDeps, actor: PersonActor): Promise<number> {
-  return d.storage.revokeSignIns({ personId: actor.personId }, d.now())
+  return doneValue(await d.storage.revokeSignIns({ personId: actor.personId }, d.now()))
 }
 
 /** Revokes every sign-in of a person (the administrator's `signins revoke`); how many were live. */
 export async function revokeAllSignIns(d: DomainDeps, actor: AdministratorActor, personId: string): Promise<number> {
   requireAdministrator(actor, 'revoke the sign-ins of a person')
-  return d.storage.revokeSignIns({ personId }, d.now())
+  return doneValue(await d.storage.revokeSignIns({ personId }, d.now()))
 }
 
 /**

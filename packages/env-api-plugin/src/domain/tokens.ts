@@ -1,3 +1,4 @@
+import { doneValue } from '../adapters/results.js'
 import type { AuthorizationCodeRecord, IssuedTokens, SignInRecord } from '../adapters/oauth-store.js'
 import type { DomainDeps } from './deps.js'
 
@@ -23,8 +24,8 @@ export async function signInOfToken(d: Pick<DomainDeps, 'storage' | 'now'>, hash
 }
 
 /** Stores a new authorization code (its hash; consent was given). */
-export function saveAuthorizationCode(d: Pick<DomainDeps, 'storage'>, code: AuthorizationCodeRecord): Promise<void> {
-  return d.storage.saveAuthorizationCode(code)
+export async function saveAuthorizationCode(d: Pick<DomainDeps, 'storage'>, code: AuthorizationCodeRecord): Promise<void> {
+  doneValue(await d.storage.saveAuthorizationCode(code))
 }
 
 /** A code by its hash, used or not; null when unknown. Reading never consumes. */
@@ -56,5 +57,5 @@ export function rotateRefreshToken(d: Pick<DomainDeps, 'storage'>, hash: string,
 
 /** RFC 7009: ends the sign-in an access or refresh token belongs to, when it is `clientId`'s; whether one ended. */
 export async function revokeByToken(d: Pick<DomainDeps, 'storage' | 'now'>, hash: string, clientId: string): Promise<boolean> {
-  return (await d.storage.revokeSignIns({ tokenHash: hash, clientId }, d.now())) > 0
+  return doneValue(await d.storage.revokeSignIns({ tokenHash: hash, clientId }, d.now())) > 0
 }

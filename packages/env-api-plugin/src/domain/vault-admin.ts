@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { doneValue } from '../adapters/results.js'
 import type { EnvironmentInfo, VaultAccess, VaultRecord } from '../adapters/vault-store.js'
 import { authorOf, entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
@@ -47,10 +48,11 @@ export async function createVault(d: DomainDeps, actor: Actor, input: { name: st
   await requireFreeName(d, ownerId, name, input.ownerId === undefined ? 'you' : 'they')
   const id = randomUUID()
   const now = d.now()
-  return d.storage.createVault(
+  const r = await d.storage.createVault(
     { id, name, ownerId, plan: defaultPlan(d.plans), environments: DEFAULT_ENVIRONMENTS, now },
     entryFor(actor, { vaultId: id, action: 'vault_created', at: now, subject: ownerId, detail: 'owner' }),
   )
+  return doneValue(r)
 }
 
 /** Renames a vault (owners): the name rules, unique among every member's vaults. */

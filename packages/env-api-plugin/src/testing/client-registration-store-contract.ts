@@ -40,7 +40,7 @@ export const clientRegistrationStoreContract: readonly {
     run: (make) =>
       withStore(make, async (s) => {
         const r = registration()
-        await s.saveClientRegistration(r)
+        assert.deepEqual(await s.saveClientRegistration(r), { ok: true, value: undefined })
         assert.deepEqual(await s.findClientRegistration(r.clientId), r)
         assert.equal(await s.findClientRegistration(randomUUID()), null)
         const doc = registration({

@@ -1,11 +1,13 @@
 import type { ClientRegistration, ClientRegistrationStore } from '../adapters/client-registration-store.js'
+import type { ChangeResult } from '../adapters/results.js'
 
 /** The reference client registration store: one map, copies in and out. */
 export class MemoryClientRegistrationStore implements ClientRegistrationStore {
   readonly #rows = new Map<string, ClientRegistration>()
 
-  async saveClientRegistration(r: ClientRegistration): Promise<void> {
+  async saveClientRegistration(r: ClientRegistration): Promise<ChangeResult<never>> {
     this.#rows.set(r.clientId, copy(r))
+    return { ok: true, value: undefined }
   }
 
   async findClientRegistration(clientId: string): Promise<ClientRegistration | null> {

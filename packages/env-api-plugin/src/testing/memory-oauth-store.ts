@@ -52,10 +52,11 @@ export class MemoryOAuthStore implements OAuthStore {
     this.#db = db
   }
 
-  saveAuthorizationCode(code: AuthorizationCodeRecord): Promise<void> {
-    return this.#db.write('oauth_codes', (s) => {
+  saveAuthorizationCode(code: AuthorizationCodeRecord): Promise<ChangeResult<never>> {
+    return this.#db.write('oauth_codes', (s): ChangeResult<never> => {
       if (s.codes.has(code.codeHash)) throw new StorageError('23505', 'oauth_codes_pk')
       s.codes.set(code.codeHash, Object.freeze({ ...code, scopes: Object.freeze([...code.scopes]) }))
+      return { ok: true, value: undefined }
     })
   }
 
@@ -156,23 +157,23 @@ export class MemoryOAuthStore implements OAuthStore {
     )
   }
 
-  revokeSignIns(input: SignInFilter, now: Date): Promise<number> {
-    return this.#db.write('sign_ins', (s) => {
+  revokeSignIns(input: SignInFilter, now: Date): Promise<ChangeResult<never, number>> {
+    return this.#db.write('sign_ins', (s): ChangeResult<never, number> => {
       if ('tokenHash' in input) {
         const signInId = s.accessTokens.get(input.tokenHash)?.signInId ?? s.refreshTokens.get(input.tokenHash)?.signInId
         const signIn = signInId === undefined ? undefined : s.signIns.get(signInId)
-        return signIn && signIn.clientId === input.clientId && revoke(s, signIn.id, now.getTime()) ? 1 : 0
+        return { ok: true, value: signIn && signIn.clientId === input.clientId && revoke(s, signIn.id, now.getTime()) ? 1 : 0 }
       }
       let n = 0
       for (const r of [...s.signIns.values()]) {
         if (r.personId === input.personId && (input.signInId === undefined || r.id === input.signInId) && revoke(s, r.id, now.getTime())) n++
       }
-      return n
+      return { ok: true, value: n }
     })
   }
 
-  purgeExpired({ now, codesBefore, signInsBefore, deliveriesBefore }: PurgeCuts): Promise<number> {
-    return this.#db.write('sign_ins', (s) => {
+  purgeExpired({ now, codesBefore, signInsBefore, deliveriesBefore }: PurgeCuts): Promise<ChangeResult<never, number>> {
+    return this.#db.write('sign_ins', (s): ChangeResult<never, number> => {
       let n = 0
       for (const [id, d] of s.deliveries) if (d.status !== 'pending' && d.occurredAt.getTime() < deliveriesBefore.getTime() && s.deliveries.delete(id)) n++
       for (const [h, c] of s.codes) if (c.expiresAt.getTime() < codesBefore.getTime() && s.codes.delete(h)) n++
@@ -183,7 +184,7 @@ export class MemoryOAuthStore implements OAuthStore {
       for (const [h, t] of s.accessTokens) if (ended.has(t.signInId) && s.accessTokens.delete(h)) n++
       for (const id of ended) if (s.signIns.delete(id)) n++
       for (const [k, until] of s.usedSubjectTokens) if (until < now.getTime() && s.usedSubjectTokens.delete(k)) n++
-      return n
+      return { ok: true, value: n }
     })
   }
 }

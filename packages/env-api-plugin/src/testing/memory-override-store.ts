@@ -1,4 +1,5 @@
 import type { OverrideChange, OverrideRow, OverrideStore } from '../adapters/override-store.js'
+import type { ChangeResult } from '../adapters/results.js'
 import type { AccessLogEntry } from '../adapters/vault-store.js'
 import { copyBytes, varKey, type MemoryDb } from './memory-state.js'
 
@@ -21,13 +22,13 @@ export class MemoryOverrideStore implements OverrideStore {
     })
   }
 
-  changeOverride(change: OverrideChange, log: AccessLogEntry): Promise<boolean> {
-    return this.#db.write('overrides', async (s) => {
-      if (!s.environments.get(change.vaultId)?.has(change.environment)) return false
+  changeOverride(change: OverrideChange, log: AccessLogEntry): Promise<ChangeResult<'not_found' | 'not_allowed' | 'unchanged'>> {
+    return this.#db.write('overrides', async (s): Promise<ChangeResult<'not_found' | 'not_allowed' | 'unchanged'>> => {
+      if (!s.environments.get(change.vaultId)?.has(change.environment)) return { ok: false, reason: 'not_found' }
       const key = varKey(change.vaultId, change.environment)
       await this.#db.step()
       if (change.kind === 'allow') {
-        if (s.overridesAllowed.has(key) === change.allow) return false
+        if (s.overridesAllowed.has(key) === change.allow) return { ok: false, reason: 'unchanged' }
         if (change.allow) s.overridesAllowed.add(key)
         else {
           s.overridesAllowed.delete(key)
@@ -37,15 +38,15 @@ export class MemoryOverrideStore implements OverrideStore {
         const rowKey = `${change.name}\0${change.personId}`
         const rows = s.overrides.get(key) ?? new Map<string, OverrideRow>()
         if (change.sealed === null) {
-          if (!rows.delete(rowKey)) return false
+          if (!rows.delete(rowKey)) return { ok: false, reason: 'unchanged' }
         } else {
-          if (!s.overridesAllowed.has(key)) return false
+          if (!s.overridesAllowed.has(key)) return { ok: false, reason: 'not_allowed' }
           rows.set(rowKey, Object.freeze({ name: change.name, personId: change.personId, sealed: copyBytes(change.sealed), updatedAt: change.now }))
         }
         s.overrides.set(key, rows)
       }
       this.#db.appendLog(s, log)
-      return true
+      return { ok: true, value: undefined }
     })
   }
 }

@@ -151,8 +151,8 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
 
   // ---- vaults and keys ----------------------------------------------------------
 
-  createVault(input: NewVault, log: AccessLogEntry): Promise<VaultRecord> {
-    return this.#db.write('vaults', async (s) => {
+  createVault(input: NewVault, log: AccessLogEntry): Promise<ChangeResult<never, VaultRecord>> {
+    return this.#db.write('vaults', async (s): Promise<ChangeResult<never, VaultRecord>> => {
       if (s.vaults.has(input.id)) throw new StorageError('23505', 'vaults_pk')
       const row: VaultRow = Object.freeze({
         id: input.id,
@@ -172,7 +172,7 @@ export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
       s.environments.set(input.id, envs)
       await this.#db.step()
       this.#db.appendLog(s, log)
-      return record(row)
+      return { ok: true, value: record(row) }
     })
   }
 

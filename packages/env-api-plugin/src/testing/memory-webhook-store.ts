@@ -108,8 +108,8 @@ export class MemoryWebhookStore implements WebhookStore {
     )
   }
 
-  enqueueDeliveries(input: { now: Date; since: Date; pushId?: string }): Promise<number> {
-    return this.#db.write('webhook_deliveries', async (s) => {
+  enqueueDeliveries(input: { now: Date; since: Date; pushId?: string }): Promise<ChangeResult<never, number>> {
+    return this.#db.write('webhook_deliveries', async (s): Promise<ChangeResult<never, number>> => {
       const imports = input.pushId === undefined ? [...s.imports.values()] : [s.imports.get(input.pushId)].filter((i) => i !== undefined)
       const have = new Set([...s.deliveries.values()].map((d) => `${d.webhookId}\0${d.pushId}\0${d.event}`))
       await this.#db.step()
@@ -147,12 +147,12 @@ export class MemoryWebhookStore implements WebhookStore {
           }
         }
       }
-      return n
+      return { ok: true, value: n }
     })
   }
 
-  claimDeliveries(input: { now: Date; leaseMs: number; limit: number; token: string }): Promise<ClaimedDelivery[]> {
-    return this.#db.write('webhook_deliveries', async (s) => {
+  claimDeliveries(input: { now: Date; leaseMs: number; limit: number; token: string }): Promise<ChangeResult<never, ClaimedDelivery[]>> {
+    return this.#db.write('webhook_deliveries', async (s): Promise<ChangeResult<never, ClaimedDelivery[]>> => {
       const now = input.now.getTime()
       const due = [...s.deliveries.values()]
         .filter(
@@ -161,12 +161,13 @@ export class MemoryWebhookStore implements WebhookStore {
         .sort((a, b) => (a.nextAttemptAt?.getTime() ?? 0) - (b.nextAttemptAt?.getTime() ?? 0) || Number(a.id) - Number(b.id))
         .slice(0, Math.max(0, Math.trunc(input.limit)))
       await this.#db.step()
-      return due.map((d) => {
+      const value = due.map((d) => {
         const claimed = Object.freeze({ ...d, claimToken: input.token, claimedUntil: now + input.leaseMs })
         s.deliveries.set(d.id, claimed)
         const w = s.webhooks.get(d.webhookId) as WebhookRow
         return { ...delivery(claimed), webhook: record(w), sealedSecret: w.sealedSecret && copyBytes(w.sealedSecret) }
       })
+      return { ok: true, value }
     })
   }
 

@@ -102,7 +102,7 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
     run: (make) =>
       withStore(make, async (store) => {
         const code = codeRecord()
-        await store.saveAuthorizationCode(code)
+        assert.deepEqual(await store.saveAuthorizationCode(code), { ok: true, value: undefined })
         const found = await store.findAuthorizationCode(code.codeHash)
         assert.ok(found)
         assert.deepEqual({ ...found, scopes: [...found.scopes] }, { ...code, scopes: [...code.scopes] })
@@ -235,7 +235,7 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
         assert.equal(why(await store.rotateRefreshToken(ended.tokens.refreshTokenHash, newTokens(late), late)), 'unknown')
         assert.equal((await store.findToken(ended.tokens.refreshTokenHash, 'refresh', T0, T0))?.usedAt, null, 'not consumed')
         const revoked = await signedIn(store)
-        assert.equal(await store.revokeSignIns({ personId: 'person-1', signInId: revoked.signIn.id }, at(1000)), 1)
+        assert.deepEqual(await store.revokeSignIns({ personId: 'person-1', signInId: revoked.signIn.id }, at(1000)), { ok: true, value: 1 })
         assert.equal(why(await store.rotateRefreshToken(revoked.tokens.refreshTokenHash, newTokens(), at(2000))), 'unknown')
       }),
   },
@@ -265,18 +265,26 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
     run: (make) =>
       withStore(make, async (store) => {
         const byAccess = await signedIn(store)
-        assert.equal((await store.revokeSignIns({ tokenHash: byAccess.tokens.accessTokenHash, clientId: OTHER_CLIENT }, at(1000))) > 0, false, 'foreign client')
+        assert.deepEqual(
+          await store.revokeSignIns({ tokenHash: byAccess.tokens.accessTokenHash, clientId: OTHER_CLIENT }, at(1000)),
+          { ok: true, value: 0 },
+          'foreign client',
+        )
         assert.ok(await store.findToken(byAccess.tokens.accessTokenHash, 'access', at(1000), farPast), 'still live')
-        assert.equal((await store.revokeSignIns({ tokenHash: byAccess.tokens.accessTokenHash, clientId: CLIENT }, at(1000))) > 0, true)
+        assert.deepEqual(await store.revokeSignIns({ tokenHash: byAccess.tokens.accessTokenHash, clientId: CLIENT }, at(1000)), { ok: true, value: 1 })
         assert.equal(await store.findToken(byAccess.tokens.accessTokenHash, 'access', at(2000), farPast), null)
         assert.equal(why(await store.rotateRefreshToken(byAccess.tokens.refreshTokenHash, newTokens(), at(2000))), 'unknown')
-        assert.equal((await store.revokeSignIns({ tokenHash: byAccess.tokens.accessTokenHash, clientId: CLIENT }, at(3000))) > 0, false, 'already revoked')
+        assert.deepEqual(
+          await store.revokeSignIns({ tokenHash: byAccess.tokens.accessTokenHash, clientId: CLIENT }, at(3000)),
+          { ok: true, value: 0 },
+          'already revoked',
+        )
 
         const byRefresh = await signedIn(store)
-        assert.equal((await store.revokeSignIns({ tokenHash: byRefresh.tokens.refreshTokenHash, clientId: CLIENT }, at(1000))) > 0, true)
+        assert.deepEqual(await store.revokeSignIns({ tokenHash: byRefresh.tokens.refreshTokenHash, clientId: CLIENT }, at(1000)), { ok: true, value: 1 })
         assert.equal(await store.findToken(byRefresh.tokens.accessTokenHash, 'access', at(2000), farPast), null)
 
-        assert.equal((await store.revokeSignIns({ tokenHash: hash(), clientId: CLIENT }, at(1000))) > 0, false, 'unknown token')
+        assert.deepEqual(await store.revokeSignIns({ tokenHash: hash(), clientId: CLIENT }, at(1000)), { ok: true, value: 0 }, 'unknown token')
       }),
   },
   {
@@ -291,10 +299,10 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
           list.map((s) => s.id),
           [second.signIn.id, first.signIn.id],
         )
-        assert.equal(await store.revokeSignIns({ personId: 'person-2', signInId: first.signIn.id }, at(2 * DAY)), 0, 'not theirs')
-        assert.equal(await store.revokeSignIns({ personId: 'person-1', signInId: first.signIn.id }, at(2 * DAY)), 1)
-        assert.equal(await store.revokeSignIns({ personId: 'person-1', signInId: first.signIn.id }, at(2 * DAY)), 0, 'already revoked')
-        assert.equal(await store.revokeSignIns({ personId: 'person-1' }, at(3 * DAY)), 1)
+        assert.deepEqual(await store.revokeSignIns({ personId: 'person-2', signInId: first.signIn.id }, at(2 * DAY)), { ok: true, value: 0 }, 'not theirs')
+        assert.deepEqual(await store.revokeSignIns({ personId: 'person-1', signInId: first.signIn.id }, at(2 * DAY)), { ok: true, value: 1 })
+        assert.deepEqual(await store.revokeSignIns({ personId: 'person-1', signInId: first.signIn.id }, at(2 * DAY)), { ok: true, value: 0 }, 'already revoked')
+        assert.deepEqual(await store.revokeSignIns({ personId: 'person-1' }, at(3 * DAY)), { ok: true, value: 1 })
         assert.ok((await store.listSignIns('person-1')).every((s) => s.revokedAt !== null))
         assert.equal((await store.listSignIns('person-2'))[0]?.revokedAt, null)
       }),
@@ -313,7 +321,7 @@ export const oauthStoreContract: readonly OAuthStoreContractCase[] = Object.free
 
         const now = at(2 * HOUR)
         const removed = await store.purgeExpired({ now, codesBefore: at(DAY), signInsBefore: at(HOUR), deliveriesBefore: at(0) })
-        assert.ok(removed > 0, 'something went')
+        assert.ok(removed.ok && removed.value > 0, 'something went')
         // the revoked sign-in ended before the cutoff: gone with its tokens
         assert.deepEqual(
           (await store.listSignIns('person-1')).map((s) => s.id),

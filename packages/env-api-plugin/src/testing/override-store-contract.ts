@@ -56,6 +56,9 @@ async function withVault(make: MakeOverrideStore, fn: (store: VaultStore & Overr
 const set = (vaultId: string, personId: string, name: string, sealed: Uint8Array | null, environment = 'development') =>
   ({ kind: 'set', vaultId, environment, personId, name, sealed, now: T0 }) as const
 
+const DONE = { ok: true, value: undefined }
+const refused = (reason: 'not_found' | 'not_allowed' | 'unchanged') => ({ ok: false, reason })
+
 export const overrideStoreContract: readonly { readonly name: string; run(make: MakeOverrideStore): Promise<void> }[] = [
   {
     name: 'overrides exist only where allowed; each person reads their own, in name order; off deletes them all',
@@ -65,17 +68,24 @@ export const overrideStoreContract: readonly { readonly name: string; run(make: 
         const a = randomBytes(40)
         const b = randomBytes(41)
         assert.deepEqual(await store.readOverrides(vaultId, 'development'), { allowed: false, overrides: [] })
-        assert.equal(await store.changeOverride(set(vaultId, 'ana', 'TOKEN', a), log('override_set')), false, 'not allowed: nothing written')
-        assert.equal(await store.changeOverride({ kind: 'allow', vaultId, environment: 'development', allow: true }, log('environment_changed')), true)
-        assert.equal(
+        assert.deepEqual(
+          await store.changeOverride(set(vaultId, 'ana', 'TOKEN', a), log('override_set')),
+          refused('not_allowed'),
+          'not allowed: nothing written',
+        )
+        assert.deepEqual(await store.changeOverride({ kind: 'allow', vaultId, environment: 'development', allow: true }, log('environment_changed')), DONE)
+        assert.deepEqual(
           await store.changeOverride({ kind: 'allow', vaultId, environment: 'development', allow: true }, log('environment_changed')),
-          false,
+          refused('unchanged'),
           'already on',
         )
-        assert.equal(await store.changeOverride({ kind: 'allow', vaultId, environment: 'nope', allow: true }, log('environment_changed')), false)
-        assert.equal(await store.changeOverride(set(vaultId, 'ana', 'TOKEN', a), log('override_set')), true)
-        assert.equal(await store.changeOverride(set(vaultId, 'bo', 'TOKEN', b), log('override_set')), true)
-        assert.equal(await store.changeOverride(set(vaultId, 'ana', 'A_FIRST', b), log('override_set')), true)
+        assert.deepEqual(
+          await store.changeOverride({ kind: 'allow', vaultId, environment: 'nope', allow: true }, log('environment_changed')),
+          refused('not_found'),
+        )
+        assert.deepEqual(await store.changeOverride(set(vaultId, 'ana', 'TOKEN', a), log('override_set')), DONE)
+        assert.deepEqual(await store.changeOverride(set(vaultId, 'bo', 'TOKEN', b), log('override_set')), DONE)
+        assert.deepEqual(await store.changeOverride(set(vaultId, 'ana', 'A_FIRST', b), log('override_set')), DONE)
         const ana = await store.readOverrides(vaultId, 'development', 'ana')
         assert.equal(ana.allowed, true)
         assert.deepEqual(
@@ -96,14 +106,19 @@ export const overrideStoreContract: readonly { readonly name: string; run(make: 
         )
         assert.deepEqual((await store.readOverrides(vaultId, 'production')).overrides, [], 'per environment')
         // replacing keeps one row; removing twice removes once
-        assert.equal(await store.changeOverride(set(vaultId, 'ana', 'TOKEN', b), log('override_set')), true)
+        assert.deepEqual(await store.changeOverride(set(vaultId, 'ana', 'TOKEN', b), log('override_set')), DONE)
         assert.equal(Buffer.from((await store.readOverrides(vaultId, 'development', 'ana')).overrides[1]!.sealed).toString('hex'), b.toString('hex'))
-        assert.equal(await store.changeOverride(set(vaultId, 'ana', 'A_FIRST', null), log('override_deleted')), true)
-        assert.equal(await store.changeOverride(set(vaultId, 'ana', 'A_FIRST', null), log('override_deleted')), false)
+        assert.deepEqual(await store.changeOverride(set(vaultId, 'ana', 'A_FIRST', null), log('override_deleted')), DONE)
+        assert.deepEqual(await store.changeOverride(set(vaultId, 'ana', 'A_FIRST', null), log('override_deleted')), refused('unchanged'))
         const logged = await store.listAccessLog(vaultId, { limit: 100 })
         assert.equal(logged.filter((l) => l.action === 'override_set').length, 4, 'one entry per change made, none for a refusal')
         assert.equal(logged.filter((l) => l.action === 'override_deleted').length, 1)
-        assert.equal(await store.changeOverride({ kind: 'allow', vaultId, environment: 'development', allow: false }, log('environment_changed')), true)
+        assert.deepEqual(await store.changeOverride({ kind: 'allow', vaultId, environment: 'development', allow: false }, log('environment_changed')), DONE)
+        assert.deepEqual(
+          await store.changeOverride({ kind: 'allow', vaultId, environment: 'development', allow: false }, log('environment_changed')),
+          refused('unchanged'),
+          'already off',
+        )
         assert.deepEqual(await store.readOverrides(vaultId, 'development'), { allowed: false, overrides: [] })
       }),
   },

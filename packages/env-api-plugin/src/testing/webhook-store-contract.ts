@@ -4,7 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type { ChangeResult } from '../adapters/results.js'
 import type { Storage } from '../adapters/storage.js'
 import type { VaultStore } from '../adapters/vault-store.js'
-import type { DeliveryRecord, NewWebhook, WebhookEvent, WebhookRecord, WebhookStore } from '../adapters/webhook-store.js'
+import type { ClaimedDelivery, DeliveryRecord, NewWebhook, WebhookEvent, WebhookRecord, WebhookStore } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
 import { TEST_NO_LIMIT, testLogEntry } from './log-entry.js'
 import type { ContractRunner } from './vault-store-contract.js'
@@ -101,6 +101,13 @@ async function add(store: Store, w: NewWebhook): Promise<WebhookRecord> {
   return r.value
 }
 
+/** Claims deliveries (never refused): the claimed ones. */
+async function claimed(store: Store, input: Parameters<Store['claimDeliveries']>[0]): Promise<readonly ClaimedDelivery[]> {
+  const r = await store.claimDeliveries(input)
+  assert.ok(r.ok)
+  return r.value
+}
+
 /** A webhook's latest deliveries, as listWebhooks gives them. */
 async function deliveriesOf(store: Store, vaultId: string, webhookId: string, limit: number): Promise<readonly DeliveryRecord[]> {
   return (await store.listWebhooks(vaultId, limit)).find((w) => w.id === webhookId)?.recent ?? []
@@ -178,8 +185,8 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const decidedOnly = await add(store, webhook(v, { createdAt: at(1000), events: ['push.decided'] }))
         const p = await newPush(store, v, at(2000))
         const n = await store.enqueueDeliveries({ now: at(2001), since: at(0) })
-        assert.equal(n, 1, 'the push made after the webhooks, for the webhook that wants push.created')
-        assert.equal(await store.enqueueDeliveries({ now: at(2002), since: at(0) }), 0, 'never twice')
+        assert.deepEqual(n, { ok: true, value: 1 }, 'the push made after the webhooks, for the webhook that wants push.created')
+        assert.deepEqual(await store.enqueueDeliveries({ now: at(2002), since: at(0) }), { ok: true, value: 0 }, 'never twice')
         const [d] = await deliveriesOf(store, v, all.id, 10)
         assert.ok(d)
         assert.deepEqual(
@@ -194,7 +201,7 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
           testLogEntry({ vaultId: v, action: 'push_rejected', at: at(3000) }),
         )
         assert.ok(r.ok)
-        assert.equal(await store.enqueueDeliveries({ now: at(3001), since: at(2500), pushId: p }), 2, 'push.decided for both webhooks')
+        assert.deepEqual(await store.enqueueDeliveries({ now: at(3001), since: at(2500), pushId: p }), { ok: true, value: 2 }, 'push.decided for both webhooks')
         assert.deepEqual(
           (await deliveriesOf(store, v, decidedOnly.id, 10)).map((x) => [x.event, x.occurredAt.getTime()]),
           [['push.decided', at(3000).getTime()]],
@@ -215,10 +222,10 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const w = await add(store, webhook(v))
         const p1 = await newPush(store, v, at(1000), 1000)
         const p2 = await newPush(store, v, at(1500))
-        assert.equal(await store.enqueueDeliveries({ now: at(1600), since: at(1200) }), 1, 'only p2 was created since')
-        assert.equal(await store.enqueueDeliveries({ now: at(1600), since: at(0), pushId: p1 }), 1, 'p1 alone')
+        assert.deepEqual(await store.enqueueDeliveries({ now: at(1600), since: at(1200) }), { ok: true, value: 1 }, 'only p2 was created since')
+        assert.deepEqual(await store.enqueueDeliveries({ now: at(1600), since: at(0), pushId: p1 }), { ok: true, value: 1 }, 'p1 alone')
         assert.deepEqual(await store.expireImports(at(5000)), { ok: true, value: 1 })
-        assert.equal(await store.enqueueDeliveries({ now: at(5001), since: at(1000) }), 1)
+        assert.deepEqual(await store.enqueueDeliveries({ now: at(5001), since: at(1000) }), { ok: true, value: 1 })
         const list = await deliveriesOf(store, v, w.id, 10)
         assert.deepEqual(
           list.map((d) => [d.pushId, d.event]),
@@ -240,11 +247,11 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const secret = new Uint8Array(randomBytes(60))
         const w = await add(store, webhook(v, { sealedSecret: secret }))
         for (let i = 0; i < 6; i++) await newPush(store, v, at(100 + i))
-        assert.equal(await store.enqueueDeliveries({ now: at(1000), since: at(0) }), 6)
-        assert.deepEqual(await store.claimDeliveries({ now: at(999), leaseMs: 60_000, limit: 10, token: 'early' }), [], 'not due yet')
+        assert.deepEqual(await store.enqueueDeliveries({ now: at(1000), since: at(0) }), { ok: true, value: 6 })
+        assert.deepEqual(await store.claimDeliveries({ now: at(999), leaseMs: 60_000, limit: 10, token: 'early' }), { ok: true, value: [] }, 'not due yet')
         const [a, b] = await Promise.all([
-          store.claimDeliveries({ now: at(1000), leaseMs: 60_000, limit: 4, token: 'a' }),
-          store.claimDeliveries({ now: at(1000), leaseMs: 60_000, limit: 4, token: 'b' }),
+          claimed(store, { now: at(1000), leaseMs: 60_000, limit: 4, token: 'a' }),
+          claimed(store, { now: at(1000), leaseMs: 60_000, limit: 4, token: 'b' }),
         ])
         const ids = [...a, ...b].map((d) => d.id)
         assert.equal(ids.length, 6)
@@ -254,8 +261,8 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         assert.equal(one.webhook.id, w.id)
         assert.equal(one.webhook.url, w.url)
         assert.ok(one.sealedSecret && Buffer.from(one.sealedSecret).equals(Buffer.from(secret)))
-        assert.deepEqual(await store.claimDeliveries({ now: at(30_000), leaseMs: 60_000, limit: 10, token: 'c' }), [], 'all held')
-        const again = await store.claimDeliveries({ now: at(61_000), leaseMs: 60_000, limit: 10, token: 'd' })
+        assert.deepEqual(await store.claimDeliveries({ now: at(30_000), leaseMs: 60_000, limit: 10, token: 'c' }), { ok: true, value: [] }, 'all held')
+        const again = await claimed(store, { now: at(61_000), leaseMs: 60_000, limit: 10, token: 'd' })
         assert.equal(again.length, 6, 'claims that ended are taken again')
         assert.equal(why(await store.finishAttempt(attempt(one.id, 'a', 'delivered', at(61_500)))), 'not_found', 'the first claim is lost')
         assert.equal(why(await store.finishAttempt(attempt(one.id, 'd', 'delivered', at(61_500)))), 'ok')
@@ -270,7 +277,7 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const w = await add(store, webhook(v))
         await newPush(store, v, at(100))
         await store.enqueueDeliveries({ now: at(200), since: at(0) })
-        const [d] = await store.claimDeliveries({ now: at(200), leaseMs: 60_000, limit: 1, token: 't1' })
+        const [d] = await claimed(store, { now: at(200), leaseMs: 60_000, limit: 1, token: 't1' })
         assert.ok(d)
         assert.equal(
           why(await store.finishAttempt({ ...attempt(d.id, 't1', 'retry', at(300)), httpStatus: 503, error: 'HTTP 503', nextAttemptAt: at(30_300) })),
@@ -281,8 +288,12 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
           [after?.status, after?.attempts, after?.lastStatus, after?.lastError, after?.lastAttemptAt?.getTime(), after?.nextAttemptAt?.getTime()],
           ['pending', 1, 503, 'HTTP 503', at(300).getTime(), at(30_300).getTime()],
         )
-        assert.deepEqual(await store.claimDeliveries({ now: at(30_299), leaseMs: 60_000, limit: 1, token: 'x' }), [], 'released, but not due yet')
-        const [d2] = await store.claimDeliveries({ now: at(30_300), leaseMs: 60_000, limit: 1, token: 't2' })
+        assert.deepEqual(
+          await store.claimDeliveries({ now: at(30_299), leaseMs: 60_000, limit: 1, token: 'x' }),
+          { ok: true, value: [] },
+          'released, but not due yet',
+        )
+        const [d2] = await claimed(store, { now: at(30_300), leaseMs: 60_000, limit: 1, token: 't2' })
         assert.equal(d2?.attempts, 1)
         assert.equal(why(await store.finishAttempt({ ...attempt(d.id, 't2', 'failed', at(30_400)), error: 'timed out after 5 s' })), 'ok')
         const [failed] = await deliveriesOf(store, v, w.id, 5)
@@ -290,7 +301,11 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
           [failed?.status, failed?.attempts, failed?.nextAttemptAt, failed?.lastStatus, failed?.lastError],
           ['failed', 2, null, null, 'timed out after 5 s'],
         )
-        assert.deepEqual(await store.claimDeliveries({ now: at(999_999), leaseMs: 60_000, limit: 5, token: 'y' }), [], 'a failed delivery is never claimed')
+        assert.deepEqual(
+          await store.claimDeliveries({ now: at(999_999), leaseMs: 60_000, limit: 5, token: 'y' }),
+          { ok: true, value: [] },
+          'a failed delivery is never claimed',
+        )
         assert.equal(why(await store.finishAttempt(attempt('999999', 'y', 'delivered', at(1)))), 'not_found', 'unknown delivery')
       })
     },
@@ -304,7 +319,7 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const gone = await add(store, webhook(v))
         await newPush(store, v, at(100))
         await newPush(store, v, at(5000))
-        assert.equal(await store.enqueueDeliveries({ now: at(6000), since: at(0) }), 4)
+        assert.deepEqual(await store.enqueueDeliveries({ now: at(6000), since: at(0) }), { ok: true, value: 4 })
         assert.equal(why(await store.changeWebhook({ kind: 'delete', vaultId: randomUUID(), webhookId: gone.id })), 'not_found', 'another vault’s id')
         assert.equal(why(await store.changeWebhook({ kind: 'delete', vaultId: v, webhookId: gone.id })), 'ok')
         assert.equal(why(await store.changeWebhook({ kind: 'delete', vaultId: v, webhookId: gone.id })), 'not_found')
@@ -313,12 +328,12 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
           (await store.listWebhooks(v)).map((w) => w.id),
           [keep.id],
         )
-        const claimed = await store.claimDeliveries({ now: at(6000), leaseMs: 60_000, limit: 10, token: 't' })
-        assert.equal(claimed.length, 2, 'the deleted webhook’s deliveries are not claimed')
-        for (const d of claimed) await store.finishAttempt(attempt(d.id, 't', 'delivered', at(6100)))
-        assert.equal(
+        const taken = await claimed(store, { now: at(6000), leaseMs: 60_000, limit: 10, token: 't' })
+        assert.equal(taken.length, 2, 'the deleted webhook’s deliveries are not claimed')
+        for (const d of taken) await store.finishAttempt(attempt(d.id, 't', 'delivered', at(6100)))
+        assert.deepEqual(
           await store.purgeExpired({ now: T0, codesBefore: T0, signInsBefore: T0, deliveriesBefore: at(1000) }),
-          1,
+          { ok: true, value: 1 },
           'only the finished delivery of the old event',
         )
         assert.deepEqual(
@@ -351,7 +366,7 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         await store.enqueueDeliveries({ now: at(1), since: at(0) })
         await newPush(store, v, at(10))
         await store.enqueueDeliveries({ now: at(20), since: at(0) })
-        const [d] = await store.claimDeliveries({ now: at(20), leaseMs: 1000, limit: 5, token: 't' }).then((l) => l.filter((x) => x.webhook.id === signed.id))
+        const [d] = await claimed(store, { now: at(20), leaseMs: 1000, limit: 5, token: 't' }).then((l) => l.filter((x) => x.webhook.id === signed.id))
         assert.ok(d?.sealedSecret && Buffer.from(d.sealedSecret).equals(Buffer.from(fresh)), 'the resealed secret is stored')
       })
     },

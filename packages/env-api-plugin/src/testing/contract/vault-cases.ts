@@ -40,7 +40,7 @@ export const vaultCases: readonly VaultStoreContractCase[] = [
           { id, name: 'acme', ownerId: OWNER, plan: 'self-hosted', environments: ENVS, now: T0 },
           entry(id, 'vault_created', { environment: null }),
         )
-        assert.deepEqual(rec, { id, name: 'acme', plan: 'self-hosted', requireSecondPerson: false, createdAt: T0 })
+        assert.deepEqual(rec, { ok: true, value: { id, name: 'acme', plan: 'self-hosted', requireSecondPerson: false, createdAt: T0 } })
         const v = await getVault(store, id, OWNER)
         assert.ok(v)
         assert.equal(v.role, 'owner')
