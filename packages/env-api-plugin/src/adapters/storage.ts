@@ -1,3 +1,4 @@
+import type { ImportStore } from './import-store.js'
 import type { CiIdentityStore } from './ci-identity-store.js'
 import type { ClientRegistrationStore } from './client-registration-store.js'
 import type { HistoryStore } from './history-store.js'
@@ -13,9 +14,9 @@ export type * from './history-store.js'
 export type * from './oauth-store.js'
 export type * from './override-store.js'
 export type * from './vault-store.js'
+export type * from './import-store.js'
 export type * from './results.js'
 export type * from './webhook-store.js'
-export type * from './results.js'
 
 /** One window's count after counting a request: how many in the window so far, and when it ends. */
 export interface WindowCount {
@@ -36,7 +37,7 @@ export interface PurgeCuts {
 }
 
 /** Everything the plugin stores. One object implements every part. */
-export interface Storage extends VaultStore, OAuthStore, CiIdentityStore, HistoryStore, WebhookStore, ClientRegistrationStore, OverrideStore {
+export interface Storage extends VaultStore, ImportStore, OAuthStore, CiIdentityStore, HistoryStore, WebhookStore, ClientRegistrationStore, OverrideStore {
   /**
    * Housekeeping (hourly): deletes what can no longer be used or needed. Never refused; its
    * value: how many rows went. Used refresh tokens of live sign-ins stay: reuse detection needs them. One

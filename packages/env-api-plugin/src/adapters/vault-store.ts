@@ -23,10 +23,8 @@
  */
 
 import type { AccessAction } from '../domain/access-log-actions.js'
-import type { ImportStore } from './import-store.js'
 import type { ChangeResult } from './results.js'
 
-export type * from './import-store.js'
 export type * from './results.js'
 
 export type Role = 'owner' | 'editor' | 'viewer'
@@ -233,7 +231,7 @@ export type KeySwap =
   | { readonly kind: 'key'; readonly vaultId: string; readonly expect: Uint8Array | null; readonly next: Uint8Array }
   | { readonly kind: 'reseal'; readonly vaultId: string; readonly expect: VaultSecrets; readonly next: VaultSecrets }
 
-export interface VaultStore extends ImportStore {
+export interface VaultStore {
   // ---- vaults and keys --------------------------------------------------------
 
   /**

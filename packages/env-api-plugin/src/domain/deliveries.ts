@@ -1,5 +1,5 @@
 import { doneValue } from '../adapters/results.js'
-import type { ImportRecord, VaultRecord } from '../adapters/vault-store.js'
+import type { ImportRecord, VaultRecord } from '../adapters/storage.js'
 import type { ClaimedDelivery, DeliveryAttempt } from '../adapters/webhook-store.js'
 import type { DomainDeps } from './deps.js'
 import { openWebhookCredentials, type WebhookCredentials } from './webhooks.js'

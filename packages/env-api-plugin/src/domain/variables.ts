@@ -1,4 +1,4 @@
-import type { EnvironmentInfo, ImportRecord, VariableMeta, VaultAccess } from '../adapters/vault-store.js'
+import type { EnvironmentInfo, ImportRecord, VariableMeta, VaultAccess } from '../adapters/storage.js'
 import { entryFor, type Actor } from './actor.js'
 import { changeEnvironment, directHow } from './changes.js'
 import type { DomainDeps } from './deps.js'

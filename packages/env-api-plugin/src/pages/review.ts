@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { referenceOf, targetText } from '../domain/references.js'
 import type { Person } from '../adapters/people.js'
-import type { EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
+import type { EnvironmentInfo, ImportRecord, VaultAccess } from '../adapters/storage.js'
 import type { PersonActor } from '../domain/actor.js'
 import { mayAccess } from '../domain/permissions.js'
 import { MAX_REJECT_REASON } from '../domain/pushes.js'

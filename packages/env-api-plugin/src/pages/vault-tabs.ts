@@ -1,4 +1,4 @@
-import type { AccessAction, AccessLogRow, ImportRecord, VaultAccess } from '../adapters/vault-store.js'
+import type { AccessAction, AccessLogRow, ImportRecord, VaultAccess } from '../adapters/storage.js'
 import { ACCESS_ACTIONS, isAccessAction } from '../domain/access-log-actions.js'
 import { ADMINISTRATOR_CLIENT, type PersonActor } from '../domain/actor.js'
 import { isCiPrincipal } from '../domain/ci-identities.js'

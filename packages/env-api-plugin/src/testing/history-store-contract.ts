@@ -1,3 +1,4 @@
+import type { ImportStore } from '../adapters/import-store.js'
 import assert from 'node:assert/strict'
 import { resealForTest, storeFirstKey } from './keys.js'
 import { randomBytes, randomUUID } from 'node:crypto'
@@ -14,7 +15,7 @@ import { storedValue, changeSetById, versionsOf } from './contract/fixtures.js'
  * storage (history writes go with the vault store's rows).
  */
 export interface HistoryStoreFixture {
-  readonly store: VaultStore & HistoryStore
+  readonly store: VaultStore & ImportStore & HistoryStore
   readonly probe: VaultStoreProbe
   close(): Promise<void>
 }

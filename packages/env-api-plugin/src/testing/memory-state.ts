@@ -2,7 +2,7 @@ import type { CiIdentityRecord } from '../adapters/ci-identity-store.js'
 import type { AuthorizationCodeRecord } from '../adapters/oauth-store.js'
 import type { ChangeEntry, NewChangeSet } from '../adapters/history-store.js'
 import type { OverrideRow } from '../adapters/override-store.js'
-import type { AccessLogRow, AuditRow, ImportRecord, Role, SealedVariable } from '../adapters/vault-store.js'
+import type { AccessLogRow, AuditRow, ImportRecord, Role, SealedVariable } from '../adapters/storage.js'
 import type { DeliveryRecord, WebhookRecord } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
 

@@ -15,7 +15,6 @@ import type {
   VaultSecrets,
   VaultStore,
 } from '../adapters/vault-store.js'
-import type { ImportStore } from '../adapters/import-store.js'
 import type { ChangeResult } from '../adapters/results.js'
 import { StorageError } from '../errors.js'
 import { memberChangeEntry, sameSecrets } from '../domain/storage-rules.js'
@@ -142,7 +141,7 @@ function writeSecrets(s: State, vaultId: string, next: VaultSecrets): void {
  * more, on plain maps (see memory-state.ts for its transactions). Written
  * to be read: a new backend can follow it method by method.
  */
-export class MemoryVaultStore implements Omit<VaultStore, keyof ImportStore> {
+export class MemoryVaultStore implements VaultStore {
   readonly #db: MemoryDb
 
   constructor(db: MemoryDb) {

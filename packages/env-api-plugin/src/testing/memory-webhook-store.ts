@@ -1,5 +1,5 @@
 import type { ChangeResult } from '../adapters/results.js'
-import type { AccessLogEntry, ImportRecord } from '../adapters/vault-store.js'
+import type { AccessLogEntry, ImportRecord } from '../adapters/storage.js'
 import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, WebhookChange, WebhookEvent, WebhookRecord, WebhookStore } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
 import { copyBytes, type DeliveryRow, type MemoryDb, type WebhookRow } from './memory-state.js'

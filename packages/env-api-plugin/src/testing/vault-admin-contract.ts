@@ -1,3 +1,4 @@
+import type { ImportStore } from '../adapters/import-store.js'
 import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { HistoryStore } from '../adapters/history-store.js'
@@ -33,7 +34,7 @@ function log(vaultId: string, action: AccessLogEntry['action'], over: Partial<Ac
   }
 }
 
-async function use(make: MakeVaultStore, fn: (store: VaultStore & HistoryStore) => Promise<void>): Promise<void> {
+async function use(make: MakeVaultStore, fn: (store: VaultStore & ImportStore & HistoryStore) => Promise<void>): Promise<void> {
   const f = await make()
   try {
     await fn(f.store)

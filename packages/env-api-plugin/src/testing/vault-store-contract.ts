@@ -1,3 +1,4 @@
+import type { ImportStore } from '../adapters/import-store.js'
 import type { HistoryStore } from '../adapters/history-store.js'
 import type { VaultStore } from '../adapters/vault-store.js'
 import { importCases } from './contract/import-cases.js'
@@ -17,7 +18,7 @@ import { vaultAdminContract } from './vault-admin-contract.js'
  */
 export interface VaultStoreFixture {
   /** the vault store with its history half (changes of values go through `changeVariables`) */
-  readonly store: VaultStore & HistoryStore
+  readonly store: VaultStore & ImportStore & HistoryStore
   readonly probe: VaultStoreProbe
   close(): Promise<void>
 }

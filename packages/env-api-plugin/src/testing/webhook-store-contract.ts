@@ -1,3 +1,4 @@
+import type { ImportStore } from '../adapters/import-store.js'
 import assert from 'node:assert/strict'
 import { resealForTest, storeFirstKey } from './keys.js'
 import { randomBytes, randomUUID } from 'node:crypto'
@@ -20,7 +21,7 @@ export interface WebhookStoreFixture {
 }
 
 /** The backend's storage as these cases use it: vaults and pushes, webhooks, and the housekeeping purge. */
-type Store = VaultStore & WebhookStore & Pick<Storage, 'purgeExpired'>
+type Store = VaultStore & ImportStore & WebhookStore & Pick<Storage, 'purgeExpired'>
 
 export type MakeWebhookStore = () => Promise<WebhookStoreFixture>
 
@@ -56,7 +57,7 @@ async function newVault(store: VaultStore): Promise<string> {
   return id
 }
 
-async function newPush(store: VaultStore, vaultId: string, createdAt: Date, ttlMs = 3_600_000): Promise<string> {
+async function newPush(store: VaultStore & ImportStore, vaultId: string, createdAt: Date, ttlMs = 3_600_000): Promise<string> {
   const id = randomUUID()
   const r = await store.createImport(
     {

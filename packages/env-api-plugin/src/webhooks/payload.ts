@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import type { ImportRecord } from '../adapters/vault-store.js'
+import type { ImportRecord } from '../adapters/storage.js'
 import type { WebhookEvent } from '../adapters/webhook-store.js'
 
 /**

@@ -1,5 +1,6 @@
 // Fixtures of the vault store contract (../vault-store-contract.ts): times, people, sealed-looking bytes, helpers.
 import assert from 'node:assert/strict'
+import type { ImportStore } from '../../adapters/import-store.js'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type {
   AccessAction,
@@ -10,7 +11,7 @@ import type {
   StorageLimit,
   VariableMeta,
   VaultStore,
-} from '../../adapters/vault-store.js'
+} from '../../adapters/storage.js'
 import type { ChangeEntry, ChangeSetDetail, ChangeSetSummary, HistoryStore } from '../../adapters/history-store.js'
 import type { VariableWrite } from '../write-value.js'
 import type { MakeVaultStore, VaultStoreFixture } from '../vault-store-contract.js'
@@ -199,7 +200,7 @@ export async function getVault(store: Pick<VaultStore, 'listVaults'>, vaultId: s
 // ---- the reads the contract merged (issue 19), as the domain makes them ---------------
 
 /** The staged values of a push (`getImport` with `values: true`, at a time no push has expired by). */
-export async function stagedValues(store: VaultStore, importId: string): Promise<readonly SealedVariable[]> {
+export async function stagedValues(store: Pick<ImportStore, 'getImport'>, importId: string): Promise<readonly SealedVariable[]> {
   return (await store.getImport(importId, new Date(0), { values: true }))?.values ?? []
 }
 
@@ -214,7 +215,7 @@ export async function variableMetas(store: HistoryStore, vaultId: string, enviro
  * throws (the domain then answers nothing).
  */
 export async function readLogged(
-  store: VaultStore & HistoryStore,
+  store: VaultStore & ImportStore & HistoryStore,
   vaultId: string,
   environment: string,
   log: AccessLogEntry,
