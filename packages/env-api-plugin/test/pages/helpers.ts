@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest, type LightMyRequest
 import envApi, { type EnvApiOptions } from '../../src/index.js'
 import type { Keyring } from '../../src/adapters/keyring.js'
 import type { PeopleAdapter, Person } from '../../src/adapters/people.js'
-import type { RefusedLine, StorageLimit } from '../../src/adapters/vault-store.js'
+import type { RefusedLine, StorageLimit } from '../../src/adapters/storage.js'
 import type { Storage } from '../../src/adapters/storage.js'
 import { createLocalKeyring } from '../../src/crypto/local-keyring.js'
 import { createVaultCrypto } from '../../src/vault-service.js'
