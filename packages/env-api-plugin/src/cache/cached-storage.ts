@@ -13,7 +13,7 @@ import { onChanges } from './change-kinds.js'
  *
  * - sign-ins by access token hash (`findToken(hash, 'access')`, every request's lookup);
  * - a person's vault access: role, environments and their rules
- *   (`listVaults(person, {vaultId})`), a vault by id (`findVaults({id})`) and a CI identity by id
+ *   (`listVaults(person, {vaultId})`, and the person's whole list), a vault by id (`findVaults({id})`) and a CI identity by id
  *   (`findCiIdentities({id})`), which the domain's locate reads;
  * - an environment's sealed rows with its version (`readCurrent`) and a
  *   person's sealed overrides (`readOverrides`): sealed bytes only, opened
@@ -83,6 +83,8 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
   let generation = 0
   const signIns = new LRUCache<string, SignInEntry>({ max })
   const access = new LRUCache<string, Held<VaultAccess[]>>({ max })
+  // a person's whole list (the vaults page, GET /api/env/vaults), bounded by the vaults it holds
+  const lists = new LRUCache<string, Held<VaultAccess[]>>({ maxSize: 10 * max, sizeCalculation: (h) => h.v.length + 1 })
   const vaults = new LRUCache<string, Held<VaultInfo[]>>({ max })
   const ci = new LRUCache<string, Held<CiIdentityRecord[]>>({ max })
   const sizeOf = (rows: readonly ({ name: string; sealed: Uint8Array } | { name: string })[]): number => {
@@ -93,7 +95,7 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
   const sealedMax = o.maxSealedBytes ?? 16 * 1024 * 1024
   const current = new LRUCache<string, Held<Current>>({ maxSize: sealedMax, sizeCalculation: (h) => sizeOf(h.v.variables) })
   const overrides = new LRUCache<string, Held<Overrides>>({ maxSize: sealedMax / 8, sizeCalculation: (h) => sizeOf(h.v.overrides) })
-  const all = [signIns, access, vaults, ci, current, overrides] as const
+  const all = [signIns, access, lists, vaults, ci, current, overrides] as const
 
   const invalidate = (): void => {
     generation++
@@ -134,7 +136,7 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
         : base.findToken(tokenHash, kind, now, idleCutoff)) as Storage['findToken'],
     async listVaults(personId, filter) {
       const vaultId = filter?.vaultId
-      if (vaultId === undefined) return base.listVaults(personId, filter)
+      if (vaultId === undefined) return [...(await held(lists, personId, () => base.listVaults(personId)))]
       return [...(await held(access, `${vaultId}\n${personId}`, () => base.listVaults(personId, { vaultId })))]
     },
     async findVaults(filter) {
@@ -177,7 +179,7 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
   }
 
   function sizes(): CacheSizes {
-    return { signIns: signIns.size, access: access.size, sealedBytes: current.calculatedSize + overrides.calculatedSize }
+    return { signIns: signIns.size, access: access.size + lists.size, sealedBytes: current.calculatedSize + overrides.calculatedSize }
   }
 
   return {
