@@ -57,9 +57,17 @@ export function readInterfaces() {
         }
         const member = /^ {4}(?:readonly )?(\w+)(\??)(\(|:|<)/.exec(line)
         if (member) {
-          members.push({ name: member[1], optional: member[2] === '?', method: member[3] !== ':', signature: line.trim().replace(/;$/, ''), comment })
-          // a member spanning lines (a multi-line type): skip to its end
-          while (i < lines.length - 1 && !/;$/.test(lines[i])) i++
+          // a member spanning lines (a multi-line type): read to its end, joined into one line
+          const parts = [line.trim()]
+          const open = (text) => (text.match(/[({[<]/g) ?? []).length - (text.match(/[)}\]>]/g) ?? []).length + (text.match(/=>/g) ?? []).length
+          let depth = open(line)
+          while (i < lines.length - 1 && (depth > 0 || !/;$/.test(lines[i]))) {
+            const next = lines[++i]
+            parts.push(next.trim())
+            depth += open(next)
+          }
+          const signature = parts.join(' ').replace(/; \}/g, ' }').replace(/;$/, '')
+          members.push({ name: member[1], optional: member[2] === '?', method: member[3] !== ':', signature, comment })
         }
         comment = ''
       }
