@@ -1,6 +1,7 @@
 import type { Actor, AdministratorActor, PersonActor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { listAccessLog, recordAccess } from './access-log.js'
+import { findClientRegistration, keepsClientRegistrations, saveClientRegistration } from './client-registrations.js'
 import { expirePushes, listAllVaults, listAudit, pruneOldHistory, purgeSignIns, rewrapDataKeys, rotateVaultKey } from './administration.js'
 import {
   addCiIdentity,
@@ -153,6 +154,10 @@ export function createDomain(d: DomainDeps) {
     // access log
     listAccessLog: (actor: Actor, input: Parameters<typeof listAccessLog>[2]) => listAccessLog(d, actor, input),
     recordAccess: (actor: Actor, input: Parameters<typeof recordAccess>[2]) => recordAccess(d, actor, input),
+
+    keepsClientRegistrations: () => keepsClientRegistrations(d),
+    findClientRegistration: (clientId: string) => findClientRegistration(d, clientId),
+    saveClientRegistration: (registration: Parameters<typeof saveClientRegistration>[1]) => saveClientRegistration(d, registration),
     // sign-ins
     listSignIns: (actor: PersonActor) => listSignIns(d, actor),
     revokeSignIn: (actor: PersonActor, signInId: string) => revokeSignIn(d, actor, signInId),

@@ -29,11 +29,11 @@ export const UNUSED_REGISTRATION_MS = 24 * 60 * 60 * 1000
  */
 export function createMcpClients(opts: ResolvedOptions) {
   const documents = createClientDocumentFetcher({ allowHttpLoopback: opts.mcp?.allowHttpLoopbackClients === true, now: opts.now })
-  const store = opts.storage
+  const domain = opts.core.domain
 
   async function find(clientId: string): Promise<ClientLookup> {
     if (REGISTERED_CLIENT_ID.test(clientId)) {
-      const r = store.findClientRegistration ? await store.findClientRegistration(clientId) : null
+      const r = await domain.findClientRegistration(clientId)
       if (r?.kind !== 'registered' || (r.expiresAt !== null && opts.now().getTime() >= r.expiresAt.getTime())) {
         return { ok: false, why: 'this client is not registered here, or its registration expired unused; register it again' }
       }
@@ -49,8 +49,8 @@ export function createMcpClients(opts: ResolvedOptions) {
 
   /** Once a person allowed a client: a registration no longer expires, a document client is remembered by name. */
   async function remember(c: McpClient): Promise<void> {
-    if (!store.saveClientRegistration) return
-    const prior = store.findClientRegistration ? await store.findClientRegistration(c.clientId) : null
+    if (!domain.keepsClientRegistrations()) return
+    const prior = await domain.findClientRegistration(c.clientId)
     if (prior && prior.expiresAt === null && prior.name === c.name) return
     const r: ClientRegistration = {
       clientId: c.clientId,
@@ -60,12 +60,12 @@ export function createMcpClients(opts: ResolvedOptions) {
       createdAt: prior?.createdAt ?? opts.now(),
       expiresAt: null,
     }
-    await store.saveClientRegistration(r)
+    await domain.saveClientRegistration(r)
   }
 
   /** The name a sign-in of this client shows on the Sign-ins page, without any request. */
   async function nameOf(clientId: string): Promise<string | null> {
-    const r = store.findClientRegistration ? await store.findClientRegistration(clientId) : null
+    const r = await domain.findClientRegistration(clientId)
     return r?.name ?? null
   }
 

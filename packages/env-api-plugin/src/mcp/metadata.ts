@@ -8,7 +8,7 @@ export function mcpAuthorizationServerMetadata(opts: ResolvedOptions): Record<st
   return {
     scopes_supported: [...SUPPORTED_SCOPES, ...MCP_SCOPES],
     protected_resources: [opts.resource, opts.mcp.resource],
-    ...(opts.storage.saveClientRegistration && opts.storage.findClientRegistration ? { registration_endpoint: `${opts.baseUrl}/oauth/register` } : {}),
+    ...(opts.core.domain.keepsClientRegistrations() ? { registration_endpoint: `${opts.baseUrl}/oauth/register` } : {}),
   }
 }
 

@@ -47,9 +47,8 @@ export function registrationProblem(body: unknown): { name: string; redirectUris
  * the registration expires a day later unless a person allows the client.
  */
 export async function registrationRoutes(app: FastifyInstance, { opts }: { opts: ResolvedOptions }): Promise<void> {
-  const store = opts.storage
-  if (!opts.mcp || !store.saveClientRegistration) return
-  const save = store.saveClientRegistration.bind(store)
+  const domain = opts.core.domain
+  if (!opts.mcp || !domain.keepsClientRegistrations()) return
   const path = `${opts.basePath}/oauth/register`
   if (!app.hasDecorator('createRateLimit')) await app.register(fastifyRateLimit, { global: false })
   const limiter = app.createRateLimit({ max: REGISTRATIONS_PER_HOUR, timeWindow: 3_600_000, keyGenerator: (r: FastifyRequest) => `oauth-register:${r.ip}` })
@@ -80,7 +79,14 @@ export async function registrationRoutes(app: FastifyInstance, { opts }: { opts:
     const { name, redirectUris } = registrationProblem(request.body)
     const now = opts.now()
     const clientId = `mcp_${randomBytes(24).toString('base64url')}`
-    await save({ clientId, kind: 'registered', name, redirectUris, createdAt: now, expiresAt: new Date(now.getTime() + UNUSED_REGISTRATION_MS) })
+    await domain.saveClientRegistration({
+      clientId,
+      kind: 'registered',
+      name,
+      redirectUris,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + UNUSED_REGISTRATION_MS),
+    })
     request.log.info({ route: path, clientId, redirects: redirectUris.map((u) => redirectKind(u)) }, 'envkeep MCP client registered')
     return reply
       .code(201)
