@@ -17,13 +17,14 @@ import { runCli, tempDir } from './helpers.js'
 // under its own migration table: the old data must keep working as it is.
 
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'data-0.1.0')
+/** The master key that fixture's values were sealed under: made for this test data only, it guards nothing else. */
+const FIXTURE_MASTER_KEY = 'i3GmXRBSc07fND4pV6z_t1VD49gBm-Y6hwXnvfhyhF4'
 
 function oldDataDir(t: Parameters<typeof tempDir>[0]): string {
   const dir = join(tempDir(t), 'data')
   mkdirSync(dir, { mode: 0o700 })
   writeFileSync(join(dir, 'envkeep.db'), gunzipSync(readFileSync(join(FIXTURE, 'envkeep.db.gz'))), { mode: 0o600 })
-  copyFileSync(join(FIXTURE, 'master.key'), join(dir, 'master.key'))
-  chmodSync(join(dir, 'master.key'), 0o600)
+  writeFileSync(join(dir, 'master.key'), `${FIXTURE_MASTER_KEY}\n`, { mode: 0o600 })
   return dir
 }
 
