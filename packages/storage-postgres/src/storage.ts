@@ -1,5 +1,5 @@
 import type { Storage } from '@envkeep/env-api-plugin'
-import { createSqlStorage } from '@envkeep/storage-sql'
+import { createRateCounters, createSqlStorage } from '@envkeep/storage-sql'
 import { createPostgresChangeListener } from './change-listener.js'
 import { openPostgres, type OpenPostgres, type PostgresOptions } from './database.js'
 import { createPostgresRunner } from './sql-runner.js'
@@ -17,12 +17,9 @@ export interface PostgresStorage extends Storage {
 export async function createPostgresStorage(options: PostgresOptions): Promise<PostgresStorage> {
   const database = await openPostgres(options)
   const sql = createPostgresRunner(database)
-  const storage = createSqlStorage(sql, {
+  return createSqlStorage(sql, {
     changes: createPostgresChangeListener(database, sql),
     sharedCounters: true,
-    own: { database, close: () => database.close() },
-  })
-  const { countRequest, peekRequests } = storage
-  if (!countRequest || !peekRequests) throw new Error('envkeep: the SQL core left out the shared request counters')
-  return { ...storage, countRequest, peekRequests } satisfies PostgresStorage
+    own: { ...createRateCounters(sql), database, close: () => database.close() },
+  }) satisfies PostgresStorage
 }

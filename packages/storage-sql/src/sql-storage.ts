@@ -10,7 +10,6 @@ import { createKeyStore } from './key-store.js'
 import { createOAuthStore } from './oauth-store.js'
 import { createOverrideStore } from './override-store.js'
 import { createPurge } from './purge.js'
-import { createRateCounters } from './rate-counters.js'
 import { createVaultStore } from './vault-store.js'
 import { createWebhookStore } from './webhook-store.js'
 
@@ -26,8 +25,9 @@ interface Own {
  * watch's listeners before it resolves; `close()` stops the watch, then
  * closes the backend.
  *
- * `sharedCounters` adds the request counters that make per-sign-in rate
- * limits hold across processes (a database several servers share).
+ * `sharedCounters`: the backend shares the request counters of the core
+ * (`createRateCounters`, in its `own`) so per-sign-in limits hold across
+ * processes; the housekeeping purge then clears their old windows too.
  */
 export function createSqlStorage<O extends Own>(
   s: SqlRunner,
@@ -47,7 +47,6 @@ export function createSqlStorage<O extends Own>(
       ...createOAuthStore(s),
       ...createClientRegistrationStore(s),
       ...createPurge(s, { rateCounters: o.sharedCounters }),
-      ...(o.sharedCounters ? createRateCounters(s) : {}),
       ...own,
       watchChanges: (listener: () => void) => changes.watch(listener),
       close: () => {
