@@ -5,7 +5,7 @@ import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './ad
 import { fail } from './domain/failure.js'
 import { AGAIN, retryOptimistic } from './domain/retry.js'
 import { StorageError } from './errors.js'
-import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, webhookPlaceOf } from './crypto/seal.js'
+import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, snapshotPlaceOf, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
@@ -64,6 +64,35 @@ export interface SealedHistory {
 export interface VaultCryptoOptions {
   /** how many vaults' unwrapped data keys to keep (least recently used dropped); default 10,000 */
   readonly maxKeys?: number
+  /** bound of the sealed environment snapshots kept, in bytes (least recently used dropped); default 16 MiB, 0 for none */
+  readonly maxSnapshotBytes?: number
+}
+
+/**
+ * An environment's values sealed together under its vault's data key (one
+ * AES-256-GCM ciphertext, `snapshotPlaceOf`), with the exact sealed rows they
+ * were opened from and the key buffer that sealed them. Valid only for those
+ * same row objects: storage's cache answers them until a change empties it,
+ * and any other answer (a re-read, a change, a rotated key) builds a new one.
+ */
+interface Snapshot {
+  readonly key: Uint8Array
+  readonly rows: readonly SealedVariable[]
+  readonly sealed: Buffer
+  readonly bytes: number
+}
+
+const SNAPSHOT_ROW_OVERHEAD = 64
+
+/** Whether `rows` are exactly the row objects the snapshot was made from (same names, same sealed buffers, same order). */
+function sameRows(a: readonly SealedVariable[], b: readonly SealedVariable[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as SealedVariable
+    const y = b[i] as SealedVariable
+    if (x.sealed !== y.sealed || x.name !== y.name) return false
+  }
+  return true
 }
 
 /**
@@ -78,6 +107,10 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   // per vault: the last wrap unwrapped and its key, so that re-reading an unchanged wrap after forget() asks no keyring (a KMS),
   // and answers the same key buffer, whose KeyObject seal.ts keeps (ciphers from a KeyObject are much cheaper)
   const unwrapped = new LRUCache<string, { readonly wrapped: Buffer; readonly key: Uint8Array }>({ max: maxKeys })
+  // per vault and environment: its values sealed together (Snapshot); bounded by the bytes held (the rows too)
+  const maxSnapshotBytes = options.maxSnapshotBytes ?? 16 * 1024 * 1024
+  const snapshots =
+    maxSnapshotBytes > 0 ? new LRUCache<string, Snapshot>({ maxSize: maxSnapshotBytes, sizeCalculation: (s) => s.bytes }) : null
   const unwrap = async (wrapped: Uint8Array, vaultId: string): Promise<Uint8Array> => {
     const known = unwrapped.get(vaultId)
     if (known?.wrapped.equals(wrapped)) return known.key
@@ -181,6 +214,25 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     return out
   }
 
+  /**
+   * Every value, through the environment's snapshot when it was made from these very rows
+   * with this key: one cipher instead of one per value. Otherwise each value is opened
+   * (`openAll`, which fails on the first that does not open) and a new snapshot sealed.
+   */
+  function openWithSnapshot(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
+    if (!snapshots || sealed.length < 2) return openAll(vaultId, environment, key, sealed)
+    const id = `${vaultId}\n${environment}`
+    const place = snapshotPlaceOf(vaultId, environment)
+    const held = snapshots.get(id)
+    if (held && held.key === key && sameRows(held.rows, sealed)) return JSON.parse(open(key, held.sealed, place).toString('utf8')) as Record<string, string>
+    const out = openAll(vaultId, environment, key, sealed)
+    const body = seal(key, Buffer.from(JSON.stringify(out), 'utf8'), place)
+    let bytes = body.byteLength + SNAPSHOT_ROW_OVERHEAD
+    for (const v of sealed) bytes += v.sealed.byteLength + 2 * v.name.length + SNAPSHOT_ROW_OVERHEAD
+    snapshots.set(id, { key, rows: [...sealed], sealed: body, bytes })
+    return out
+  }
+
   /** Opens with the cached key, then once more with the stored key (another process may have rotated it away). */
   async function withKey<T>(vaultId: string, use: (key: Uint8Array) => T): Promise<T> {
     const first = await dataKey(vaultId, false)
@@ -246,8 +298,13 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     },
     seal: sealWith,
     forget(vaultId) {
-      if (vaultId === undefined) keys.clear()
-      else keys.delete(vaultId)
+      if (vaultId === undefined) {
+        keys.clear()
+        snapshots?.clear()
+        return
+      }
+      keys.delete(vaultId)
+      if (snapshots) for (const id of [...snapshots.keys()]) if (id.startsWith(`${vaultId}\n`)) snapshots.delete(id)
     },
     async rotateDataKey(vaultId) {
       if (!keyring) throw fail.notConfigured()
@@ -262,7 +319,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         if (!keyring) throw fail.notConfigured()
         return {}
       }
-      return withKey(vaultId, (key) => openAll(vaultId, environment, key, sealed))
+      return withKey(vaultId, (key) => openWithSnapshot(vaultId, environment, key, sealed))
     },
   }
 }

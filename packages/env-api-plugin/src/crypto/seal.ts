@@ -40,6 +40,16 @@ export function overridePlaceOf(vaultId: string, environment: string, name: stri
   return lengthPrefixed(['personal override', vaultId, environment, name, personId, 'v1'])
 }
 
+/**
+ * Additional data of an environment's snapshot (issue 20): the values of one
+ * environment sealed together, in memory only (vault-service.ts), so a
+ * repeated read opens one ciphertext instead of one per value. Four parts
+ * led by their own label: nothing stored opens as one.
+ */
+export function snapshotPlaceOf(vaultId: string, environment: string): Buffer {
+  return lengthPrefixed(['environment snapshot', vaultId, environment, 'v1'])
+}
+
 function lengthPrefixed(strings: readonly string[]): Buffer {
   const parts = strings.map((s) => Buffer.from(s, 'utf8'))
   const out = Buffer.alloc(parts.reduce((n, p) => n + 4 + p.length, 0))
