@@ -22,7 +22,7 @@ const storage = /^postgres(ql)?:\/\//.test(filename)
       connectionString: filename,
       pool: 10,
     })
-  : await createSqliteStorage({ filename })
+  : await createSqliteStorage({ filename, durability: process.env.BENCH_DURABILITY === 'normal' ? 'normal' : 'full' })
 const app = Fastify({ logger: false })
 await app.register(envApi, {
   baseUrl: BASE_URL,

@@ -4,38 +4,48 @@ import { fixedQuery } from './fixed-query.js'
 import { run } from './op.js'
 import { toJson } from './rows.js'
 
-const insert = fixedQuery<unknown[], unknown>((d, arg) =>
-  d.db.insertInto('access_log').values({
-    vault_id: arg(0),
-    at: arg(1),
-    person_id: arg(2),
-    sign_in_id: arg(3),
-    client_id: arg(4),
-    action: arg(5),
-    environment: arg(6),
-    names: arg(7),
-    address: arg(8),
-    subject: arg(9),
-    detail: arg(10),
-  }),
-)
+const COLUMNS = 11
 
-/** Appends one access-log entry, in the operation's transaction (compiled once: every read writes one). */
-export function* insertLog(d: SqlDialect, e: AccessLogEntry) {
-  yield* run(insert(d, ...logParams(e)))
-}
-
-/** Appends several entries in one statement (the reads of one event-loop turn), in order. */
-export function* insertLogs(d: SqlDialect, entries: readonly AccessLogEntry[]) {
-  if (entries.length === 1) return yield* insertLog(d, entries[0] as AccessLogEntry)
-  yield* run(
+/** The insert of `count` entries, its text compiled once per dialect and count. */
+const insertOf = (count: number) =>
+  fixedQuery<unknown[], unknown>((d, arg) =>
     d.db.insertInto('access_log').values(
-      entries.map((e) => {
-        const [vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail] = logParams(e)
-        return { vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address, subject, detail }
+      Array.from({ length: count }, (_, i) => {
+        const at = (k: number) => arg(i * COLUMNS + k)
+        return {
+          vault_id: at(0),
+          at: at(1),
+          person_id: at(2),
+          sign_in_id: at(3),
+          client_id: at(4),
+          action: at(5),
+          environment: at(6),
+          names: at(7),
+          address: at(8),
+          subject: at(9),
+          detail: at(10),
+        }
       }),
     ),
   )
+
+/** Batches up to this many entries use a statement compiled once; a bigger one (rare) is compiled for itself. */
+const MOST_FIXED = 32
+const fixedInserts = Array.from({ length: MOST_FIXED + 1 }, (_, n) => (n === 0 ? null : insertOf(n)))
+
+/** Appends one access-log entry, in the operation's transaction (compiled once: every read writes one). */
+export function* insertLog(d: SqlDialect, e: AccessLogEntry) {
+  yield* insertLogs(d, [e])
+}
+
+/**
+ * Appends several entries in ONE statement (the reads of one event-loop turn), in order:
+ * a single statement, so PostgreSQL runs it without BEGIN and COMMIT (`oneStatement`).
+ */
+export function* insertLogs(d: SqlDialect, entries: readonly AccessLogEntry[]) {
+  const fixed = fixedInserts[entries.length]
+  if (fixed) return yield* run(fixed(d, ...entries.flatMap(logParams)))
+  return yield* run(insertOf(entries.length)(d, ...entries.flatMap(logParams)))
 }
 
 function logParams(e: AccessLogEntry) {
