@@ -109,8 +109,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   const unwrapped = new LRUCache<string, { readonly wrapped: Buffer; readonly key: Uint8Array }>({ max: maxKeys })
   // per vault and environment: its values sealed together (Snapshot); bounded by the bytes held (the rows too)
   const maxSnapshotBytes = options.maxSnapshotBytes ?? 16 * 1024 * 1024
-  const snapshots =
-    maxSnapshotBytes > 0 ? new LRUCache<string, Snapshot>({ maxSize: maxSnapshotBytes, sizeCalculation: (s) => s.bytes }) : null
+  const snapshots = maxSnapshotBytes > 0 ? new LRUCache<string, Snapshot>({ maxSize: maxSnapshotBytes, sizeCalculation: (s) => s.bytes }) : null
   const unwrap = async (wrapped: Uint8Array, vaultId: string): Promise<Uint8Array> => {
     const known = unwrapped.get(vaultId)
     if (known?.wrapped.equals(wrapped)) return known.key
