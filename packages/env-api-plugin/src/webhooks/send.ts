@@ -1,5 +1,4 @@
-import http from 'node:http'
-import https from 'node:https'
+import { http, https } from '../node-http.js'
 import type { LookupAddress, LookupOneOptions } from 'node:dns'
 import { isIP } from 'node:net'
 import { hostOf, isPublicAddress, systemResolveHost, type ResolveHost } from '../domain/webhook-url.js'
