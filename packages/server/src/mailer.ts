@@ -1,4 +1,4 @@
-import { createTransport } from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 import type { SmtpConfig } from './config.js'
 
 export interface MailMessage {
@@ -30,16 +30,31 @@ export function mailFailure(err: unknown): { code: string | null; responseCode: 
  * the URL's query, which would override that. Short timeouts: an owner waits for the page.
  */
 export function createMailer(smtp: SmtpConfig): Mailer {
-  const transport = createTransport(
-    { url: smtp.url, logger: false, debug: false, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 },
-    { from: smtp.from },
-  )
+  // nodemailer is loaded at the first message, not at start: most servers send an invitation
+  // now and then, and it holds about 3.3 MB of heap once loaded (issue 20). A load that fails
+  // fails that send (as an unreachable SMTP server does) and is tried again by the next one.
+  let transport: Promise<Transporter> | null = null
+  const open = (): Promise<Transporter> => {
+    if (!transport) {
+      transport = import('nodemailer').then(({ createTransport }) =>
+        createTransport(
+          { url: smtp.url, logger: false, debug: false, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 },
+          { from: smtp.from },
+        ),
+      )
+      transport.catch(() => (transport = null))
+    }
+    return transport
+  }
   return {
     async send(m) {
-      await transport.sendMail({ to: m.to, subject: m.subject, text: m.text })
+      await (await open()).sendMail({ to: m.to, subject: m.subject, text: m.text })
     },
     close() {
-      transport.close()
+      void transport?.then(
+        (t) => t.close(),
+        () => undefined,
+      )
     },
   }
 }

@@ -2,15 +2,7 @@ import type {} from '@envkeep/env-api-plugin'
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server'
+import type { AuthenticationResponseJSON, AuthenticatorTransport, RegistrationResponseJSON } from '@simplewebauthn/server'
 import { field, html, refusalBox, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { FactorRecord } from '../accounts/factor-store.js'
@@ -20,6 +12,21 @@ import { createAttemptLimiter, type AttemptCounters } from './attempt-limiter.js
 import { afterSignIn } from './invitation-notices.js'
 import { failure, formErrorHandler, sendFailurePage, sendPage } from './page-kit.js'
 import { PASSKEY_SCRIPT } from './passkey-script.js'
+
+type WebAuthn = typeof import('@simplewebauthn/server')
+let webauthnLoad: Promise<WebAuthn> | null = null
+/**
+ * @simplewebauthn/server, loaded at the first passkey request rather than at start: a server
+ * whose people never use a passkey does not hold it (about 4.6 MB of heap, issue 20). A load
+ * that fails fails that request (a 500 page with its ref) and is tried again by the next one.
+ */
+function webauthn(): Promise<WebAuthn> {
+  if (!webauthnLoad) {
+    webauthnLoad = import('@simplewebauthn/server')
+    webauthnLoad.catch(() => (webauthnLoad = null))
+  }
+  return webauthnLoad
+}
 
 export interface PasskeyPagesOptions {
   readonly accounts: AccountStore
@@ -79,6 +86,7 @@ export function createPasskeyKit(o: { accounts: AccountStore; baseUrl: string; b
 
   /** Authentication options for a sign-in (no allowCredentials: the browser offers its discoverable passkeys) or a second step. */
   async function requestOptions(purpose: 'login' | 'factor', accountId: string | null, passkeys: readonly FactorRecord[]) {
+    const { generateAuthenticationOptions } = await webauthn()
     return generateAuthenticationOptions({
       rpID,
       challenge: bytes(await challengeFor(purpose, accountId)),
@@ -133,6 +141,7 @@ export async function passkeyPages(app: FastifyInstance, o: PasskeyPagesOptions)
     if (!answer) return null
     const passkey = await o.accounts.findPasskey(answer.id)
     if (!passkey?.publicKey) return null
+    const { verifyAuthenticationResponse } = await webauthn()
     let challengeAccount: string | null = null
     try {
       const v = await verifyAuthenticationResponse({
@@ -218,6 +227,7 @@ ${passkeyForm('get', `${base}/login/passkey`, await requestOptions('login', null
         .header('location', o.people.signInUrl(`${base}/account/passkey`))
         .send()
     const existing = (await o.accounts.listFactors(me.id)).filter((f) => f.kind === 'passkey')
+    const { generateRegistrationOptions } = await webauthn()
     const options = await generateRegistrationOptions({
       rpName: 'envkeep',
       rpID,
@@ -250,6 +260,7 @@ ${passkeyForm('create', `${base}/account/passkey`, options, reply.generateCsrf()
         .header('location', o.people.signInUrl(`${base}/account/passkey`))
         .send()
     const answer = parseCredential<RegistrationResponseJSON>(field(request.body, 'credential'))
+    const { verifyRegistrationResponse } = await webauthn()
     let owner: string | null = null
     const v = answer
       ? await verifyRegistrationResponse({
