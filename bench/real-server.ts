@@ -5,7 +5,9 @@
  * sends `{ ready, port }`, answers `stats` with its peak RSS.
  */
 import Fastify from 'fastify'
-import { BASE_URL, BENCH_PLANS, BENCH_RATE_LIMIT, stackPackage } from './seed.js'
+import { readFileSync } from 'node:fs'
+import { getHeapSpaceStatistics } from 'node:v8'
+import { BASE_URL, BENCH_PLANS, BENCH_RATE_LIMIT, stackPackage } from './settings.js'
 
 // BENCH_STACK: a folder with another build of packages/env-api-plugin and the storage
 // packages (e.g. an older commit), to measure before/after (seed.ts's stackPackage).
@@ -47,6 +49,7 @@ process.on('message', (m: unknown) => {
     const u = process.cpuUsage()
     process.send?.({ cpu: u.user + u.system })
   } else if (m === 'stats') {
+    if (process.env.BENCH_MEMORY) process.stderr.write(memoryBreakdown())
     // maxRSS (getrusage) is the process's high-water mark, in KiB
     const m = process.memoryUsage()
     process.send?.({
@@ -66,4 +69,34 @@ process.on('message', (m: unknown) => {
     void app.close().then(() => process.exit(0))
   }
 })
+/**
+ * BENCH_MEMORY=1: where the RSS is, printed after each case: the pages of the node binary
+ * (shared, file-backed), malloc's heap, other anonymous memory; V8's spaces (used/resident).
+ */
+function memoryBreakdown(): string {
+  const mb = (b: number) => (b / 1048576).toFixed(1)
+  const rss: Record<string, number> = {}
+  let kind = ''
+  try {
+    for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+      const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
+      if (mapping) {
+        const name = mapping[1] ?? ''
+        kind = name === process.execPath ? 'node binary' : name === '[heap]' ? 'malloc' : name === '' ? 'anonymous' : name.startsWith('[') ? 'other' : 'files'
+      } else {
+        const r = /^Rss:\s+(\d+) kB/.exec(line)
+        if (r) rss[kind] = (rss[kind] ?? 0) + Number(r[1]) * 1024
+      }
+    }
+  } catch {
+    // not Linux: V8's figures only
+  }
+  const spaces = getHeapSpaceStatistics()
+    .filter((s) => s.physical_space_size > 512 * 1024)
+    .map((s) => `${s.space_name.replace('_space', '')} ${mb(s.space_used_size)}/${mb(s.physical_space_size)}`)
+  const m = process.memoryUsage()
+  const where = Object.entries(rss).map(([k, v]) => `${k} ${mb(v)}`)
+  return `\n    memory: RSS ${mb(m.rss)} MB (${where.join(', ')}); V8 ${spaces.join(', ')}; external ${mb(m.external)}\n`
+}
+
 process.send({ ready: true, port })

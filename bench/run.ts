@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
 import type { BareAnswer } from './bare-server.js'
@@ -333,7 +333,19 @@ async function main(): Promise<void> {
     // BENCH_PROFILE=1: a V8 CPU profile of the real server, kept in the system's temp folder
     const profileDir = join(tmpdir(), 'envkeep-bench-profile')
     const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []
-    // BENCH_NODE_ARGS: extra Node flags for the real server (e.g. GC settings), space-separated
+    // envkeep-server's own Node defaults (packages/server/src/node-defaults.ts, e.g. the young
+    // generation's size): the real server runs with them, as envkeep-server does.
+    // BENCH_NODE_DEFAULTS=node: without them (V8's own sizing, as a host app that sets nothing)
+    const serverDefaults =
+      process.env.BENCH_NODE_DEFAULTS === 'node'
+        ? []
+        : ((await import(pathToFileURL(join(here, '..', 'packages', 'server', 'dist', 'node-defaults.js')).href)) as { NODE_DEFAULTS: readonly string[] })
+            .NODE_DEFAULTS
+    profile.push(...serverDefaults)
+    console.log(
+      `real server's Node flags: ${serverDefaults.length > 0 ? `${serverDefaults.join(' ')} (envkeep-server's defaults; BENCH_NODE_DEFAULTS=node for none)` : "none (V8's own sizing)"}`,
+    )
+    // BENCH_NODE_ARGS: extra Node flags for the real server (e.g. GC settings), space-separated; they come after, so they win
     if (process.env.BENCH_NODE_ARGS) profile.push(...process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean))
     if (process.env.BENCH_PROFILE) console.log(`CPU profile of the real server: ${profileDir}`)
     // the soak samples the heap after a full GC (global.gc, only with --expose-gc)
@@ -500,6 +512,7 @@ async function main(): Promise<void> {
         rateLimit: BENCH_RATE_LIMIT,
         tool: 'autocannon (paced.ts for fixed rates)',
         stack: process.env.BENCH_STACK ?? null,
+        nodeFlags: profile,
       },
       cases: results,
       server: { peakRssMb: Number(peakRssMb.toFixed(1)), startRssMb: Number(startRssMb.toFixed(1)) },

@@ -1,17 +1,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { createVaultCrypto, type AccessLogEntry, type Keyring, type Storage } from '@envkeep/env-api-plugin'
-import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
+import { BENCH_PLANS, CLI_CLIENT, RESOURCE, stackPackage } from './settings.js'
 
-/** The base URL the bench's real stack is configured with (never resolved: tokens are bound to it). */
-export const BASE_URL = 'https://envkeep.bench'
-export const CLI_CLIENT = `${BASE_URL}/cli/oauth-client.json`
-export const RESOURCE = `${BASE_URL}/api/env`
-/** Plan limits raised for the run: the push cases pile up pending pushes in one vault. */
-export const BENCH_PLANS = { 'self-hosted': { maxVariables: 1e12, maxBytes: 1e15 } }
-/** Request limits raised for the run (the spec's defaults are 60 a minute, 5,000 a day). */
-export const BENCH_RATE_LIMIT = { perMinute: 1e9, perDay: 1e9 }
+export { BASE_URL, BENCH_PLANS, BENCH_RATE_LIMIT, CLI_CLIENT, RESOURCE, stackPackage } from './settings.js'
 
 export const READ_SIZES = [1, 30, 300, 3000, 10_000] as const
 export const MANY_VAULTS = 1000
@@ -102,16 +94,6 @@ export async function openBenchStorage(target: string): Promise<Storage & { clos
   }
   const { createSqliteStorage } = await stackPackage<typeof import('@envkeep/storage-sqlite')>('@envkeep/storage-sqlite', 'storage-sqlite')
   return createSqliteStorage({ filename: target })
-}
-
-/**
- * A package of this tree, or of the other build in BENCH_STACK (a folder holding
- * `packages/<dist>/dist`, e.g. an older commit): the database is then made by that build's
- * own migrations, so the real server of that build opens it.
- */
-export function stackPackage<T>(pkg: string, dist: string): Promise<T> {
-  const stack = process.env.BENCH_STACK
-  return (stack ? import(pathToFileURL(join(stack, 'packages', dist, 'dist', 'index.js')).href) : import(pkg)) as Promise<T>
 }
 
 export async function seed(filename: string, keyring: Keyring): Promise<Seeded> {
