@@ -6,9 +6,10 @@ import { sql } from 'kysely'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { databaseOf } from './health.js'
 
-// through require(): an ES import of node:http reads its lazy WebSocket getters and so loads
-// undici (Node's fetch), about 2.3 MB of heap the server never uses (as the plugin's node-http.ts)
-const { createServer } = createRequire(import.meta.url)('node:http') as typeof import('node:http')
+// as CommonJS: an ES import of node:http reads its lazy WebSocket getters and so loads undici
+// (Node's fetch), about 2.3 MB of heap the server never uses (as the plugin's node-http.ts);
+// (process.getBuiltinModule from Node 22.3; the single executable's bundle has no import.meta.url)
+const { createServer } = (process.getBuiltinModule?.('node:http') ?? createRequire(import.meta.url)('node:http')) as typeof import('node:http')
 
 /**
  * The server's Prometheus metrics. Labels come from fixed sets or route patterns
