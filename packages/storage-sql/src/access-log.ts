@@ -1,4 +1,5 @@
 import type { AccessLogEntry } from '@envkeep/env-api-plugin'
+import type { Compilable } from 'kysely'
 import type { SqlDialect } from './dialect.js'
 import { fixedQuery } from './fixed-query.js'
 import { run } from './op.js'
@@ -43,9 +44,12 @@ export function* insertLog(d: SqlDialect, e: AccessLogEntry) {
  * a single statement, so PostgreSQL runs it without BEGIN and COMMIT (`oneStatement`).
  */
 export function* insertLogs(d: SqlDialect, entries: readonly AccessLogEntry[]) {
-  const fixed = fixedInserts[entries.length]
-  if (fixed) return yield* run(fixed(d, ...entries.flatMap(logParams)))
-  return yield* run(insertOf(entries.length)(d, ...entries.flatMap(logParams)))
+  return yield* run(logInsert(d, entries))
+}
+
+/** The statement that appends `entries` (for an operation that runs it together with others). */
+export function logInsert(d: SqlDialect, entries: readonly AccessLogEntry[]): Compilable<unknown> {
+  return (fixedInserts[entries.length] ?? insertOf(entries.length))(d, ...entries.flatMap(logParams))
 }
 
 function logParams(e: AccessLogEntry) {

@@ -10,14 +10,15 @@ import type {
   RefusedLine,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
+import type { Compilable } from 'kysely'
 import { expiredPush, overwritesOf, plannedPush, pushExpiredEntry, pushHasExpired, StorageError } from '@envkeep/env-api-plugin'
-import { insertLog } from './access-log.js'
+import { insertLog, logInsert } from './access-log.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { fixedQuery } from './fixed-query.js'
-import { all, first, type Op, run } from './op.js'
+import { all, first, type Op, run, together } from './op.js'
 import { bytes, date, dateOrNull, fromJson, toJson } from './rows.js'
 import type { ImportsTable } from './schema.js'
-import { addStaged, dropStaged, startPush } from './staged-usage.js'
+import { dropStaged, stagedAdded, startPush } from './staged-usage.js'
 import { bumpVersion, insertChangeSet, staleKey } from './vault-values.js'
 import { lockVault } from './vault-lock.js'
 
@@ -150,11 +151,14 @@ const insertStagedOf = (count: number) =>
 const MOST_STAGED = 32
 const insertStaged = Array.from({ length: MOST_STAGED + 1 }, (_, n) => (n === 0 ? null : insertStagedOf(n)))
 
-function* stageValues(d: SqlDialect, importId: string, values: readonly SealedVariable[]) {
+/** The inserts of a push's staged values, up to MOST_STAGED a statement. */
+function stagedInserts(d: SqlDialect, importId: string, values: readonly SealedVariable[]): Compilable<unknown>[] {
+  const out: Compilable<unknown>[] = []
   for (let at = 0; at < values.length; at += MOST_STAGED) {
     const part = values.slice(at, at + MOST_STAGED)
-    yield* run(insertStaged[part.length]!(d, ...part.flatMap((v) => [importId, v.name, bytes(v.sealed)])))
+    out.push((insertStaged[part.length] as NonNullable<(typeof insertStaged)[number]>)(d, ...part.flatMap((v) => [importId, v.name, bytes(v.sealed)])))
   }
+  return out
 }
 
 function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op<CreateImportResult> {
@@ -169,7 +173,8 @@ function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op
   if (over) return over
   const overwrites = overwritesOf(valued, start.current)
   const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
-  yield* run(
+  // one statement on PostgreSQL: the push, its values, the vault's count and the log entry
+  yield* together(d, [
     insertImport(
       d,
       input.id,
@@ -187,15 +192,15 @@ function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op
       null,
       null,
     ),
-  )
-  yield* stageValues(d, input.id, values)
-  yield* addStaged(
-    d,
-    input.vaultId,
-    values.length,
-    values.reduce((n, v) => n + v.sealed.byteLength, 0),
-  )
-  yield* insertLog(d, log)
+    ...stagedInserts(d, input.id, values),
+    ...stagedAdded(
+      d,
+      input.vaultId,
+      values.length,
+      values.reduce((n, v) => n + v.sealed.byteLength, 0),
+    ),
+    logInsert(d, [log]),
+  ])
   const created: ImportRecord = {
     id: input.id,
     vaultId: input.vaultId,
