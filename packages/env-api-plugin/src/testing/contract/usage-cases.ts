@@ -1,5 +1,6 @@
 // The vault store contract, part: the storage limit's usage stays exact through every change of pushes.
 import assert from 'node:assert/strict'
+import type { HistoryStore } from '../../adapters/history-store.js'
 import type { ImportStore } from '../../adapters/import-store.js'
 import type { VaultStore } from '../../adapters/vault-store.js'
 import type { VaultStoreContractCase } from '../vault-store-contract.js'
@@ -114,3 +115,38 @@ export const usageCases: readonly VaultStoreContractCase[] = [
       }),
   },
 ]
+
+type UsageStore = VaultStore & ImportStore & HistoryStore & { close(): Promise<void> }
+
+/**
+ * A backend's migration test of the staged usage (issue 20): pushes staged and decided on a
+ * database that `rewind` takes back to before the migration that counts them (its table and
+ * its record gone); opened again, the usage is the recount, and deciding a push still works.
+ * Throws on a failure.
+ */
+export async function checkStagedUsageBackfill(open: () => Promise<UsageStore>, rewind: (store: UsageStore) => Promise<void>): Promise<void> {
+  let store = await open()
+  const id = await newVault(store)
+  await storeFirstKey(store, id, sealed(60))
+  await writeTestValue(store, put(id, 'development', sv('V', 7), OWNER, T0), entry(id, 'variable_set'))
+  const stage = async (values: Parameters<typeof newImport>[1]) => {
+    const input = newImport(id, values)
+    assert.ok((await store.createImport(input, entry(id, 'push_created'))).ok)
+    return input.id
+  }
+  const first = await stage([sv('A', 10), sv('B', 20)])
+  await stage([sv('C', 30)])
+  const decided = await stage([sv('D', 5)])
+  assert.ok((await store.decideImport({ importId: decided, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))).ok)
+  await rewind(store)
+  await store.close()
+  store = await open()
+  try {
+    assert.deepEqual(await usageSeen(store, id), { n: 4, bytes: 67 }, 'the variable and the three values still pending, counted by the migration')
+    await sameUsage(store, id, 'the migration')
+    assert.ok((await store.decideImport({ importId: first, decision: 'rejected', by: OWNER, now: T0 }, entry(id, 'push_rejected'))).ok)
+    assert.deepEqual(await usageSeen(store, id), { n: 2, bytes: 37 }, 'a decision after it counts down from there')
+  } finally {
+    await store.close()
+  }
+}
