@@ -39,6 +39,8 @@ export function* run(q: Compilable<unknown>): Generator<Step, number, unknown> {
 /** The texts `together` made on PostgreSQL, by the texts they join (the same few, over and over). */
 const joined = new Map<string, string>()
 const MOST_JOINED = 256
+/** Only the texts of ordinary pushes are kept (a big push's, made again each time, costs little next to its values). */
+const MOST_KEPT_TEXT = 16_384
 /** PostgreSQL binds at most 65,535 parameters to a statement; past this many, one statement each. */
 const MOST_PARAMETERS = 30_000
 
@@ -47,7 +49,9 @@ const MOST_PARAMETERS = 30_000
  * effects (inserts of new rows, counters), in this order: on PostgreSQL as
  * ONE statement (each in a data-modifying WITH of the last: one round trip
  * instead of one per statement; they see the same snapshot, and foreign keys
- * among them are checked at its end), elsewhere one after the other.
+ * among them are checked at its end), elsewhere one after the other. Their
+ * texts renumber `$n` placeholders, so they hold no literal `$` followed by
+ * digits (every value is a parameter).
  */
 export function* together(d: { readonly name: string }, queries: readonly Compilable<unknown>[]): Generator<Step, void, unknown> {
   const compiled = queries.map((q) => q.compile())
@@ -66,8 +70,10 @@ export function* together(d: { readonly name: string }, queries: readonly Compil
     })
     const last = parts.pop() as string
     text = `with ${parts.map((p, i) => `s${i} as (${p})`).join(', ')} ${last}`
-    if (joined.size >= MOST_JOINED) joined.clear()
-    joined.set(key, text)
+    if (key.length <= MOST_KEPT_TEXT) {
+      if (joined.size >= MOST_JOINED) joined.clear()
+      joined.set(key, text)
+    }
   }
   const last = compiled[compiled.length - 1] as CompiledQuery
   yield { query: { ...last, sql: text, parameters: compiled.flatMap((c) => c.parameters) }, want: 'changes' }
