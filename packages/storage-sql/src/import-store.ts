@@ -283,7 +283,7 @@ function* decideImport(d: SqlDialect, decision: ImportDecision, log: AccessLogEn
       .where('id', '=', imp.id)
       .where('status', '=', 'pending'),
   )
-  // after the push's row (the order every write takes: the push, then the vault's count)
+  // after the push's row (the order of row locks every write keeps: the push, its values, the vault's count)
   yield* dropStaged(d, imp.vaultId, imp.id)
   yield* insertLog(d, log)
   const decided: ImportRecord = { ...imp, status: decision.decision, decidedAt: decision.now, decidedBy: decision.by, reason }

@@ -2,7 +2,7 @@ import type { Usage } from '@envkeep/env-api-plugin'
 import { type Compilable, sql } from 'kysely'
 import type { SqlDialect } from './dialect.js'
 import { fixedQuery, raw } from './fixed-query.js'
-import { first, type Op, run } from './op.js'
+import { all, first, type Op, run } from './op.js'
 import { fromJson, num, toJson } from './rows.js'
 import { lockVault } from './vault-lock.js'
 
@@ -76,22 +76,30 @@ export function stagedAdded(d: SqlDialect, vaultId: string, count: number, size:
   return count > 0 ? [add(d, vaultId, count, size)] : []
 }
 
-const drop = fixedQuery<[string, string], unknown>((d, arg) =>
-  raw(
-    d,
-    sql`update staged_usage set
-      values_count = values_count - (select count(*) from import_values where import_id = ${arg(1)}),
-      bytes = bytes - (select coalesce(sum(length(sealed)), 0) from import_values where import_id = ${arg(1)})
-      where vault_id = ${arg(0)}`,
-  ),
+const dropValues = fixedQuery<[string], { size: unknown }>((d, arg) =>
+  raw(d, sql<{ size: unknown }>`delete from import_values where import_id = ${arg(0)} returning length(sealed) as size`),
 )
 
-const dropValues = fixedQuery<[string], unknown>((d, arg) => d.db.deleteFrom('import_values').where('import_id', '=', arg(0)))
+const countDown = fixedQuery<[string, number, number], unknown>((d, arg) =>
+  raw(d, sql`update staged_usage set values_count = values_count - ${arg(1)}, bytes = bytes - ${arg(2)} where vault_id = ${arg(0)}`),
+)
 
-/** Drops the staged values of a push that stops being pending (applied, rejected, expired), from the count too. */
+/**
+ * Drops the staged values of a push that stops being pending (applied, rejected, expired),
+ * and counts them down. The values' rows are taken before the vault's count, as a reseal
+ * takes them (PostgreSQL: the same order of row locks, so the two never wait on each other).
+ */
 export function* dropStaged(d: SqlDialect, vaultId: string, importId: string) {
-  yield* run(drop(d, vaultId, importId))
-  yield* run(dropValues(d, importId))
+  const gone = yield* all(dropValues(d, importId))
+  if (gone.length > 0)
+    yield* run(
+      countDown(
+        d,
+        vaultId,
+        gone.length,
+        gone.reduce((n, r) => n + num(r.size), 0),
+      ),
+    )
 }
 
 const recount = fixedQuery<[string], unknown>((d, arg) =>
