@@ -10,7 +10,7 @@ import { lockVault } from './vault-lock.js'
  * A vault's usage for the storage limit (`StorageLimit`): its variables, counted
  * and summed, plus what its pending pushes stage, read from `staged_usage`, the
  * counter every write that stages or drops staged values keeps in its own
- * transaction (`addStaged`, `dropStaged`, `recountStaged`). Summing the staged
+ * transaction (`stagedAdded`, `dropStaged`, `recountStaged`). Summing the staged
  * values instead grew with the pending pushes of the vault. Each runs inside
  * the caller's transaction, after the vault's row is locked (vault-lock.ts).
  */
