@@ -23,6 +23,7 @@ import autocannon from 'autocannon'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
 import type { BareAnswer } from './bare-server.js'
 import { paced } from './paced.js'
+import { createPostgresCost, type PostgresCost } from './postgres-cost.js'
 import { loadBoth, type Propagation, revocationPropagation } from './two-process.js'
 import { BENCH_RATE_LIMIT, MANY_SIGN_INS, MANY_VAULTS, READ_SIZES, seed, value40, varName } from './seed.js'
 
@@ -87,6 +88,8 @@ interface CaseResult {
   cpuRatio: number
   /** real CPU per request ÷ bare CPU per request: how many bare requests of CPU one real request costs (issue 20: at most 20 for pushes and lists) */
   cpuTimesBare: number
+  /** PostgreSQL only: its backends' CPU and its commits per request (postgres-cost.ts) */
+  postgres?: PostgresCost
 }
 
 function hasTaskset(): boolean {
@@ -351,6 +354,13 @@ async function main(): Promise<void> {
     writeFileSync(answersFile, JSON.stringify(answers))
     const bare = await startChild('bare-server.js', { BENCH_BARE_ANSWERS: answersFile })
     children.push(bare.child)
+    const pgCost = DATABASE === 'postgres' ? await createPostgresCost(filename) : null
+    const onPostgres = async (m: () => Promise<Measure>, duration: number): Promise<{ r: Measure; postgres?: PostgresCost }> => {
+      if (!pgCost) return { r: await m() }
+      const { result, cost } = await pgCost.measure(m, (r) => r.rps * duration)
+      return { r: result, postgres: cost }
+    }
+    const pgLine = (c?: PostgresCost) => (c ? `; PostgreSQL ${fmt(c.cpuUs)} µs CPU, ${c.commits.toFixed(2)} commits a request` : '')
 
     // warm both up (JIT, statement caches, data keys) on the headline route
     const warm = cases.find((c) => c.id === 'read-30')
@@ -362,13 +372,13 @@ async function main(): Promise<void> {
     const results: CaseResult[] = []
     const run = async (c: Case): Promise<CaseResult> => {
       process.stdout.write(`  ${c.id}… `)
-      const r = await load(real, c, DURATION)
+      const { r, postgres } = await onPostgres(() => load(real, c, DURATION), DURATION)
       const b = await load(bare, c, DURATION)
       const peak = await ask<ServerStats>(real.child, 'stats', 'stats')
       const realPeakRssMb = Number((peak.peakRssBytes / 1024 / 1024).toFixed(1))
       process.stdout.write(
         `${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request, peak RSS ${realPeakRssMb.toFixed(0)} MB ` +
-          `(now: RSS ${mb(peak.rssBytes)}, heap ${mb(peak.heapUsedBytes)} of ${mb(peak.heapTotalBytes)}, external ${mb(peak.externalBytes)} MB)\n`,
+          `(now: RSS ${mb(peak.rssBytes)}, heap ${mb(peak.heapUsedBytes)} of ${mb(peak.heapTotalBytes)}, external ${mb(peak.externalBytes)} MB)${pgLine(postgres)}\n`,
       )
       const out = {
         id: c.id,
@@ -381,6 +391,7 @@ async function main(): Promise<void> {
         ratio: r.rps / b.rps,
         cpuRatio: b.cpuUs / r.cpuUs,
         cpuTimesBare: r.cpuUs / b.cpuUs,
+        ...(postgres ? { postgres } : {}),
       }
       results.push(out)
       return out
@@ -415,13 +426,23 @@ async function main(): Promise<void> {
         await loadBoth([real, second], read30, 2, load) // warm the second one
         const c = { ...read30, id: 'read-30-2proc', label: 'GET 30 variables, two server processes, half the connections each' }
         process.stdout.write(`  ${c.id}… `)
-        const r = await loadBoth([real, second], c, DURATION, load)
+        const { r, postgres } = await onPostgres(() => loadBoth([real, second], c, DURATION, load), DURATION)
         const b = await load(bare, c, DURATION)
         const peak = await ask<ServerStats>(real.child, 'stats', 'stats')
-        process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request\n`)
+        process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request${pgLine(postgres)}\n`)
         const realPeakRssMb = Number((peak.peakRssBytes / 1024 / 1024).toFixed(1))
         const ratios = { ratio: r.rps / b.rps, cpuRatio: b.cpuUs / r.cpuUs, cpuTimesBare: r.cpuUs / b.cpuUs }
-        results.push({ id: c.id, label: c.label, connections: c.connections, rate: null, real: r, bare: b, realPeakRssMb, ...ratios })
+        results.push({
+          id: c.id,
+          label: c.label,
+          connections: c.connections,
+          rate: null,
+          real: r,
+          bare: b,
+          realPeakRssMb,
+          ...ratios,
+          ...(postgres ? { postgres } : {}),
+        })
       }
       if (wanted('revoke-propagation')) {
         process.stdout.write('  revoke-propagation… ')
@@ -429,6 +450,7 @@ async function main(): Promise<void> {
         process.stdout.write(`max ${propagation.maxMs.toFixed(1)} ms, p50 ${propagation.p50Ms.toFixed(1)} ms over ${propagation.tries} tries\n`)
       }
     }
+    await pgCost?.close()
     const stats = await ask<ServerStats>(real.child, 'stats', 'stats')
     const peakRssMb = stats.peakRssBytes / 1024 / 1024
 

@@ -1,4 +1,4 @@
-import { byBytesFor, type DB, driveAsync, type SqlDialect, type SqlRunner, type Step } from '@envkeep/storage-sql'
+import { byBytesFor, type DB, driveAsync, preparedName, type SqlDialect, type SqlRunner, type Step } from '@envkeep/storage-sql'
 import type { Kysely } from 'kysely'
 import { inTransaction, type OpenPostgres, read } from './database.js'
 
@@ -17,10 +17,18 @@ export function createPostgresRunner(o: OpenPostgres): SqlRunner {
     const r = await on.executeQuery(step.query)
     return step.want === 'rows' ? r.rows : Number(r.numAffectedRows ?? 0)
   }
+  // On the pool (outside a transaction), the hot statements (the access-log insert, the
+  // request counters) run as named statements: each connection parses and plans them once.
+  const onPool = async (step: Step) => {
+    const name = preparedName(step.query)
+    if (!name) return exec(o.db)(step)
+    const r = await o.pool.query({ name, text: step.query.sql, values: step.query.parameters as unknown[] })
+    return step.want === 'rows' ? r.rows : (r.rowCount ?? 0)
+  }
   return {
     dialect,
-    read: (op) => read(() => driveAsync(op(), exec(o.db))),
+    read: (op) => read(() => driveAsync(op(), onPool)),
     // one statement is a transaction by itself: no BEGIN and COMMIT round trips around it
-    write: (op, options) => (options?.oneStatement ? read(() => driveAsync(op(), exec(o.db))) : inTransaction(o.db, (trx) => driveAsync(op(), exec(trx)))),
+    write: (op, options) => (options?.oneStatement ? read(() => driveAsync(op(), onPool)) : inTransaction(o.db, (trx) => driveAsync(op(), exec(trx)))),
   }
 }

@@ -1,0 +1,94 @@
+import t from 'tap'
+import { withTestDatabase } from '@envkeep/test-support'
+import { sql } from 'kysely'
+import { createPostgresStorage, type PostgresStorage } from '../src/index.js'
+
+// Issue 20 on PostgreSQL: the request counts of concurrent requests (the API's rate limit
+// counts every request, in two windows) are written together, one statement and one
+// transaction for all of them, each request still getting its own number. Counted with the
+// server's own transaction counter for the database.
+
+const MINUTE = 60_000
+const DAY = 86_400_000
+
+async function commitsOf(store: PostgresStorage) {
+  const db = store.database.db
+  const commits = async (): Promise<number> => {
+    await sql`select pg_stat_force_next_flush()`.execute(db)
+    const r = await sql<{ n: string }>`select xact_commit as n from pg_stat_database where datname = current_database()`.execute(db)
+    return Number(r.rows[0]?.n)
+  }
+  // what two looks at the counter cost by themselves
+  const idle = -(await commits()) + (await commits())
+  return async <T>(fn: () => Promise<T>): Promise<{ result: T; used: number }> => {
+    const before = await commits()
+    const result = await fn()
+    return { result, used: (await commits()) - before - idle }
+  }
+}
+
+t.test('concurrent counts share one transaction; each request gets its own count, per key and window', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const store = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 4 })
+  t.teardown(() => store.close())
+  const counted = await commitsOf(store)
+  const now = new Date(Date.UTC(2026, 10, 26, 9, 0, 0))
+  const keys = ['sign-in:a', 'sign-in:b', 'address:127.0.0.1']
+  const requests = 60
+  const { result, used } = await counted(() =>
+    Promise.all(Array.from({ length: requests }, (_, i) => store.countRequest(keys[i % keys.length] as string, [MINUTE, DAY], now))),
+  )
+  t.ok(used <= 2, `${requests} counts committed in ${used} transaction(s), not one each`)
+  for (const [k, key] of keys.entries()) {
+    const mine = result.filter((_, i) => i % keys.length === k)
+    t.same(
+      mine.map((c) => c[0]?.count),
+      Array.from({ length: requests / keys.length }, (_, i) => i + 1),
+      `${key}: the minute counted 1…${requests / keys.length}, in the order asked`,
+    )
+    t.same(
+      mine.map((c) => c[1]?.count),
+      Array.from({ length: requests / keys.length }, (_, i) => i + 1),
+      `${key}: the day too`,
+    )
+    t.equal(mine[0]?.[0]?.resetAt.toISOString(), '2026-11-26T09:01:00.000Z', 'the minute started with its first request')
+    t.equal(mine[0]?.[1]?.resetAt.toISOString(), '2026-11-27T09:00:00.000Z', 'the day too')
+  }
+  // the next turn goes on from the stored counts; a window that is over starts again at 1
+  const later = new Date(now.getTime() + MINUTE)
+  const next = await Promise.all([store.countRequest('sign-in:a', [MINUTE, DAY], later), store.countRequest('sign-in:a', [MINUTE, DAY], later)])
+  t.same(
+    next.map((c) => c.map((w) => w.count)),
+    [
+      [1, 21],
+      [2, 22],
+    ],
+  )
+  t.same(await store.peekRequests('sign-in:a', MINUTE), { count: 2, windowStart: later })
+})
+
+t.test('a key that cannot be counted fails its own requests only', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const store = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 4 })
+  t.teardown(() => store.close())
+  const now = new Date()
+  // PostgreSQL refuses a NUL in text (22021): the batch fails, and is counted key by key
+  const results = await Promise.allSettled([
+    store.countRequest('sign-in:good', [MINUTE], now),
+    store.countRequest('sign-in:bad\u0000', [MINUTE], now),
+    store.countRequest('sign-in:good', [MINUTE], now),
+  ])
+  t.same(
+    results.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  )
+  t.equal((results[1] as PromiseRejectedResult).reason.sqlstate, '22021', 'the failure is the database’s, as a StorageError')
+  t.same(
+    results.filter((r) => r.status === 'fulfilled').map((r) => r.value[0]?.count),
+    [1, 2],
+    'the good key counted both, once each',
+  )
+  t.equal((await store.peekRequests('sign-in:good', MINUTE))?.count, 2)
+})
