@@ -92,3 +92,33 @@ t.test('a key that cannot be counted fails its own requests only', async (t) => 
   )
   t.equal((await store.peekRequests('sign-in:good', MINUTE))?.count, 2)
 })
+
+t.test('counts commit without waiting for the disk; data and the access log still wait', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const store = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 4 })
+  t.teardown(() => store.close())
+  const setting = async (pool: PostgresStorage['database']['pool']) =>
+    (await pool.query<{ synchronous_commit: string }>('show synchronous_commit')).rows[0]?.synchronous_commit
+  t.equal(await setting(store.database.pool), 'on', 'the pool of data and the log: durable commits')
+  t.equal(await setting(store.database.lazyPool), 'off', 'the counters’ pool: lazy commits')
+  await store.database.lazyPool.end()
+  const failed = await store.countRequest('sign-in:a', [MINUTE], new Date()).catch((err: unknown) => err)
+  t.match(failed, { sqlstate: '08003' }, 'counts run on the counters’ pool: closed, a count fails')
+  t.equal(await store.peekRequests('sign-in:a', MINUTE), null, 'nothing counted')
+})
+
+t.test('a count is seen at once by another process', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const a = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
+  const b = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+  })
+  const now = new Date()
+  await a.countRequest('sign-in:a', [MINUTE], now)
+  t.equal((await b.peekRequests('sign-in:a', MINUTE))?.count, 1, 'the other process sees it once it is answered')
+  t.equal((await b.countRequest('sign-in:a', [MINUTE], now))[0]?.count, 2, 'and counts on from it')
+})

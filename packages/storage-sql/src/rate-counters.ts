@@ -73,7 +73,10 @@ const slot = (key: string, windowMs: number) => `${windowMs} ${key}`
  * own number back (the k-th of n asking gets the stored count - n + k, as if they had come
  * one after another). Requests of one turn share the first one's time for the window's
  * start. If the statement fails, each key is tried alone, so only a key that cannot be
- * counted fails its requests.
+ * counted fails its requests. The statement's commit does not wait for the disk
+ * (`lazyCommit`): every process sees a count once it is answered, as before; only a crash of
+ * the database itself may forget the last fraction of a second of counts (a restart of a
+ * SQLite server forgets all of its in-memory counts).
  */
 export function createRateCounters(s: SqlRunner): RateCounters {
   const d = s.dialect
@@ -91,8 +94,9 @@ export function createRateCounters(s: SqlRunner): RateCounters {
       }
     }
     const list = [...rows.values()]
-    // one statement, atomic by itself: no BEGIN and COMMIT round trips
-    const counted = await s.write(() => upsert(d, list), { oneStatement: true })
+    // one statement, atomic by itself: no BEGIN and COMMIT round trips; its commit need not
+    // wait for the disk (a crash of the database may forget the last moment of counts)
+    const counted = await s.write(() => upsert(d, list), { oneStatement: true, lazyCommit: true })
     const stored = new Map<string, { count: number; start: number }>()
     for (const c of counted) stored.set(slot(String(c.key), num(c.window_ms)), { count: num(c.count), start: num(c.window_start) })
     // the requests of a row, in the order they asked: the last one gets the stored count
