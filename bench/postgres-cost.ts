@@ -1,7 +1,8 @@
 /**
  * What a case costs the PostgreSQL server itself (BENCH_DATABASE=postgres, server on this
  * machine): the CPU of the backends serving the bench's database (from /proc, user + system)
- * and its committed transactions (pg_stat_database), each per answered request. The WAL writer
+ * and its committed transactions (pg_stat_database), each per answered request. A backend that
+ * ends during the case is left out (a pool's idle connection). The WAL writer
  * and the checkpointer are shared by every database on the server and not counted; time spent
  * waiting for the disk is not CPU. Without /proc (another machine), CPU reads as 0.
  */
@@ -16,7 +17,8 @@ export interface PostgresCost {
 }
 
 interface Sample {
-  ticks: number
+  /** CPU ticks by backend pid */
+  ticks: Map<number, number>
   commits: number
 }
 
@@ -43,7 +45,7 @@ export async function createPostgresCost(url: string) {
     const pids = await c.query<{ pid: number }>(
       "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'",
     )
-    return { ticks: pids.rows.reduce((sum, r) => sum + backendTicks(r.pid), 0), commits: Number(db.rows[0]?.n ?? 0) }
+    return { ticks: new Map(pids.rows.map((r) => [r.pid, backendTicks(r.pid)])), commits: Number(db.rows[0]?.n ?? 0) }
   }
   return {
     async measure<T>(run: () => Promise<T>, requests: (r: T) => number): Promise<{ result: T; cost: PostgresCost }> {
@@ -51,8 +53,11 @@ export async function createPostgresCost(url: string) {
       const result = await run()
       const b = await sample()
       const n = Math.max(1, requests(result))
+      // per backend: a backend that ended meanwhile is not counted, one that started counts from 0
+      let ticks = 0
+      for (const [pid, t] of b.ticks) ticks += t - (a.ticks.get(pid) ?? 0)
       // the probe's own two looks commit a transaction each
-      return { result, cost: { cpuUs: ((b.ticks - a.ticks) * TICK_US) / n, commits: Math.max(0, b.commits - a.commits - 2) / n } }
+      return { result, cost: { cpuUs: (ticks * TICK_US) / n, commits: Math.max(0, b.commits - a.commits - 2) / n } }
     },
     close: () => c.end(),
   }
