@@ -61,7 +61,7 @@ export async function openPostgres(o: PostgresOptions): Promise<OpenPostgres> {
     connectionString: o.connectionString,
     max: LAZY_POOL,
     options: [...settings, '-c synchronous_commit=off'].join(' '),
-    application_name: 'envkeep',
+    application_name: 'envkeep-counters',
   })
   // an idle connection that dies (server restart) must not crash the process
   pool.on('error', () => {})
