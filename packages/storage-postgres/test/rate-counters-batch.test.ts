@@ -122,3 +122,29 @@ t.test('a count is seen at once by another process', async (t) => {
   t.equal((await b.peekRequests('sign-in:a', MINUTE))?.count, 1, 'the other process sees it once it is answered')
   t.equal((await b.countRequest('sign-in:a', [MINUTE], now))[0]?.count, 2, 'and counts on from it')
 })
+
+t.test('two processes counting the same keys in opposite orders at once never deadlock', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const a = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
+  const b = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+  })
+  const deadlocks = async (): Promise<number> => {
+    await sql`select pg_stat_force_next_flush()`.execute(a.database.db)
+    const r = await sql<{ n: string }>`select deadlocks as n from pg_stat_database where datname = current_database()`.execute(a.database.db)
+    return Number(r.rows[0]?.n)
+  }
+  const keys = Array.from({ length: 300 }, (_, i) => `sign-in:${String(i).padStart(3, '0')}`)
+  const before = await deadlocks()
+  const now = new Date()
+  const rounds = 10
+  for (let round = 0; round < rounds; round++) {
+    await Promise.all([...keys.map((k) => a.countRequest(k, [MINUTE, DAY], now)), ...[...keys].reverse().map((k) => b.countRequest(k, [MINUTE, DAY], now))])
+  }
+  t.equal((await deadlocks()) - before, 0, 'no deadlock')
+  const kept = await Promise.all(keys.map(async (k) => (await a.peekRequests(k, DAY))?.count))
+  t.same(kept, Array(keys.length).fill(2 * rounds), 'every count kept')
+})

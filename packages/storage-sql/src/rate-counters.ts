@@ -93,7 +93,9 @@ export function createRateCounters(s: SqlRunner): RateCounters {
         else rows.set(k, { key: p.key, windowMs: w, at: p.at, n: 1 })
       }
     }
-    const list = [...rows.values()]
+    // in one order everywhere (key, then window): two processes' statements lock the rows they
+    // share in the same order, so they wait for each other instead of deadlocking
+    const list = [...rows.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowMs - b.windowMs))
     // one statement, atomic by itself: no BEGIN and COMMIT round trips; its commit need not
     // wait for the disk (a crash of the database may forget the last moment of counts)
     const counted = await s.write(() => upsert(d, list), { oneStatement: true, lazyCommit: true })
