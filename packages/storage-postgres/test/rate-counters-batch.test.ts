@@ -1,7 +1,7 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { withTestDatabase } from '@envkeep/test-support'
-import { sql } from 'kysely'
 import { createPostgresStorage, type PostgresStorage } from '../src/index.js'
+import { commitsOf, databaseStat } from './database-stats.js'
 
 // Issue 20 on PostgreSQL: the request counts of concurrent requests (the API's rate limit
 // counts every request, in two windows) are written together, one statement and one
@@ -11,20 +11,15 @@ import { createPostgresStorage, type PostgresStorage } from '../src/index.js'
 const MINUTE = 60_000
 const DAY = 86_400_000
 
-async function commitsOf(store: PostgresStorage) {
-  const db = store.database.db
-  const commits = async (): Promise<number> => {
-    await sql`select pg_stat_force_next_flush()`.execute(db)
-    const r = await sql<{ n: string }>`select xact_commit as n from pg_stat_database where datname = current_database()`.execute(db)
-    return Number(r.rows[0]?.n)
-  }
-  // what two looks at the counter cost by themselves
-  const idle = -(await commits()) + (await commits())
-  return async <T>(fn: () => Promise<T>): Promise<{ result: T; used: number }> => {
-    const before = await commits()
-    const result = await fn()
-    return { result, used: (await commits()) - before - idle }
-  }
+/** Two stores on one database: two server processes. */
+async function twoStores(t: Test, url: string): Promise<[PostgresStorage, PostgresStorage]> {
+  const a = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
+  const b = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+  })
+  return [a, b]
 }
 
 t.test('concurrent counts share one transaction; each request gets its own count, per key and window', async (t) => {
@@ -111,12 +106,7 @@ t.test('counts commit without waiting for the disk; data and the access log stil
 t.test('a count is seen at once by another process', async (t) => {
   const url = await withTestDatabase(t)
   if (!url) return
-  const a = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
-  const b = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
-  t.teardown(async () => {
-    await a.close()
-    await b.close()
-  })
+  const [a, b] = await twoStores(t, url)
   const now = new Date()
   await a.countRequest('sign-in:a', [MINUTE], now)
   t.equal((await b.peekRequests('sign-in:a', MINUTE))?.count, 1, 'the other process sees it once it is answered')
@@ -126,17 +116,8 @@ t.test('a count is seen at once by another process', async (t) => {
 t.test('two processes counting the same keys in opposite orders at once never deadlock', async (t) => {
   const url = await withTestDatabase(t)
   if (!url) return
-  const a = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
-  const b = await createPostgresStorage({ connectionString: url, schema: 'counters', pool: 2 })
-  t.teardown(async () => {
-    await a.close()
-    await b.close()
-  })
-  const deadlocks = async (): Promise<number> => {
-    await sql`select pg_stat_force_next_flush()`.execute(a.database.db)
-    const r = await sql<{ n: string }>`select deadlocks as n from pg_stat_database where datname = current_database()`.execute(a.database.db)
-    return Number(r.rows[0]?.n)
-  }
+  const [a, b] = await twoStores(t, url)
+  const deadlocks = () => databaseStat(a, 'deadlocks')
   const keys = Array.from({ length: 300 }, (_, i) => `sign-in:${String(i).padStart(3, '0')}`)
   const before = await deadlocks()
   const now = new Date()
