@@ -11,7 +11,8 @@
  * (the fixed rate instead of half the measured peak), BENCH_STACK (a folder
  * with another build of the two packages, for before/after),
  * BENCH_SOAK_MINUTES (off by default: a soak of the 30-variable read that
- * samples the heap after warm-up and says whether it stays flat).
+ * samples the heap after warm-up and says whether it stays flat), BENCH_KEEP_DATABASE=1
+ * (PostgreSQL: keep the database the run made instead of dropping it).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -43,6 +44,20 @@ async function freshPostgresDatabase(): Promise<string> {
   const u = new URL(server)
   u.pathname = `/${name}`
   return u.toString()
+}
+
+/** Drops the database freshPostgresDatabase made (BENCH_KEEP_DATABASE=1 keeps it, to look at it). */
+async function dropPostgresDatabase(url: string): Promise<void> {
+  const server = process.env.BENCH_DATABASE_URL ?? process.env.ENVKEEP_TEST_DATABASE_URL
+  if (!server || process.env.BENCH_KEEP_DATABASE) return
+  const { default: pg } = await import('pg')
+  const c = new pg.Client({ connectionString: server })
+  await c.connect()
+  try {
+    await c.query(`drop database if exists ${new URL(url).pathname.slice(1)} with (force)`)
+  } finally {
+    await c.end()
+  }
 }
 const SOAK_MINUTES = Number(process.env.BENCH_SOAK_MINUTES ?? 0)
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null
@@ -271,6 +286,8 @@ async function main(): Promise<void> {
   const started = Date.now()
   const dir = mkdtempSync(join(tmpdir(), 'envkeep-bench-'))
   const children: ChildProcess[] = []
+  // the PostgreSQL database this run made, dropped at the end
+  let made: string | null = null
   try {
     // the servers run compiled (bench/dist), so build the bench project first
     execFileSync(join(here, '..', 'node_modules', '.bin', 'tsc'), ['-b', here], { stdio: 'inherit' })
@@ -278,6 +295,7 @@ async function main(): Promise<void> {
     const masterKey = randomBytes(32)
     // BENCH_DATABASE=postgres: a fresh database on the server in BENCH_DATABASE_URL (else ENVKEEP_TEST_DATABASE_URL)
     const filename = DATABASE === 'postgres' ? await freshPostgresDatabase() : join(dir, 'envkeep.db')
+    if (DATABASE === 'postgres') made = filename
     console.log(`database: ${DATABASE}`)
     process.stdout.write('seeding (vaults of 1 … 10,000 variables, a person in 1,000 vaults, 1,002 sign-ins)… ')
     const s = await seed(filename, createLocalKeyring(masterKey))
@@ -536,6 +554,7 @@ async function main(): Promise<void> {
     console.log(`written bench/results/${file} (${out.wallSeconds} s in all)`)
   } finally {
     for (const c of children) await stop(c)
+    if (made) await dropPostgresDatabase(made)
     rmSync(dir, { recursive: true, force: true })
   }
 }
