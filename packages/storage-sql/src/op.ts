@@ -75,8 +75,9 @@ export function* together(d: { readonly name: string }, queries: readonly Compil
       joined.set(key, text)
     }
   }
-  const last = compiled[compiled.length - 1] as CompiledQuery
-  yield { query: { ...last, sql: text, parameters: compiled.flatMap((c) => c.parameters) }, want: 'changes' }
+  // a new text: nothing else of the parts comes along (a prepared statement's name would name another text)
+  const { query, queryId } = compiled[compiled.length - 1] as CompiledQuery
+  yield { query: { query, queryId, sql: text, parameters: compiled.flatMap((c) => c.parameters) }, want: 'changes' }
 }
 
 /**

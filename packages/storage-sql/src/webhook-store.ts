@@ -81,11 +81,13 @@ const enqueueOf = (onePush: boolean) =>
   })
 const enqueueAll = enqueueOf(false)
 /** The webhooks of a push's vault (at most MAX_WEBHOOKS): whether there is any to enqueue for. */
-const anyWebhook = fixedQuery<[string], unknown>((d, arg) =>
-  d.db
-    .selectFrom('webhooks')
-    .select('id')
-    .where('vault_id', '=', (eb) => eb.selectFrom('imports').select('vault_id').where('id', '=', arg(0))),
+const anyWebhook = fixedQuery<[string], unknown>(
+  (d, arg) =>
+    d.db
+      .selectFrom('webhooks')
+      .select('id')
+      .where('vault_id', '=', (eb) => eb.selectFrom('imports').select('vault_id').where('id', '=', arg(0))),
+  'any_webhook',
 )
 const enqueueOne = enqueueOf(true)
 
