@@ -11,7 +11,8 @@
  * (the fixed rate instead of half the measured peak), BENCH_STACK (a folder
  * with another build of the two packages, for before/after),
  * BENCH_SOAK_MINUTES (off by default: a soak of the 30-variable read that
- * samples the heap after warm-up and says whether it stays flat).
+ * samples the heap after warm-up and says whether it stays flat), BENCH_KEEP_DATABASE=1
+ * (PostgreSQL: keep the database the run made instead of dropping it).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -23,6 +24,7 @@ import autocannon from 'autocannon'
 import { createLocalKeyring } from '@envkeep/env-api-plugin'
 import type { BareAnswer } from './bare-server.js'
 import { paced } from './paced.js'
+import { createPostgresCost, type PostgresCost } from './postgres-cost.js'
 import { loadBoth, type Propagation, revocationPropagation } from './two-process.js'
 import { BENCH_RATE_LIMIT, MANY_SIGN_INS, MANY_VAULTS, READ_SIZES, seed, value40, varName } from './seed.js'
 
@@ -42,6 +44,20 @@ async function freshPostgresDatabase(): Promise<string> {
   const u = new URL(server)
   u.pathname = `/${name}`
   return u.toString()
+}
+
+/** Drops the database freshPostgresDatabase made (BENCH_KEEP_DATABASE=1 keeps it, to look at it). */
+async function dropPostgresDatabase(url: string): Promise<void> {
+  const server = process.env.BENCH_DATABASE_URL ?? process.env.ENVKEEP_TEST_DATABASE_URL
+  if (!server || process.env.BENCH_KEEP_DATABASE) return
+  const { default: pg } = await import('pg')
+  const c = new pg.Client({ connectionString: server })
+  await c.connect()
+  try {
+    await c.query(`drop database if exists ${new URL(url).pathname.slice(1)} with (force)`)
+  } finally {
+    await c.end()
+  }
 }
 const SOAK_MINUTES = Number(process.env.BENCH_SOAK_MINUTES ?? 0)
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null
@@ -87,6 +103,8 @@ interface CaseResult {
   cpuRatio: number
   /** real CPU per request ÷ bare CPU per request: how many bare requests of CPU one real request costs (issue 20: at most 20 for pushes and lists) */
   cpuTimesBare: number
+  /** PostgreSQL only: its backends' CPU and its commits per request (postgres-cost.ts) */
+  postgres?: PostgresCost
 }
 
 function hasTaskset(): boolean {
@@ -268,6 +286,8 @@ async function main(): Promise<void> {
   const started = Date.now()
   const dir = mkdtempSync(join(tmpdir(), 'envkeep-bench-'))
   const children: ChildProcess[] = []
+  // the PostgreSQL database this run made, dropped at the end
+  let made: string | null = null
   try {
     // the servers run compiled (bench/dist), so build the bench project first
     execFileSync(join(here, '..', 'node_modules', '.bin', 'tsc'), ['-b', here], { stdio: 'inherit' })
@@ -275,6 +295,7 @@ async function main(): Promise<void> {
     const masterKey = randomBytes(32)
     // BENCH_DATABASE=postgres: a fresh database on the server in BENCH_DATABASE_URL (else ENVKEEP_TEST_DATABASE_URL)
     const filename = DATABASE === 'postgres' ? await freshPostgresDatabase() : join(dir, 'envkeep.db')
+    if (DATABASE === 'postgres') made = filename
     console.log(`database: ${DATABASE}`)
     process.stdout.write('seeding (vaults of 1 … 10,000 variables, a person in 1,000 vaults, 1,002 sign-ins)… ')
     const s = await seed(filename, createLocalKeyring(masterKey))
@@ -363,6 +384,13 @@ async function main(): Promise<void> {
     writeFileSync(answersFile, JSON.stringify(answers))
     const bare = await startChild('bare-server.js', { BENCH_BARE_ANSWERS: answersFile })
     children.push(bare.child)
+    const pgCost = DATABASE === 'postgres' ? await createPostgresCost(filename) : null
+    const onPostgres = async (m: () => Promise<Measure>, duration: number): Promise<{ r: Measure; postgres?: PostgresCost }> => {
+      if (!pgCost) return { r: await m() }
+      const { result, cost } = await pgCost.measure(m, (r) => r.rps * duration)
+      return { r: result, postgres: cost }
+    }
+    const pgLine = (c?: PostgresCost) => (c ? `; PostgreSQL ${fmt(c.cpuUs)} µs CPU, ${c.commits.toFixed(2)} commits a request` : '')
 
     // warm both up (JIT, statement caches, data keys) on the headline route
     const warm = cases.find((c) => c.id === 'read-30')
@@ -374,13 +402,13 @@ async function main(): Promise<void> {
     const results: CaseResult[] = []
     const run = async (c: Case): Promise<CaseResult> => {
       process.stdout.write(`  ${c.id}… `)
-      const r = await load(real, c, DURATION)
+      const { r, postgres } = await onPostgres(() => load(real, c, DURATION), DURATION)
       const b = await load(bare, c, DURATION)
       const peak = await ask<ServerStats>(real.child, 'stats', 'stats')
       const realPeakRssMb = Number((peak.peakRssBytes / 1024 / 1024).toFixed(1))
       process.stdout.write(
         `${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request, peak RSS ${realPeakRssMb.toFixed(0)} MB ` +
-          `(now: RSS ${mb(peak.rssBytes)}, heap ${mb(peak.heapUsedBytes)} of ${mb(peak.heapTotalBytes)}, external ${mb(peak.externalBytes)} MB)\n`,
+          `(now: RSS ${mb(peak.rssBytes)}, heap ${mb(peak.heapUsedBytes)} of ${mb(peak.heapTotalBytes)}, external ${mb(peak.externalBytes)} MB)${pgLine(postgres)}\n`,
       )
       const out = {
         id: c.id,
@@ -393,6 +421,7 @@ async function main(): Promise<void> {
         ratio: r.rps / b.rps,
         cpuRatio: b.cpuUs / r.cpuUs,
         cpuTimesBare: r.cpuUs / b.cpuUs,
+        ...(postgres ? { postgres } : {}),
       }
       results.push(out)
       return out
@@ -427,13 +456,23 @@ async function main(): Promise<void> {
         await loadBoth([real, second], read30, 2, load) // warm the second one
         const c = { ...read30, id: 'read-30-2proc', label: 'GET 30 variables, two server processes, half the connections each' }
         process.stdout.write(`  ${c.id}… `)
-        const r = await loadBoth([real, second], c, DURATION, load)
+        const { r, postgres } = await onPostgres(() => loadBoth([real, second], c, DURATION, load), DURATION)
         const b = await load(bare, c, DURATION)
         const peak = await ask<ServerStats>(real.child, 'stats', 'stats')
-        process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request\n`)
+        process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request${pgLine(postgres)}\n`)
         const realPeakRssMb = Number((peak.peakRssBytes / 1024 / 1024).toFixed(1))
         const ratios = { ratio: r.rps / b.rps, cpuRatio: b.cpuUs / r.cpuUs, cpuTimesBare: r.cpuUs / b.cpuUs }
-        results.push({ id: c.id, label: c.label, connections: c.connections, rate: null, real: r, bare: b, realPeakRssMb, ...ratios })
+        results.push({
+          id: c.id,
+          label: c.label,
+          connections: c.connections,
+          rate: null,
+          real: r,
+          bare: b,
+          realPeakRssMb,
+          ...ratios,
+          ...(postgres ? { postgres } : {}),
+        })
       }
       if (wanted('revoke-propagation')) {
         process.stdout.write('  revoke-propagation… ')
@@ -441,6 +480,7 @@ async function main(): Promise<void> {
         process.stdout.write(`max ${propagation.maxMs.toFixed(1)} ms, p50 ${propagation.p50Ms.toFixed(1)} ms over ${propagation.tries} tries\n`)
       }
     }
+    await pgCost?.close()
     const stats = await ask<ServerStats>(real.child, 'stats', 'stats')
     const peakRssMb = stats.peakRssBytes / 1024 / 1024
 
@@ -527,6 +567,7 @@ async function main(): Promise<void> {
     console.log(`written bench/results/${file} (${out.wallSeconds} s in all)`)
   } finally {
     for (const c of children) await stop(c)
+    if (made) await dropPostgresDatabase(made)
     rmSync(dir, { recursive: true, force: true })
   }
 }

@@ -77,6 +77,7 @@ export interface VaultCryptoOptions {
  */
 interface Snapshot {
   readonly key: Uint8Array
+  readonly place: Buffer
   readonly rows: readonly SealedVariable[]
   readonly sealed: Buffer
   readonly bytes: number
@@ -221,14 +222,15 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   function openWithSnapshot(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
     if (!snapshots || sealed.length < 2) return openAll(vaultId, environment, key, sealed)
     const id = `${vaultId}\n${environment}`
-    const place = snapshotPlaceOf(vaultId, environment)
     const held = snapshots.get(id)
-    if (held && held.key === key && sameRows(held.rows, sealed)) return JSON.parse(open(key, held.sealed, place).toString('utf8')) as Record<string, string>
+    if (held && held.key === key && sameRows(held.rows, sealed))
+      return JSON.parse(open(key, held.sealed, held.place).toString('utf8')) as Record<string, string>
     const out = openAll(vaultId, environment, key, sealed)
+    const place = snapshotPlaceOf(vaultId, environment)
     const body = seal(key, Buffer.from(JSON.stringify(out), 'utf8'), place)
     let bytes = body.byteLength + SNAPSHOT_ROW_OVERHEAD
     for (const v of sealed) bytes += v.sealed.byteLength + 2 * v.name.length + SNAPSHOT_ROW_OVERHEAD
-    snapshots.set(id, { key, rows: [...sealed], sealed: body, bytes })
+    snapshots.set(id, { key, place, rows: [...sealed], sealed: body, bytes })
     return out
   }
 

@@ -3,6 +3,9 @@ import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
+import { sql } from 'kysely'
+import { createPostgresStorage } from '@envkeep/storage-postgres'
+import { createSqliteStorage } from '@envkeep/storage-sqlite'
 import { withTestDatabase } from '@envkeep/test-support'
 import { freePort, tempDir, runCli } from './helpers.js'
 import { newMasterKey, OWNER_PASSWORD, seed, signInWithPassword, startServer, stopServer } from './ops-helpers.js'
@@ -25,6 +28,31 @@ async function checkRestored(t: Test, env: Record<string, string>, token: string
   t.equal(r.body.variables?.SEEDED_NAME, 'seeded-value', 'the value opens')
   t.equal(await signInWithPassword(at, env.ENVKEEP_BASE_URL!, OWNER_PASSWORD), 303, 'the password signs in')
   t.equal(await stopServer(server), 0)
+}
+
+/**
+ * The staged usage (issue 20, the storage limit's count of what pending pushes hold) of a
+ * restored database: rebuilt from the restored pushes, so it equals their recount, which is
+ * not nothing (the backup holds pending pushes).
+ */
+async function checkStagedUsage(t: Test, target: { filename: string } | { url: string }) {
+  const RECOUNT = `select
+    (select coalesce(sum(values_count), 0) from staged_usage) as kept_n, (select coalesce(sum(bytes), 0) from staged_usage) as kept_bytes,
+    (select count(*) from import_values iv join imports i on i.id = iv.import_id where i.status = 'pending') as n,
+    (select coalesce(sum(length(iv.sealed)), 0) from import_values iv join imports i on i.id = iv.import_id where i.status = 'pending') as bytes`
+  let row: Record<string, unknown>
+  if ('filename' in target) {
+    const s = await createSqliteStorage({ filename: target.filename })
+    row = s.database.sqlite.prepare(RECOUNT).get() as Record<string, unknown>
+    await s.close()
+  } else {
+    const s = await createPostgresStorage({ connectionString: target.url, pool: 1 })
+    row = (await sql.raw(RECOUNT).execute(s.database.db)).rows[0] as Record<string, unknown>
+    await s.close()
+  }
+  const [keptN, keptBytes, n, bytes] = [row.kept_n, row.kept_bytes, row.n, row.bytes].map(Number)
+  t.ok(n! > 0, 'the restored data holds pending pushes')
+  t.same({ n: keptN, bytes: keptBytes }, { n, bytes }, 'the staged usage is made again from the restored pushes')
 }
 
 t.test('a backup taken during a stream of pushes restores into SQLite and PostgreSQL and back; damage and tampering are refused', async (t) => {
@@ -98,6 +126,7 @@ t.test('a backup taken during a stream of pushes restores into SQLite and Postgr
   t.equal(r1.code, 0, r1.stderr)
   t.match(r1.stdout, /every sealed value opened/)
   await checkRestored(t, { ENVKEEP_DATA_DIR: sqliteDir, ENVKEEP_MASTER_KEY: key, ENVKEEP_BASE_URL: base }, s.token, s.vaultId)
+  await checkStagedUsage(t, { filename: join(sqliteDir, 'envkeep.db') })
   const again = await runCli(['admin', 'backup', 'restore', file, '--data-dir', sqliteDir], { ENVKEEP_MASTER_KEY: key })
   t.equal(again.code, 1)
   t.match(again.stderr, /not empty/)
@@ -109,6 +138,7 @@ t.test('a backup taken during a stream of pushes restores into SQLite and Postgr
     t.match(r2.stdout, /every sealed value opened/)
     const pgEnv = { ENVKEEP_DATA_DIR: join(dir, 'pg-side'), ENVKEEP_DATABASE_URL: pgUrl, ENVKEEP_MASTER_KEY: key, ENVKEEP_BASE_URL: base }
     await checkRestored(t, pgEnv, s.token, s.vaultId)
+    await checkStagedUsage(t, { url: pgUrl })
     t.equal(
       (await runCli(['admin', 'backup', 'restore', file, '--database-url', pgUrl], { ENVKEEP_MASTER_KEY: key })).code,
       1,

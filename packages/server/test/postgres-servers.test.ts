@@ -95,6 +95,21 @@ t.test('two envkeep-server processes on one PostgreSQL are one service', async (
   }
   t.same(statuses.slice(0, 60), Array(60).fill(200), '60 requests spread over both')
   t.equal(statuses[60], 429, 'the 61st is refused')
+  // and at once: concurrent requests are counted together (one statement a turn, issue 20), each its own number
+  const burst = await mintSignIn(storage, { baseUrl: base, personId: owner })
+  const burstStatuses = await Promise.all(
+    Array.from({ length: 70 }, (_, i) =>
+      fetch(`${at(i % 2 ? p2 : p1)}/api/env/vaults`, { headers: { authorization: `Bearer ${burst.accessToken}` } }).then(async (r) => {
+        await r.arrayBuffer()
+        return r.status
+      }),
+    ),
+  )
+  t.same(
+    [burstStatuses.filter((s) => s === 200).length, burstStatuses.filter((s) => s === 429).length],
+    [60, 10],
+    '70 concurrent requests over both processes: 60 answered, 10 refused',
+  )
 
   // a revocation reaches every process (issue 20: within a second, measured by the bench's revoke-propagation)
   t.equal((await fetch(`${at(p2)}/api/env/vaults`, { headers: auth })).status, 200)

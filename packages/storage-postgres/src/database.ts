@@ -19,8 +19,17 @@ export interface PostgresOptions {
 export interface OpenPostgres {
   readonly db: Kysely<unknown>
   readonly pool: pg.Pool
+  /**
+   * A small pool whose commits do not wait for the disk (synchronous_commit=off), for the
+   * request counters only (SqlRunner's `lazyCommit`): seen by every connection once committed,
+   * but a crash of the database may forget the last fraction of a second of them.
+   */
+  readonly lazyPool: pg.Pool
   close(): Promise<void>
 }
+
+/** connections of the lazy pool: its statements are one per event-loop turn (the batched counts) */
+const LAZY_POOL = 2
 
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/
 
@@ -48,17 +57,25 @@ export async function openPostgres(o: PostgresOptions): Promise<OpenPostgres> {
   }
   const settings = [`-c statement_timeout=${o.statementTimeoutMs ?? 10_000}`, `-c lock_timeout=${o.lockTimeoutMs ?? 5_000}`, ...searchPath]
   const pool = new pg.Pool({ connectionString: o.connectionString, max: o.pool ?? 10, options: settings.join(' '), application_name: 'envkeep' })
+  const lazyPool = new pg.Pool({
+    connectionString: o.connectionString,
+    max: LAZY_POOL,
+    options: [...settings, '-c synchronous_commit=off'].join(' '),
+    application_name: 'envkeep-counters',
+  })
   // an idle connection that dies (server restart) must not crash the process
   pool.on('error', () => {})
+  lazyPool.on('error', () => {})
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) })
   let closed = false
   return {
     db,
     pool,
+    lazyPool,
     async close() {
       if (closed) return
       closed = true
-      await db.destroy()
+      await Promise.all([db.destroy(), lazyPool.ended ? undefined : lazyPool.end()])
     },
   }
 }

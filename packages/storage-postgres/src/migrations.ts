@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely'
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration'
 import { m007ClientRegistrations } from './migration-007-client-registrations.js'
 import { m011ChangeCounter } from './migration-011-change-counter.js'
+import { m012StagedUsage } from './migration-012-staged-usage.js'
 
 /**
  * The schema, as versioned migrations (kysely's Migrator, table `envkeep_storage_migration`).
@@ -357,6 +358,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '009_overrides': m009,
   '010_push_deletes': m010,
   '011_change_counter': m011ChangeCounter,
+  '012_staged_usage': m012StagedUsage,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS }

@@ -2,8 +2,8 @@ import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { withTestDatabase } from '@envkeep/test-support'
-import { sql } from 'kysely'
 import { createPostgresStorage } from '../src/index.js'
+import { commitsOf } from './database-stats.js'
 
 // Issue 20, item 2 on PostgreSQL: the access-log entries of concurrent reads are written
 // together (one statement, one transaction), and each append answers only once they are
@@ -25,20 +25,13 @@ t.test('concurrent appends share one transaction; one that cannot be written fai
     },
     testLogEntry({ vaultId, action: 'vault_created' }),
   )
-  const db = store.database.db
-  const commits = async (): Promise<number> => {
-    await sql`select pg_stat_force_next_flush()`.execute(db)
-    const r = await sql<{ n: string }>`select xact_commit as n from pg_stat_database where datname = current_database()`.execute(db)
-    return Number(r.rows[0]?.n)
-  }
-  // what two looks at the counter cost by themselves
-  const idle = -(await commits()) + (await commits())
-  const before = await commits()
+  const counted = await commitsOf(store)
   const reads = 40
-  const done = await Promise.all(
-    Array.from({ length: reads }, (_, i) => store.appendAccessLog(testLogEntry({ vaultId, action: 'read', environment: 'development', names: [`N${i}`] }))),
+  const { result: done, used } = await counted(() =>
+    Promise.all(
+      Array.from({ length: reads }, (_, i) => store.appendAccessLog(testLogEntry({ vaultId, action: 'read', environment: 'development', names: [`N${i}`] }))),
+    ),
   )
-  const used = (await commits()) - before - idle
   t.ok(
     done.every((r) => r.ok),
     'every append answered done',

@@ -44,9 +44,12 @@ export interface SqlRunner {
   /**
    * `oneStatement`: the operation runs exactly one statement, atomic by
    * itself, so a database that pays a round trip for BEGIN and COMMIT
-   * (PostgreSQL) may run it without them.
+   * (PostgreSQL) may run it without them. `lazyCommit` (with it): its commit
+   * need not wait for the disk (PostgreSQL: synchronous_commit off); seen by
+   * everyone once it answers, but a crash of the database moments later may
+   * forget it. Only for the request counters, never for data or the log.
    */
-  write<T>(op: () => Op<T>, options?: { readonly oneStatement?: boolean }): Promise<T>
+  write<T>(op: () => Op<T>, options?: { readonly oneStatement?: boolean; readonly lazyCommit?: boolean }): Promise<T>
 }
 
 /**

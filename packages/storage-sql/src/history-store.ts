@@ -18,7 +18,8 @@ import type { SqlDialect, SqlRunner } from './dialect.js'
 import { fixedQuery, raw } from './fixed-query.js'
 import { all, first, type Op, run } from './op.js'
 import { copyBytes, date, num } from './rows.js'
-import { bumpVersion, insertChangeSet, putVariable, staleKey, usageOf } from './vault-values.js'
+import { usageOf } from './staged-usage.js'
+import { bumpVersion, insertChangeSet, putVariable, staleKey } from './vault-values.js'
 import { lockVault } from './vault-lock.js'
 
 /**

@@ -10,14 +10,16 @@ import type {
   RefusedLine,
   SealedVariable,
 } from '@envkeep/env-api-plugin'
+import type { Compilable } from 'kysely'
 import { expiredPush, overwritesOf, plannedPush, pushExpiredEntry, pushHasExpired, StorageError } from '@envkeep/env-api-plugin'
-import { insertLog } from './access-log.js'
+import { insertLog, logInsert } from './access-log.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { fixedQuery } from './fixed-query.js'
-import { all, first, type Op, run } from './op.js'
+import { all, first, type Op, run, together } from './op.js'
 import { bytes, date, dateOrNull, fromJson, toJson } from './rows.js'
 import type { ImportsTable } from './schema.js'
-import { bumpVersion, insertChangeSet, staleKey, usageOf } from './vault-values.js'
+import { dropStaged, stagedAdded, startPush } from './staged-usage.js'
+import { bumpVersion, insertChangeSet, staleKey } from './vault-values.js'
 import { lockVault } from './vault-lock.js'
 
 /** Pushes (import-store.ts in the plugin): tables imports and import_values. The expiry rules are the domain's (storage-rules.ts). */
@@ -104,7 +106,7 @@ function* expire(d: SqlDialect, imp: ImportRecord) {
       .where('status', '=', 'pending'),
   )
   if (changed === 0) return (yield* importRow(d, imp.id)) ?? imp
-  yield* run(d.db.deleteFrom('import_values').where('import_id', '=', imp.id))
+  yield* dropStaged(d, imp.vaultId, imp.id)
   yield* insertLog(d, pushExpiredEntry(imp))
   return expiredPush(imp)
 }
@@ -120,48 +122,85 @@ function* expireNow(d: SqlDialect, importId: string, values: boolean) {
   return values ? ({ ...imp, values: [] } satisfies ImportWithValues) : imp
 }
 
-const insertStaged = fixedQuery<[string, string, Buffer], unknown>((d, arg) =>
-  d.db.insertInto('import_values').values({ import_id: arg(0), name: arg(1), sealed: arg(2) }),
+const insertImport = fixedQuery<unknown[], unknown>((d, arg) =>
+  d.db.insertInto('imports').values({
+    id: arg(0),
+    vault_id: arg(1),
+    environment: arg(2),
+    sender_id: arg(3),
+    sign_in_id: arg(4),
+    status: arg(5),
+    names: arg(6),
+    overwrites: arg(7),
+    deletes: arg(8),
+    refused: arg(9),
+    created_at: arg(10),
+    expires_at: arg(11),
+    decided_at: arg(12),
+    decided_by: arg(13),
+  }),
 )
 
-function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op<CreateImportResult> {
-  const vault = yield* lockVault(d, input.vaultId)
-  if (staleKey(vault, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
-  const { over, values, valued, deletes, names } = plannedPush(input, yield* usageOf(d, input.vaultId))
-  if (over) return over
-  const current =
-    valued.length === 0
-      ? []
-      : yield* all(
-          d.db
-            .selectFrom('variables')
-            .select('name')
-            .where('vault_id', '=', input.vaultId)
-            .where('environment', '=', input.environment)
-            .where('name', 'in', valued),
-        )
-  const overwrites = overwritesOf(valued, new Set(current.map((r) => r.name)))
-  const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
-  yield* run(
-    d.db.insertInto('imports').values({
-      id: input.id,
-      vault_id: input.vaultId,
-      environment: input.environment,
-      sender_id: input.senderId,
-      sign_in_id: input.signInId,
-      status: 'pending',
-      names: toJson(names),
-      overwrites: toJson(overwrites),
-      deletes: toJson(deletes),
-      refused: toJson(refused),
-      created_at: input.createdAt.getTime(),
-      expires_at: input.expiresAt.getTime(),
-      decided_at: null,
-      decided_by: null,
-    }),
+/** The insert of `count` staged values, its text compiled once per dialect and count. */
+const insertStagedOf = (count: number) =>
+  fixedQuery<unknown[], unknown>((d, arg) =>
+    d.db.insertInto('import_values').values(Array.from({ length: count }, (_, i) => ({ import_id: arg(3 * i), name: arg(3 * i + 1), sealed: arg(3 * i + 2) }))),
   )
-  for (const v of values) yield* run(insertStaged(d, input.id, v.name, bytes(v.sealed)))
-  yield* insertLog(d, log)
+
+/** Staged values go in statements of up to this many rows, each compiled once per size. */
+const MOST_STAGED = 32
+const insertStaged = Array.from({ length: MOST_STAGED + 1 }, (_, n) => (n === 0 ? null : insertStagedOf(n)))
+
+/** The inserts of a push's staged values, up to MOST_STAGED a statement. */
+function stagedInserts(d: SqlDialect, importId: string, values: readonly SealedVariable[]): Compilable<unknown>[] {
+  const out: Compilable<unknown>[] = []
+  for (let at = 0; at < values.length; at += MOST_STAGED) {
+    const part = values.slice(at, at + MOST_STAGED)
+    out.push((insertStaged[part.length] as NonNullable<(typeof insertStaged)[number]>)(d, ...part.flatMap((v) => [importId, v.name, bytes(v.sealed)])))
+  }
+  return out
+}
+
+function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op<CreateImportResult> {
+  const start = yield* startPush(
+    d,
+    input.vaultId,
+    input.environment,
+    input.values.map((v) => v.name),
+  )
+  if (staleKey(start.vault, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
+  const { over, values, valued, deletes, names } = plannedPush(input, start.usage)
+  if (over) return over
+  const overwrites = overwritesOf(valued, start.current)
+  const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
+  // one statement on PostgreSQL: the push, its values, the vault's count and the log entry
+  yield* together(d, [
+    insertImport(
+      d,
+      input.id,
+      input.vaultId,
+      input.environment,
+      input.senderId,
+      input.signInId,
+      'pending',
+      toJson(names),
+      toJson(overwrites),
+      toJson(deletes),
+      toJson(refused),
+      input.createdAt.getTime(),
+      input.expiresAt.getTime(),
+      null,
+      null,
+    ),
+    ...stagedInserts(d, input.id, values),
+    ...stagedAdded(
+      d,
+      input.vaultId,
+      values.length,
+      values.reduce((n, v) => n + v.sealed.byteLength, 0),
+    ),
+    logInsert(d, [log]),
+  ])
   const created: ImportRecord = {
     id: input.id,
     vaultId: input.vaultId,
@@ -236,7 +275,6 @@ function* decideImport(d: SqlDialect, decision: ImportDecision, log: AccessLogEn
           )
     if (staged > 0 || deleted > 0) yield* bumpVersion(d, imp.vaultId, imp.environment)
   }
-  yield* run(d.db.deleteFrom('import_values').where('import_id', '=', imp.id))
   const reason = decision.decision === 'rejected' ? (decision.reason ?? null) : null
   yield* run(
     d.db
@@ -245,6 +283,8 @@ function* decideImport(d: SqlDialect, decision: ImportDecision, log: AccessLogEn
       .where('id', '=', imp.id)
       .where('status', '=', 'pending'),
   )
+  // after the push's row (the order of row locks every write keeps: the push, its values, the vault's count)
+  yield* dropStaged(d, imp.vaultId, imp.id)
   yield* insertLog(d, log)
   const decided: ImportRecord = { ...imp, status: decision.decision, decidedAt: decision.now, decidedBy: decision.by, reason }
   return { ok: true, value: decided }

@@ -3,6 +3,7 @@ import { sameSecrets, StorageError } from '@envkeep/env-api-plugin'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, type Op, run } from './op.js'
 import { bytes, copyBytes } from './rows.js'
+import { recountStaged } from './staged-usage.js'
 import { lockVault } from './vault-lock.js'
 
 /** The data-key half of the contract: read a vault's key and secrets, swap them by compare-and-set. */
@@ -114,6 +115,8 @@ function* swapWrappedKey(d: SqlDialect, swap: KeySwap): Op<ChangeResult<'changed
       'import_values',
     )
   }
+  // sealed anew, the staged values may differ in size
+  if (next.staged.length > 0) yield* recountStaged(d, vaultId)
   for (const n of next.history) {
     const q = d.db
       .updateTable('change_entries')

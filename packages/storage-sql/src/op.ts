@@ -36,6 +36,50 @@ export function* run(q: Compilable<unknown>): Generator<Step, number, unknown> {
   return (yield { query: q.compile(), want: 'changes' }) as number
 }
 
+/** The texts `together` made on PostgreSQL, by the texts they join (the same few, over and over). */
+const joined = new Map<string, string>()
+const MOST_JOINED = 256
+/** Only the texts of ordinary pushes are kept (a big push's, made again each time, costs little next to its values). */
+const MOST_KEPT_TEXT = 16_384
+/** PostgreSQL binds at most 65,535 parameters to a statement; past this many, one statement each. */
+const MOST_PARAMETERS = 30_000
+
+/**
+ * Runs statements that answer nothing and depend on none of each other's
+ * effects (inserts of new rows, counters), in this order: on PostgreSQL as
+ * ONE statement (each in a data-modifying WITH of the last: one round trip
+ * instead of one per statement; they see the same snapshot, and foreign keys
+ * among them are checked at its end), elsewhere one after the other. Their
+ * texts renumber `$n` placeholders, so they hold no literal `$` followed by
+ * digits (every value is a parameter).
+ */
+export function* together(d: { readonly name: string }, queries: readonly Compilable<unknown>[]): Generator<Step, void, unknown> {
+  const compiled = queries.map((q) => q.compile())
+  if (d.name !== 'postgres' || compiled.length < 2 || compiled.reduce((n, c) => n + c.parameters.length, 0) > MOST_PARAMETERS) {
+    for (const c of compiled) yield { query: c, want: 'changes' }
+    return
+  }
+  const key = compiled.map((c) => c.sql).join('\u0000')
+  let text = joined.get(key)
+  if (text === undefined) {
+    let offset = 0
+    const parts = compiled.map((c) => {
+      const shift = offset
+      offset += c.parameters.length
+      return shift === 0 ? c.sql : c.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + shift}`)
+    })
+    const last = parts.pop() as string
+    text = `with ${parts.map((p, i) => `s${i} as (${p})`).join(', ')} ${last}`
+    if (key.length <= MOST_KEPT_TEXT) {
+      if (joined.size >= MOST_JOINED) joined.clear()
+      joined.set(key, text)
+    }
+  }
+  // a new text: nothing else of the parts comes along (a prepared statement's name would name another text)
+  const { query, queryId } = compiled[compiled.length - 1] as CompiledQuery
+  yield { query: { query, queryId, sql: text, parameters: compiled.flatMap((c) => c.parameters) }, want: 'changes' }
+}
+
 /**
  * Drives an operation to its end synchronously (SQLite). A failing statement
  * is thrown into the operation (so its `finally` blocks run) and out of here.

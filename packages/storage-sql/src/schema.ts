@@ -308,3 +308,17 @@ export interface DB {
   webhook_deliveries: WebhookDeliveriesTable
   rate_counters: RateCountersTable
 }
+
+// staged usage (SQLite 015, PostgreSQL 012): per vault, the values staged by its pending
+// pushes and their sealed bytes, kept by every write that stages or drops them (import-store.ts)
+
+export interface StagedUsageTable {
+  vault_id: string
+  /** bigint on PostgreSQL (read as text) */
+  values_count: number
+  bytes: number
+}
+
+export interface DB {
+  staged_usage: StagedUsageTable
+}

@@ -1,14 +1,13 @@
-import type { NewChangeSet, SealedVariable, Usage } from '@envkeep/env-api-plugin'
-import { sql } from 'kysely'
+import type { NewChangeSet, SealedVariable } from '@envkeep/env-api-plugin'
 import type { SqlDialect } from './dialect.js'
-import { fixedQuery, raw } from './fixed-query.js'
+import { fixedQuery } from './fixed-query.js'
 import { first, run } from './op.js'
 import { bytes, num } from './rows.js'
 
 /**
  * What every change of a vault's values shares (variables, pushes,
- * history), after the vault's row is locked (vault-lock.ts): its key compared, its usage
- * counted, a variable written, the version moved, a change set inserted.
+ * history), after the vault's row is locked (vault-lock.ts): its key compared (its usage:
+ * staged-usage.ts), a variable written, the version moved, a change set inserted.
  * Each runs inside the caller's transaction.
  */
 
@@ -16,20 +15,6 @@ import { bytes, num } from './rows.js'
 export function staleKey(vault: { wrapped_key: Uint8Array | null } | undefined, sealedUnder: Uint8Array | undefined): boolean {
   if (!sealedUnder) return false
   return !vault?.wrapped_key || !Buffer.from(vault.wrapped_key).equals(bytes(sealedUnder))
-}
-
-/** A vault's usage (StorageLimit): its variables plus the staged values of its pending pushes. */
-export function* usageOf(d: SqlDialect, vaultId: string) {
-  const pending = sql`from import_values iv join imports i on i.id = iv.import_id where i.vault_id = ${vaultId} and i.status = 'pending'`
-  const r = yield* first(
-    raw(
-      d,
-      sql<{ n: unknown; bytes: unknown }>`select
-        (select count(*) from variables where vault_id = ${vaultId}) + (select count(*) ${pending}) as n,
-        (select coalesce(sum(length(sealed)), 0) from variables where vault_id = ${vaultId}) + (select coalesce(sum(length(iv.sealed)), 0) ${pending}) as bytes`,
-    ),
-  )
-  return { n: num(r?.n ?? 0), bytes: num(r?.bytes ?? 0) } satisfies Usage
 }
 
 const upsert = fixedQuery<[string, string, string, Buffer, number, string | null], unknown>((d, arg) =>

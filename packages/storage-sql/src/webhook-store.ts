@@ -11,6 +11,7 @@ import type {
 import { type Selectable, sql } from 'kysely'
 import { insertLog } from './access-log.js'
 import { lockVault } from './vault-lock.js'
+import { fixedQuery, raw } from './fixed-query.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, run, type Step } from './op.js'
 import { bytes, copyBytes, date, dateOrNull, fromJson, num, toJson } from './rows.js'
@@ -52,6 +53,43 @@ function deliveryOf(r: DeliveryRow): DeliveryRecord {
 }
 
 const limitOf = (n: number): number => Math.max(0, Math.trunc(n))
+
+/**
+ * The deliveries a push's events call for, inserted where missing (every push since `since`,
+ * or the one push): compiled once per dialect and form (a push enqueues its own).
+ * `events` is JSON text (SQLite) or jsonb (PostgreSQL): as text, both hold each event quoted.
+ */
+const enqueueOf = (onePush: boolean) =>
+  fixedQuery<unknown[], unknown>((d, arg) => {
+    const only = onePush ? sql`and id = ${arg(2)}` : sql``
+    return raw(
+      d,
+      sql`
+        insert into webhook_deliveries (webhook_id, push_id, event, occurred_at, status, attempts, next_attempt_at)
+        select w.id, e.push_id, e.event, e.at, 'pending', 0, ${arg(0)}
+        from (
+          select id as push_id, vault_id, 'push.created' as event, created_at as at from imports where created_at >= ${arg(1)} ${only}
+          union all
+          select id, vault_id, 'push.decided', decided_at from imports where status in ('applied', 'rejected') and decided_at >= ${arg(1)} ${only}
+          union all
+          select id, vault_id, 'push.expired', decided_at from imports where status = 'expired' and decided_at >= ${arg(1)} ${only}
+        ) e
+        join webhooks w on w.vault_id = e.vault_id and e.at >= w.created_at
+        where cast(w.events as text) like '%"' || e.event || '"%'
+        on conflict (webhook_id, push_id, event) do nothing`,
+    )
+  })
+const enqueueAll = enqueueOf(false)
+/** The webhooks of a push's vault (at most MAX_WEBHOOKS): whether there is any to enqueue for. */
+const anyWebhook = fixedQuery<[string], unknown>(
+  (d, arg) =>
+    d.db
+      .selectFrom('webhooks')
+      .select('id')
+      .where('vault_id', '=', (eb) => eb.selectFrom('imports').select('vault_id').where('id', '=', arg(0))),
+  'any_webhook',
+)
+const enqueueOne = enqueueOf(true)
 
 /**
  * Webhooks and their delivery outbox (webhook-store.ts in the plugin): tables webhooks and
@@ -102,23 +140,14 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
     // one statement, atomic by itself (the unique (webhook, push, event) decides): no transaction
     enqueueDeliveries: (input) =>
       s.read(function* () {
-        const since = input.since.getTime()
-        const onePush = input.pushId === undefined ? sql`` : sql`and id = ${input.pushId}`
-        // `events` is JSON text (SQLite) or jsonb (PostgreSQL): as text, both hold each event quoted
-        const insert = sql`
-          insert into webhook_deliveries (webhook_id, push_id, event, occurred_at, status, attempts, next_attempt_at)
-          select w.id, e.push_id, e.event, e.at, 'pending', 0, ${input.now.getTime()}
-          from (
-            select id as push_id, vault_id, 'push.created' as event, created_at as at from imports where created_at >= ${since} ${onePush}
-            union all
-            select id, vault_id, 'push.decided', decided_at from imports where status in ('applied', 'rejected') and decided_at >= ${since} ${onePush}
-            union all
-            select id, vault_id, 'push.expired', decided_at from imports where status = 'expired' and decided_at >= ${since} ${onePush}
-          ) e
-          join webhooks w on w.vault_id = e.vault_id and e.at >= w.created_at
-          where cast(w.events as text) like '%"' || e.event || '"%'
-          on conflict (webhook_id, push_id, event) do nothing`
-        return { ok: true as const, value: yield* run({ compile: () => insert.compile(db) }) }
+        // a push's own: most vaults have no webhook, and a read finds that out for less than an
+        // insert that inserts nothing (on SQLite a write transaction of its own)
+        if (input.pushId !== undefined && !(yield* first(anyWebhook(d, input.pushId)))) return { ok: true as const, value: 0 }
+        const q =
+          input.pushId === undefined
+            ? enqueueAll(d, input.now.getTime(), input.since.getTime())
+            : enqueueOne(d, input.now.getTime(), input.since.getTime(), input.pushId)
+        return { ok: true as const, value: yield* run(q) }
       }),
 
     // The claim is one statement, atomic by itself (PostgreSQL: the due rows are locked, and

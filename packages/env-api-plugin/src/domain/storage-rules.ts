@@ -55,7 +55,8 @@ export function plannedPush(input: Pick<NewImport, 'values' | 'deletes' | 'limit
   const deletes = [...(input.deletes ?? [])].sort(byBytes)
   const added = values.reduce((n, v) => n + v.sealed.byteLength, 0)
   const over = storageLimitRefusal(before, { n: before.n + values.length, bytes: before.bytes + added }, input.limit)
-  return { values, valued, deletes, names: [...valued, ...deletes].sort(byBytes), over }
+  // `valued` is in order already: sorted again only with deletes to merge in
+  return { values, valued, deletes, names: deletes.length === 0 ? [...valued] : [...valued, ...deletes].sort(byBytes), over }
 }
 
 /** The names of a push that will replace a value the environment has now, in the push's order. */

@@ -14,3 +14,4 @@ export { clientRegistrationStoreContract, type ClientRegistrationFixture } from 
 export { changeSetById, readLogged, stagedValues, variableMetas, versionsOf } from './contract/fixtures.js'
 export { resealForTest, storeFirstKey } from './keys.js'
 export { runChangeWatchContract, type ChangeWatchFixture, type OpenChangeWatch } from './change-watch-contract.js'
+export { checkStagedUsageBackfill } from './contract/usage-cases.js'

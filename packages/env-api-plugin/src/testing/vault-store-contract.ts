@@ -2,6 +2,7 @@ import type { ImportStore } from '../adapters/import-store.js'
 import type { HistoryStore } from '../adapters/history-store.js'
 import type { VaultStore } from '../adapters/vault-store.js'
 import { importCases } from './contract/import-cases.js'
+import { usageCases } from './contract/usage-cases.js'
 import { variableCases } from './contract/variable-cases.js'
 import { vaultCases } from './contract/vault-cases.js'
 import { vaultAdminContract } from './vault-admin-contract.js'
@@ -77,4 +78,4 @@ export function runVaultStoreContract(t: ContractRunner, make: MakeVaultStore): 
 
 // ---- cases (in ./contract/, by what they cover) ---------------------------------
 
-export const vaultStoreContract: readonly VaultStoreContractCase[] = [...vaultCases, ...variableCases, ...importCases]
+export const vaultStoreContract: readonly VaultStoreContractCase[] = [...vaultCases, ...variableCases, ...importCases, ...usageCases]

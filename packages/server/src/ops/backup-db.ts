@@ -9,8 +9,20 @@ import { encodeValue } from './backup-file.js'
  * migration bookkeeping is left out (the target's own migrations made its schema).
  */
 
-/** Tables not worth carrying: counters that restart anyway (the change counter of issue 20 is made by each database's migration). */
-const EPHEMERAL = new Set(['rate_counters', 'envkeep_changes'])
+/**
+ * Tables not worth carrying: counters that restart anyway (the change counter of issue 20 is
+ * made by each database's migration), and what is derived from other tables (the staged usage
+ * of issue 20: rebuilt from the restored pushes by `REBUILT`).
+ */
+const EPHEMERAL = new Set(['rate_counters', 'envkeep_changes', 'staged_usage'])
+
+/** Derived tables made again from the rows just loaded, in the load's transaction (the same SQL on both databases). */
+const REBUILT = [
+  'delete from staged_usage',
+  `insert into staged_usage (vault_id, values_count, bytes)
+    select i.vault_id, count(*), sum(length(iv.sealed)) from import_values iv join imports i on i.id = iv.import_id
+    where i.status = 'pending' group by i.vault_id`,
+]
 const SKIP = (name: string) => name.startsWith('sqlite_') || /migration/.test(name) || EPHEMERAL.has(name)
 
 type SqliteHandle = OpenDatabase['sqlite']
@@ -211,6 +223,7 @@ export async function loadDatabase(target: Target, fill: (loader: Loader) => Pro
           counts[current]!++
         },
       })
+      for (const statement of REBUILT) s.prepare(statement).run()
       const broken = s.prepare('pragma foreign_key_check').all()
       if (broken.length > 0) throw new Error(`${broken.length} rows refer to rows the backup does not hold`)
       s.prepare('commit').run()
@@ -261,6 +274,7 @@ export async function loadDatabase(target: Target, fill: (loader: Loader) => Pro
         )
       counts[name] = t.rows.length
     }
+    for (const statement of REBUILT) await sql.raw(statement).execute(trx)
   })
   return { counts, dropped }
 }

@@ -13,6 +13,7 @@ import { m011AccessLogActions } from './011-access-log-actions.js'
 import { m012Overrides } from './012-overrides.js'
 import { m013PushDeletes } from './013-push-deletes.js'
 import { m014ChangeCounter } from './014-change-counter.js'
+import { m015StagedUsage } from './015-staged-usage.js'
 
 /**
  * Versioned migrations, listed statically (no folder scanning at run time).
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '012_overrides': m012Overrides,
   '013_push_deletes': m013PushDeletes,
   '014_change_counter': m014ChangeCounter,
+  '015_staged_usage': m015StagedUsage,
 }

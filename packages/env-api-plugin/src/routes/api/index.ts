@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox'
+import type { FastifySchemaCompiler } from 'fastify'
+import { Compile } from 'typebox/compile'
 import sjson from 'secure-json-parse'
 import { API_HEADERS, renderApiError } from '../../error-handler.js'
 import { errors, type ApiError } from '../../errors.js'
@@ -34,7 +36,7 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   if (!api.hasRequestDecorator('envkeepOperation')) api.decorateRequest('envkeepOperation', null)
 
   // Bodies are validated as they are (no type coercion); only JSON is parsed.
-  api.setValidatorCompiler(TypeBoxValidatorCompiler)
+  api.setValidatorCompiler(apiValidatorCompiler)
   api.removeAllContentTypeParsers()
   api.addContentTypeParser('application/json', { parseAs: 'buffer' }, function parseApiJson(_request, bytes: Buffer, done) {
     if (bytes.length === 0) return done(errors.invalidRequest('the body is empty; it must be a JSON object'), undefined)
@@ -122,4 +124,18 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
   variablesRoutes(api, domain)
   importsRoutes(api, opts, domain)
   notAllowedRoutes(api, declared.paths)
+}
+
+/**
+ * TypeBox's validator, except that parameters, query strings and headers that
+ * already match their schema are taken as they are: its `Value.Convert` runs
+ * first on every request otherwise (a sixth of the read's own work, on path
+ * parameters that are strings already). What does not match is converted and
+ * checked as before.
+ */
+const apiValidatorCompiler: FastifySchemaCompiler<Parameters<typeof TypeBoxValidatorCompiler>[0]['schema']> = (route) => {
+  const full = TypeBoxValidatorCompiler(route)
+  if (route.httpPart === 'body') return full
+  const check = Compile(route.schema)
+  return (value: unknown) => (check.Check(value) ? { value } : full(value))
 }
