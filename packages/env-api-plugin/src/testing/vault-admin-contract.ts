@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { HistoryStore } from '../adapters/history-store.js'
 import type { AccessLogEntry, VaultStore } from '../adapters/vault-store.js'
-import type { MakeVaultStore, VaultStoreContractCase } from './vault-store-contract.js'
+import type { MakeVaultStore, VaultStoreContractCase } from './contract/types.js'
 import { getVault, stagedValues, storedValue } from './contract/fixtures.js'
 import { writeTestValue } from './write-value.js'
 

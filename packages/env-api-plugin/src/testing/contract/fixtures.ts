@@ -14,7 +14,7 @@ import type {
 } from '../../adapters/storage.js'
 import type { ChangeEntry, ChangeSetDetail, ChangeSetSummary, HistoryStore } from '../../adapters/history-store.js'
 import type { VariableWrite } from '../write-value.js'
-import type { MakeVaultStore, VaultStoreFixture } from '../vault-store-contract.js'
+import type { MakeVaultStore, VaultStoreFixture } from './types.js'
 
 // ---- fixtures -----------------------------------------------------------------
 

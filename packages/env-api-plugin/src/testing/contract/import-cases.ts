@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { StorageLimit } from '../../adapters/vault-store.js'
-import type { VaultStoreContractCase } from '../vault-store-contract.js'
+import type { VaultStoreContractCase } from './types.js'
 import {
   T0,
   MINUTE,

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { Role, VaultSecrets } from '../../adapters/vault-store.js'
 import { ACCESS_ACTIONS } from '../../domain/access-log-actions.js'
-import type { VaultStoreContractCase } from '../vault-store-contract.js'
+import type { VaultStoreContractCase } from './types.js'
 import {
   T0,
   OWNER,
