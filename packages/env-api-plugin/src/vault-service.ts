@@ -23,6 +23,12 @@ export interface VaultCrypto {
   forget(vaultId?: string): void
   /** Opens sealed values, keyed by name in the order given; throws DomainFailure decrypt_failed if any one fails (nothing is returned). */
   openValues(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<Record<string, string>>
+  /**
+   * The same values as `openValues`, as the JSON text of that object (UTF-8, in the order
+   * given), and whether any of them is stored in reference form (leads with NUL): what the
+   * API's read answers without building the object (an environment's snapshot opens to it).
+   */
+  openValuesJson(vaultId: string, environment: string, sealed: readonly SealedVariable[]): Promise<OpenedJson>
   /** Seals one change set's values for history (historyPlaceOf): each name's value before and after (null: none). */
   sealHistory(vaultId: string, environment: string, changeSetId: string, entries: readonly HistoryValues[]): Promise<SealedHistory[]>
   /**
@@ -47,6 +53,13 @@ export interface VaultCrypto {
   openWebhookSecret(vaultId: string, webhookId: string, sealed: Uint8Array): Promise<string>
   /** A new data key for the vault, every sealed value of it sealed again (rotateDataKey); false when it has no key yet. */
   rotateDataKey(vaultId: string): Promise<boolean>
+}
+
+export interface OpenedJson {
+  /** the JSON text of `{ name: value }`, UTF-8 */
+  readonly json: Buffer
+  /** whether some value is stored in reference form (domain/references.ts): the text is not the answer then */
+  readonly mayRefer: boolean
 }
 
 export interface HistoryValues {
@@ -78,6 +91,7 @@ export interface VaultCryptoOptions {
 interface Snapshot {
   readonly key: Uint8Array
   readonly place: Buffer
+  readonly mayRefer: boolean
   readonly rows: readonly SealedVariable[]
   readonly sealed: Buffer
   readonly bytes: number
@@ -221,17 +235,40 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
    */
   function openWithSnapshot(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
     if (!snapshots || sealed.length < 2) return openAll(vaultId, environment, key, sealed)
-    const id = `${vaultId}\n${environment}`
-    const held = snapshots.get(id)
-    if (held && held.key === key && sameRows(held.rows, sealed))
-      return JSON.parse(open(key, held.sealed, held.place).toString('utf8')) as Record<string, string>
+    const held = heldSnapshot(vaultId, environment, key, sealed)
+    if (held) return JSON.parse(open(key, held.sealed, held.place).toString('utf8')) as Record<string, string>
+    return keepSnapshot(vaultId, environment, key, sealed).out
+  }
+
+  /** The values as JSON text (`openValuesJson`), from the snapshot when it holds, else opened one by one (and a snapshot kept). */
+  function jsonWithSnapshot(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): OpenedJson {
+    const held = heldSnapshot(vaultId, environment, key, sealed)
+    if (held) return { json: open(key, held.sealed, held.place), mayRefer: held.mayRefer }
+    const { json, mayRefer } = keepSnapshot(vaultId, environment, key, sealed)
+    return { json, mayRefer }
+  }
+
+  /** The environment's snapshot when it was made from exactly these rows with this key, else undefined. */
+  function heldSnapshot(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Snapshot | undefined {
+    if (!snapshots || sealed.length < 2) return undefined
+    const held = snapshots.get(`${vaultId}\n${environment}`)
+    return held && held.key === key && sameRows(held.rows, sealed) ? held : undefined
+  }
+
+  /** Opens each value (failing on the first that does not open) and keeps their snapshot, sealed, when snapshots are on. */
+  function keepSnapshot(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]) {
     const out = openAll(vaultId, environment, key, sealed)
-    const place = snapshotPlaceOf(vaultId, environment)
-    const body = seal(key, Buffer.from(JSON.stringify(out), 'utf8'), place)
-    let bytes = body.byteLength + SNAPSHOT_ROW_OVERHEAD
-    for (const v of sealed) bytes += v.sealed.byteLength + 2 * v.name.length + SNAPSHOT_ROW_OVERHEAD
-    snapshots.set(id, { key, place, rows: [...sealed], sealed: body, bytes })
-    return out
+    const json = Buffer.from(JSON.stringify(out), 'utf8')
+    let mayRefer = false
+    for (const name in out) if ((out[name] as string).charCodeAt(0) === 0) mayRefer = true
+    if (snapshots && sealed.length >= 2) {
+      const place = snapshotPlaceOf(vaultId, environment)
+      const body = seal(key, json, place)
+      let bytes = body.byteLength + SNAPSHOT_ROW_OVERHEAD
+      for (const v of sealed) bytes += v.sealed.byteLength + 2 * v.name.length + SNAPSHOT_ROW_OVERHEAD
+      snapshots.set(`${vaultId}\n${environment}`, { key, place, mayRefer, rows: [...sealed], sealed: body, bytes })
+    }
+    return { out, json, mayRefer }
   }
 
   /** Opens with the cached key, then once more with the stored key (another process may have rotated it away). */
@@ -321,6 +358,11 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
         return {}
       }
       return withKey(vaultId, (key) => openWithSnapshot(vaultId, environment, key, sealed))
+    },
+    async openValuesJson(vaultId, environment, sealed) {
+      if (!keyring) throw fail.notConfigured()
+      if (sealed.length === 0) return { json: Buffer.from('{}'), mayRefer: false }
+      return withKey(vaultId, (key) => jsonWithSnapshot(vaultId, environment, key, sealed))
     },
   }
 }

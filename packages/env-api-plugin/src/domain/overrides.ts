@@ -27,6 +27,13 @@ function overridingPerson(actor: Actor): actor is PersonActor {
  * each replaces the value of a name the environment has; names it does not
  * have are left out. Returns the names that came from overrides.
  */
+/** Whether any override of the reader's may change a read of this environment (a cheap check: the sealed rows, cached). */
+export async function overridesMayApply(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo): Promise<boolean> {
+  if (!overridingPerson(actor) || env.ownersOnly) return false
+  const { allowed, overrides } = await d.storage.readOverrides(vault.id, env.name, actor.personId)
+  return allowed && overrides.length > 0
+}
+
 export async function applyOverrides(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, values: Record<string, string>): Promise<string[]> {
   if (!overridingPerson(actor) || env.ownersOnly) return []
   const { allowed, overrides } = await d.storage.readOverrides(vault.id, env.name, actor.personId)

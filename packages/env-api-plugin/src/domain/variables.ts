@@ -6,7 +6,7 @@ import { fail } from './failure.js'
 import { ciLimitRefusal, mayAccess, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
 import { nameProblem, valueProblem } from './rules.js'
 import { checkNewReference, describeReferences, parseTarget, type ReferenceInfo, referenceForm, resolveReferences } from './references.js'
-import { applyOverrides } from './overrides.js'
+import { applyOverrides, overridesMayApply } from './overrides.js'
 import { locateEnvironment, type Located } from './vaults.js'
 import { stagePush } from './pushes.js'
 import { mustPropose } from './vault-admin.js'
@@ -26,6 +26,19 @@ export interface ReadResult {
 }
 
 /**
+ * A whole read answered as JSON text (the API's read, `readEnvironmentJson`): the values as
+ * the text of `{ name: value }` in name order, when no value is a reference and no override of
+ * the reader's applies (otherwise the answer is a ReadResult). Logged as any read.
+ */
+export interface JsonRead {
+  readonly vault: VaultAccess
+  readonly env: EnvironmentInfo
+  /** UTF-8 JSON text of the variables object */
+  readonly json: Buffer
+  readonly overridden: readonly []
+}
+
+/**
  * Every value of an environment, for the command line (`GET /api/env`). A
  * role that may not read is refused and the refusal logged; a read is
  * logged, with exactly the names read, before any value is opened.
@@ -36,6 +49,19 @@ export async function readEnvironment(d: DomainDeps, actor: Actor, input: { vaul
   located?.(vault, env)
   await requireRead(d, actor, vault, env, roleRefusal(vault.role, env, 'read'))
   return read(d, actor, vault, env)
+}
+
+/** `readEnvironment`, answered as JSON text where it can be (JsonRead): no object of the values is built. */
+export async function readEnvironmentJson(
+  d: DomainDeps,
+  actor: Actor,
+  input: { vaultId: string; environment: string },
+  located?: Located,
+): Promise<ReadResult | JsonRead> {
+  const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
+  located?.(vault, env)
+  await requireRead(d, actor, vault, env, roleRefusal(vault.role, env, 'read'))
+  return read(d, actor, vault, env, undefined, true)
 }
 
 /** Values shown on the vault page after Reveal: all of the environment's (no `name`), or one. */
@@ -55,13 +81,35 @@ async function requireRead(d: DomainDeps, actor: Actor, vault: VaultAccess, env:
   throw fail.forbidden(refusal)
 }
 
-async function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, names?: readonly string[]): Promise<ReadResult> {
+function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, names?: readonly string[]): Promise<ReadResult>
+function read(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, names: undefined, asJson: true): Promise<ReadResult | JsonRead>
+async function read(
+  d: DomainDeps,
+  actor: Actor,
+  vault: VaultAccess,
+  env: EnvironmentInfo,
+  names?: readonly string[],
+  asJson = false,
+): Promise<ReadResult | JsonRead> {
   if (!d.hasKey) throw fail.notConfigured() // before the read: nothing is logged as read that cannot be opened
   const state = await d.storage.readCurrent(vault.id, env.name, { names })
   // storage answers in name order already; sort only if it did not
   const sorted = inNameOrder(state.variables) ? state.variables : [...state.variables].sort(byName)
-  // openValues fills its object in the order given (names never look like array indexes)
-  const stored = await d.crypto.openValues(vault.id, env.name, sorted)
+  let stored: Record<string, string>
+  if (asJson && sorted.length > 0) {
+    const opened = await d.crypto.openValuesJson(vault.id, env.name, sorted)
+    if (!opened.mayRefer && !(await overridesMayApply(d, actor, vault, env))) {
+      // logged before any value leaves, with exactly the names read
+      await d.storage.appendAccessLog(
+        entryFor(actor, { vaultId: vault.id, action: 'read', at: d.now(), environment: env.name, names: sorted.map((v) => v.name) }),
+      )
+      return { vault, env, json: opened.json, overridden: [] }
+    }
+    stored = JSON.parse(opened.json.toString('utf8')) as Record<string, string>
+  } else {
+    // openValues fills its object in the order given (names never look like array indexes)
+    stored = await d.crypto.openValues(vault.id, env.name, sorted)
+  }
   // references are followed with the reader's rights now; a refusal or a broken one fails the whole read
   const { values, used } = await resolveReferences(d, actor, vault, env, stored)
   // the reader's own overrides, for their reads only

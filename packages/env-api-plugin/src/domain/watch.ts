@@ -3,7 +3,7 @@ import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
 import { entryFor, type Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { readEnvironment, type Located, type ReadResult } from './variables.js'
+import { type JsonRead, readEnvironmentJson, type Located, type ReadResult } from './variables.js'
 import { mayAccess } from './permissions.js'
 import { locateEnvironment } from './vaults.js'
 
@@ -42,7 +42,9 @@ export async function environmentTag(d: DomainDeps, actor: Actor, vault: VaultAc
   return { tag: h.digest('base64url').slice(0, 32), names }
 }
 
-export type ConditionalRead = (ReadResult & { readonly tag: string | null; readonly notModified: false }) | { readonly tag: string; readonly notModified: true }
+export type ConditionalRead =
+  | ((ReadResult | JsonRead) & { readonly tag: string | null; readonly notModified: false })
+  | { readonly tag: string; readonly notModified: true }
 
 /**
  * A read of an environment; with `ifTag` (the tag the caller has, or any
@@ -59,10 +61,10 @@ export async function readEnvironmentIfChanged(
   located?: Located,
 ): Promise<ConditionalRead> {
   const target = { vaultId: input.vaultId, environment: input.environment }
-  if (input.ifTag === null) return { ...(await readEnvironment(d, actor, target, located)), tag: null, notModified: false }
+  if (input.ifTag === null) return { ...(await readEnvironmentJson(d, actor, target, located)), tag: null, notModified: false }
   const { vault, env } = await locateEnvironment(d, actor, input.vaultId, input.environment)
   // refused (and logged as refused) by the plain read, as every read
-  if (!mayAccess(vault, env, 'read')) return { ...(await readEnvironment(d, actor, target, located)), tag: null, notModified: false }
+  if (!mayAccess(vault, env, 'read')) return { ...(await readEnvironmentJson(d, actor, target, located)), tag: null, notModified: false }
   located?.(vault, env)
   if (!d.hasKey) throw fail.notConfigured()
   const now = await environmentTag(d, actor, vault, env)
@@ -70,5 +72,5 @@ export async function readEnvironmentIfChanged(
     await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at: d.now(), environment: env.name, names: now.names }))
     return { tag: now.tag, notModified: true }
   }
-  return { ...(await readEnvironment(d, actor, target)), tag: now.tag, notModified: false }
+  return { ...(await readEnvironmentJson(d, actor, target)), tag: now.tag, notModified: false }
 }

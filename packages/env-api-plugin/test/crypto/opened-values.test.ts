@@ -108,3 +108,44 @@ t.test('through the read route: a value tampered with after it was read still fa
     })
   }
 })
+
+t.test('openValuesJson: the values as JSON text, from the snapshot once it holds; a value in reference form is said', async (t) => {
+  const { mod, storage, calls } = await load(t)
+  const crypto = mod.createVaultCrypto(storage, createTestKeyring())
+  const sealed = await crypto.sealValues(VAULT, 'development', { A: 'canary-json-a', B: 'say "hi"\n', C: 'ü' })
+  const first = await crypto.openValuesJson(VAULT, 'development', sealed)
+  t.same(JSON.parse(first.json.toString('utf8')), { A: 'canary-json-a', B: 'say "hi"\n', C: 'ü' })
+  t.same(Object.keys(JSON.parse(first.json.toString('utf8'))), ['A', 'B', 'C'], 'in the order given')
+  t.equal(first.mayRefer, false)
+  t.equal(calls.open, 3, 'first: each value opened')
+  calls.open = 0
+  const again = await crypto.openValuesJson(VAULT, 'development', sealed)
+  t.equal(again.json.toString('utf8'), first.json.toString('utf8'))
+  t.equal(calls.open, 1, 'again: the snapshot alone')
+  t.same(await crypto.openValues(VAULT, 'development', sealed), { A: 'canary-json-a', B: 'say "hi"\n', C: 'ü' }, 'openValues answers from the same snapshot')
+  const withRef = await crypto.sealValues(VAULT, 'development', { A: '\u0000ref:production.A', B: 'plain' })
+  t.equal((await crypto.openValuesJson(VAULT, 'development', withRef)).mayRefer, true, 'a value in reference form is said')
+  t.equal((await crypto.openValuesJson(VAULT, 'development', withRef)).mayRefer, true, 'also from the snapshot')
+  t.same(JSON.parse((await crypto.openValuesJson(VAULT, 'development', [])).json.toString('utf8')), {})
+  await t.rejects(crypto.openValuesJson(VAULT, 'development', [sealed[0] as SealedVariable, flip(sealed[1] as SealedVariable)]), { code: 'decrypt_failed' })
+})
+
+t.test('through the read route: the spliced answer is the schema answer (headers, fields, values), before and after a change', async (t) => {
+  const { build } = await import('../api/helpers.js')
+  const b = await build(t)
+  const v = await b.createVault('alice')
+  const values = { A_ONE: 'canary-route-1', B_TWO: 'with "quotes" and \\ and ü', C_THREE: '' }
+  await b.setValues(v, 'development', values)
+  const token = await b.signIn('alice')
+  for (let i = 0; i < 2; i++) {
+    const res = await b.get(`/api/env/${v}/development`, token)
+    t.equal(res.statusCode, 200)
+    t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
+    t.equal(res.headers['cache-control'], 'no-store, private')
+    t.same(Object.keys(res.json()), ['vault', 'environment', 'variables'])
+    t.same(res.json(), { vault: v, environment: 'development', variables: values })
+  }
+  await b.setValues(v, 'development', { ...values, A_ONE: 'canary-route-changed' })
+  const after = await b.get(`/api/env/${v}/development`, token)
+  t.same(after.json().variables, { ...values, A_ONE: 'canary-route-changed' }, 'a change is read at once')
+})

@@ -34,6 +34,8 @@ export function variablesRoutes(untyped: FastifyInstance, domain: Domain): void 
       if (r.notModified) return (reply as FastifyReply).code(304).send()
       // the body stays the spec's; which names are the reader's own overrides rides in a header
       if (r.overridden.length > 0) reply.header(OVERRIDDEN_HEADER, r.overridden.join(','))
+      // the values as JSON text already (the snapshot's): the answer is spliced around it, not serialized again
+      if ('json' in r) return (reply as FastifyReply).type(JSON_TYPE).send(Buffer.concat([readHead(r.vault.id, r.env.name), r.json, CLOSE]))
       return { vault: r.vault.id, environment: r.env.name, variables: r.values }
     },
   })
@@ -71,6 +73,14 @@ function entityTagOf(header: string | string[] | undefined): string | null {
   const one = Array.isArray(header) ? (header[0] ?? '') : header
   const m = /^\s*(?:W\/)?"([A-Za-z0-9_-]{1,64})"\s*$/.exec(one)
   return m ? (m[1] as string) : ''
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const CLOSE = Buffer.from('}')
+
+/** The 200 answer's text up to its variables object (the schema's field order: vault, environment, variables). */
+function readHead(vaultId: string, environment: string): Buffer {
+  return Buffer.from(`{"vault":${JSON.stringify(vaultId)},"environment":${JSON.stringify(environment)},"variables":`, 'utf8')
 }
 
 /** Response header of a read: the names (comma-separated) whose value is the reader's own personal override. */
