@@ -158,5 +158,8 @@ t.test('on PostgreSQL: the pool is shown, and pending pushes are counted there',
   t.ok(total >= 1 && total <= 3, `pool connections ${total} of 3`)
   const states = families.find((f) => f.name === 'envkeep_database_pool_connections')?.metrics.map((m) => m.labels?.state)
   t.same(states, ['total', 'idle', 'waiting'])
+  // the request counters' own pool (two connections), used by the push's rate limit above
+  const counters = value(families, 'envkeep_database_counter_pool_connections', { state: 'total' })
+  t.ok(counters >= 1 && counters <= 2, `counter pool connections ${counters} of 2`)
   t.equal(await stopServer(server), 0)
 })

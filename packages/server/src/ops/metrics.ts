@@ -95,11 +95,13 @@ export function createMetrics(o: { storage: Storage; now: () => Date }): Metrics
       } catch {}
     },
   })
-  const pool = (o.storage as { database?: { pool?: { totalCount: number; idleCount: number; waitingCount: number } } }).database?.pool
-  if (pool) {
+  type PoolCounts = { totalCount: number; idleCount: number; waitingCount: number }
+  const pools = (o.storage as { database?: { pool?: PoolCounts; lazyPool?: PoolCounts } }).database
+  const poolGauge = (name: string, help: string, pool: PoolCounts | undefined) => {
+    if (!pool) return
     new Gauge({
-      name: 'envkeep_database_pool_connections',
-      help: 'PostgreSQL pool of this process: open connections (total), idle ones, and queries waiting for one (waiting)',
+      name,
+      help,
       labelNames: ['state'] as const,
       registers: [registry],
       collect() {
@@ -109,6 +111,16 @@ export function createMetrics(o: { storage: Storage; now: () => Date }): Metrics
       },
     })
   }
+  poolGauge(
+    'envkeep_database_pool_connections',
+    'PostgreSQL pool of this process: open connections (total), idle ones, and queries waiting for one (waiting)',
+    pools?.pool,
+  )
+  poolGauge(
+    'envkeep_database_counter_pool_connections',
+    "PostgreSQL pool of this process's request counters (commits not waiting for the disk): open connections (total), idle ones, waiting queries",
+    pools?.lazyPool,
+  )
 
   const observer: EnvApiObserver = {
     tokenCheck: (outcome) => signIns.inc({ kind: 'token', outcome }),
