@@ -94,6 +94,8 @@ export { envApi }
 export { html, PAGE_HEADERS, type SafeHtml } from './pages/html.js'
 export { layout } from './pages/layout.js'
 export { newRef } from './ref.js'
+export { loadOnce, type LoadOnce } from './load-once.js'
+export { http as nodeHttp } from './node-http.js'
 export { renderErrorPage, sendErrorPage, refusalBox, type ErrorPageInput, type PageFailure } from './pages/error.js'
 export { field } from './pages/context.js'
 export { logFailure } from './failure-log.js'

@@ -1,4 +1,4 @@
-import type { Transporter } from 'nodemailer'
+import { loadOnce } from '@envkeep/env-api-plugin'
 import type { SmtpConfig } from './config.js'
 
 export interface MailMessage {
@@ -33,25 +33,19 @@ export function createMailer(smtp: SmtpConfig): Mailer {
   // nodemailer is loaded at the first message, not at start: most servers send an invitation
   // now and then, and it holds about 3.3 MB of heap once loaded (issue 20). A load that fails
   // fails that send (as an unreachable SMTP server does) and is tried again by the next one.
-  let transport: Promise<Transporter> | null = null
-  const open = (): Promise<Transporter> => {
-    if (!transport) {
-      transport = import('nodemailer').then(({ createTransport }) =>
-        createTransport(
-          { url: smtp.url, logger: false, debug: false, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 },
-          { from: smtp.from },
-        ),
-      )
-      transport.catch(() => (transport = null))
-    }
-    return transport
-  }
+  const open = loadOnce(async () => {
+    const { createTransport } = await import('nodemailer')
+    return createTransport(
+      { url: smtp.url, logger: false, debug: false, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 },
+      { from: smtp.from },
+    )
+  })
   return {
     async send(m) {
       await (await open()).sendMail({ to: m.to, subject: m.subject, text: m.text })
     },
     close() {
-      void transport?.then(
+      void open.current?.then(
         (t) => t.close(),
         () => undefined,
       )

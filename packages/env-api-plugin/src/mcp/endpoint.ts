@@ -9,6 +9,7 @@ import { PUSH_BODY_LIMIT, type ResolvedOptions } from '../options.js'
 import { mcpClientsOf } from './clients.js'
 import { MCP_READ } from './scopes.js'
 import type { ToolCaller } from './tools.js'
+import { loadOnce } from '../load-once.js'
 
 type McpHandler = ReturnType<typeof import('@modelcontextprotocol/server').createMcpHandler>
 
@@ -119,24 +120,19 @@ export async function mcpRoutes(app: FastifyInstance, { opts }: { opts: Resolved
 
   // The MCP SDK, zod and the tools are loaded at the first MCP request, not at start: a server
   // that is never asked over MCP does not hold them (about 10 MB of its memory, issue 20)
-  let loading: Promise<McpHandler> | null = null
-  const mcpHandler = (): Promise<McpHandler> => {
-    loading ??= (async () => {
-      const [{ createMcpHandler }, { createMcpServer }] = await Promise.all([import('@modelcontextprotocol/server'), import('./tools.js')])
-      return createMcpHandler(
-        (ctx) => {
-          const caller = ctx.authInfo?.extra?.['caller'] as ToolCaller | undefined
-          if (!caller) throw new Error('envkeep: MCP request without its caller')
-          return createMcpServer(opts, domain, caller)
-        },
-        { legacy: 'stateless', responseMode: 'auto', maxRequestBodySize: PUSH_BODY_LIMIT },
-      )
-    })()
-    loading.catch(() => (loading = null)) // a failed load is tried again by the next request
-    return loading
-  }
+  const mcpHandler = loadOnce(async (): Promise<McpHandler> => {
+    const [{ createMcpHandler }, { createMcpServer }] = await Promise.all([import('@modelcontextprotocol/server'), import('./tools.js')])
+    return createMcpHandler(
+      (ctx) => {
+        const caller = ctx.authInfo?.extra?.['caller'] as ToolCaller | undefined
+        if (!caller) throw new Error('envkeep: MCP request without its caller')
+        return createMcpServer(opts, domain, caller)
+      },
+      { legacy: 'stateless', responseMode: 'auto', maxRequestBodySize: PUSH_BODY_LIMIT },
+    )
+  })
   app.addHook('onClose', async () => {
-    if (loading) await (await loading.catch(() => null))?.close()
+    await (await mcpHandler.current?.catch(() => null))?.close()
   })
 
   app.post(mcp.path, async function mcpRequest(request: FastifyRequest, reply: FastifyReply) {

@@ -1,15 +1,12 @@
 import type { Server } from 'node:http'
-import { createRequire } from 'node:module'
-import type { EnvApiObserver, Storage } from '@envkeep/env-api-plugin'
+import { type EnvApiObserver, nodeHttp, type Storage } from '@envkeep/env-api-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { databaseOf } from './health.js'
 
-// as CommonJS: an ES import of node:http reads its lazy WebSocket getters and so loads undici
-// (Node's fetch), about 2.3 MB of heap the server never uses (as the plugin's node-http.ts);
-// (process.getBuiltinModule from Node 22.3; the single executable's bundle has no import.meta.url)
-const { createServer } = (process.getBuiltinModule?.('node:http') ?? createRequire(import.meta.url)('node:http')) as typeof import('node:http')
+// node:http as the plugin loads it (not as an ES import, which loads undici: about 2.3 MB of heap)
+const { createServer } = nodeHttp
 
 /**
  * The server's Prometheus metrics. Labels come from fixed sets or route patterns

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyFormbody from '@fastify/formbody'
 import type { AuthenticationResponseJSON, AuthenticatorTransport, RegistrationResponseJSON } from '@simplewebauthn/server'
-import { field, html, refusalBox, type SafeHtml } from '@envkeep/env-api-plugin'
+import { field, html, loadOnce, refusalBox, type SafeHtml } from '@envkeep/env-api-plugin'
 import type { AccountStore } from '../accounts/account-store.js'
 import type { FactorRecord } from '../accounts/factor-store.js'
 import { signinEvent } from '../factors.js'
@@ -13,20 +13,12 @@ import { afterSignIn } from './invitation-notices.js'
 import { failure, formErrorHandler, sendFailurePage, sendPage } from './page-kit.js'
 import { PASSKEY_SCRIPT } from './passkey-script.js'
 
-type WebAuthn = typeof import('@simplewebauthn/server')
-let webauthnLoad: Promise<WebAuthn> | null = null
 /**
  * @simplewebauthn/server, loaded at the first passkey request rather than at start: a server
  * whose people never use a passkey does not hold it (about 4.6 MB of heap, issue 20). A load
  * that fails fails that request (a 500 page with its ref) and is tried again by the next one.
  */
-function webauthn(): Promise<WebAuthn> {
-  if (!webauthnLoad) {
-    webauthnLoad = import('@simplewebauthn/server')
-    webauthnLoad.catch(() => (webauthnLoad = null))
-  }
-  return webauthnLoad
-}
+const webauthn = loadOnce(() => import('@simplewebauthn/server'))
 
 export interface PasskeyPagesOptions {
   readonly accounts: AccountStore
