@@ -2,6 +2,7 @@ import type { AccessAction, AccessLogEntry, AccessLogRow, ChangeResult, VaultSto
 import { insertLogs } from './access-log.js'
 import type { SqlRunner } from './dialect.js'
 import { all } from './op.js'
+import { perTurn } from './per-turn.js'
 import { date, fromJson, num } from './rows.js'
 
 /** Done, with nothing to say (a change that is never refused). */
@@ -17,14 +18,11 @@ interface Pending {
 export function createAccessLogStore(s: SqlRunner): Pick<VaultStore, 'appendAccessLog' | 'listAccessLog'> {
   const d = s.dialect
   const one = (entry: AccessLogEntry) => s.write(() => insertLogs(d, [entry]), { oneStatement: true })
-  let pending: Pending[] = []
   // The appends of one event-loop turn (the concurrent reads) go as ONE statement, one
   // transaction, one commit (one fsync on SQLite, one round trip on PostgreSQL); each
   // read answers only once that commit is done. If the statement fails, each entry is
   // tried alone, so only an entry that cannot be written fails its read.
-  const flush = async (): Promise<void> => {
-    const batch = pending
-    pending = []
+  const append = perTurn(async (batch: Pending[]): Promise<void> => {
     try {
       await s.write(
         () =>
@@ -39,13 +37,9 @@ export function createAccessLogStore(s: SqlRunner): Pick<VaultStore, 'appendAcce
       if (batch.length === 1) return (batch[0] as Pending).reject(err)
       await Promise.all(batch.map((p) => one(p.entry).then(() => p.resolve(DONE), p.reject)))
     }
-  }
+  })
   return {
-    appendAccessLog: (entry: AccessLogEntry) =>
-      new Promise<ChangeResult<never>>((resolve, reject) => {
-        pending.push({ entry, resolve, reject })
-        if (pending.length === 1) setImmediate(flush)
-      }),
+    appendAccessLog: (entry: AccessLogEntry) => new Promise<ChangeResult<never>>((resolve, reject) => append({ entry, resolve, reject })),
     listAccessLog: (vaultId, filter) =>
       s.read(function* () {
         const rows = yield* all(

@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { fixedQuery, raw } from './fixed-query.js'
 import { all, first, run } from './op.js'
+import { perTurn } from './per-turn.js'
 import { date, num } from './rows.js'
 
 export type RateCounters = Required<Pick<Storage, 'countRequest' | 'peekRequests'>>
@@ -81,7 +82,6 @@ const slot = (key: string, windowMs: number) => `${windowMs} ${key}`
 export function createRateCounters(s: SqlRunner): RateCounters {
   const d = s.dialect
   const { db } = d
-  let pending: Pending[] = []
 
   const countAll = async (batch: readonly Pending[]): Promise<void> => {
     const rows = new Map<string, Row>()
@@ -122,9 +122,7 @@ export function createRateCounters(s: SqlRunner): RateCounters {
     }
   }
 
-  const flush = async (): Promise<void> => {
-    const batch = pending
-    pending = []
+  const count = perTurn(async (batch: Pending[]): Promise<void> => {
     try {
       await countAll(batch)
     } catch (err) {
@@ -142,15 +140,12 @@ export function createRateCounters(s: SqlRunner): RateCounters {
         }),
       )
     }
-  }
+  })
 
   return {
     countRequest: (key, windowsMs, now, afresh) => {
       if (!afresh && windowsMs.length > 0) {
-        return new Promise<WindowCount[]>((resolve, reject) => {
-          pending.push({ key, windowsMs, at: now.getTime(), resolve, reject })
-          if (pending.length === 1) setImmediate(flush)
-        })
+        return new Promise<WindowCount[]>((resolve, reject) => count({ key, windowsMs, at: now.getTime(), resolve, reject }))
       }
       // `afresh` (a success of the sign-in back-off): first deletes the key's windows, in
       // one transaction with the count; rare, so alone

@@ -1,4 +1,4 @@
-import { byBytesFor, drive, type Op, type SqlDialect, type SqlRunner, type Step } from '@envkeep/storage-sql'
+import { byBytesFor, drive, type Op, perTurn, type SqlDialect, type SqlRunner, type Step } from '@envkeep/storage-sql'
 import type { OpenDatabase } from './database.js'
 import { prepared } from './statements.js'
 import { holdConnection, toStorageError } from './sqlite-errors.js'
@@ -29,8 +29,6 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
     return step.want === 'rows' ? st.all(...params) : st.run(...params).changes
   }
   const statement = (text: string) => prepared(d, text)
-  let queue: Queued[] = []
-  let scheduled = false
 
   const runBatch = (batch: Queued[]): void => {
     if (d.sqlite.inTransaction) throw new Error('envkeep: a transaction was left open on the database connection')
@@ -62,10 +60,7 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
     for (const settle of settled) settle()
   }
 
-  const flush = async (): Promise<void> => {
-    scheduled = false
-    const batch = queue
-    queue = []
+  const enqueue = perTurn(async (batch: Queued[]): Promise<void> => {
     try {
       if (!d.sqlite.open) throw new TypeError('The database connection is not open')
       // a kysely transaction (the server's accounts) holds the connection across awaits: wait for it
@@ -75,7 +70,7 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
       const e = toStorageError(err)
       for (const item of batch) item.reject(e)
     }
-  }
+  })
 
   const readNow = <T>(op: () => Op<T>): T => {
     if (!d.sqlite.open) throw new TypeError('The database connection is not open')
@@ -93,13 +88,7 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
       }
     },
     write<T>(op: () => Op<T>): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
-        queue.push({ op, resolve: resolve as (v: unknown) => void, reject })
-        if (!scheduled) {
-          scheduled = true
-          setImmediate(flush)
-        }
-      })
+      return new Promise<T>((resolve, reject) => enqueue({ op, resolve: resolve as (v: unknown) => void, reject }))
     },
   }
 }
