@@ -245,7 +245,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     const held = heldSnapshot(vaultId, environment, key, sealed)
     if (held) return { json: open(key, held.sealed, held.place), mayRefer: held.mayRefer }
     const { json, mayRefer } = keepSnapshot(vaultId, environment, key, sealed)
-    return { json, mayRefer }
+    return { json, mayRefer } // not the opened object keepSnapshot also answers
   }
 
   /** The environment's snapshot when it was made from exactly these rows with this key, else undefined. */
