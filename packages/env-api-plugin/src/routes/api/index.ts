@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox'
 import type { FastifySchemaCompiler } from 'fastify'
+import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
+import { Value } from 'typebox/value'
 import sjson from 'secure-json-parse'
 import { API_HEADERS, renderApiError } from '../../error-handler.js'
 import { errors, type ApiError } from '../../errors.js'
@@ -127,15 +128,17 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
 }
 
 /**
- * TypeBox's validator, except that parameters, query strings and headers that
- * already match their schema are taken as they are: its `Value.Convert` runs
- * first on every request otherwise (a sixth of the read's own work, on path
- * parameters that are strings already). What does not match is converted and
- * checked as before.
+ * TypeBox's validator as @fastify/type-provider-typebox's `TypeBoxValidatorCompiler` does it
+ * (bodies checked as they are; parameters, query strings and headers converted, then
+ * checked), with the schema compiled once and `Value.Convert` run only for what does not
+ * match already: it ran on every request before (a sixth of the read's own work, on path
+ * parameters that are strings already).
  */
-const apiValidatorCompiler: FastifySchemaCompiler<Parameters<typeof TypeBoxValidatorCompiler>[0]['schema']> = (route) => {
-  const full = TypeBoxValidatorCompiler(route)
-  if (route.httpPart === 'body') return full
-  const check = Compile(route.schema)
-  return (value: unknown) => (check.Check(value) ? { value } : full(value))
+const apiValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
+  const check = Compile(schema)
+  return (value: unknown) => {
+    if (check.Check(value)) return { value }
+    const converted = httpPart === 'body' ? value : Value.Convert(schema, value)
+    return check.Check(converted) ? { value: converted } : { error: check.Errors(converted) }
+  }
 }
