@@ -1,3 +1,4 @@
+import type { OverrideRow } from '../adapters/override-store.js'
 import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
 import { isCiPrincipal } from './ci-vault.js'
@@ -27,18 +28,26 @@ function overridingPerson(actor: Actor): actor is PersonActor {
  * each replaces the value of a name the environment has; names it does not
  * have are left out. Returns the names that came from overrides.
  */
-/** Whether any override of the reader's may change a read of this environment (a cheap check: the sealed rows, cached). */
-export async function overridesMayApply(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo): Promise<boolean> {
-  if (!overridingPerson(actor) || env.ownersOnly) return false
+/** The reader's own overrides of this environment, or null when none can apply (not a person's read, owners-only, not allowed, none). */
+export async function ownOverrides(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo): Promise<OverrideRow[] | null> {
+  if (!overridingPerson(actor) || env.ownersOnly) return null
   const { allowed, overrides } = await d.storage.readOverrides(vault.id, env.name, actor.personId)
-  return allowed && overrides.length > 0
+  return allowed && overrides.length > 0 ? overrides : null
 }
 
-export async function applyOverrides(d: DomainDeps, actor: Actor, vault: VaultAccess, env: EnvironmentInfo, values: Record<string, string>): Promise<string[]> {
-  if (!overridingPerson(actor) || env.ownersOnly) return []
-  const { allowed, overrides } = await d.storage.readOverrides(vault.id, env.name, actor.personId)
-  const mine = overrides.filter((o) => Object.hasOwn(values, o.name))
-  if (!allowed || mine.length === 0) return []
+/** Puts the reader's own overrides (`own`, as ownOverrides answered; read here when not given) into `values`; the names overridden, in order. */
+export async function applyOverrides(
+  d: DomainDeps,
+  actor: Actor,
+  vault: VaultAccess,
+  env: EnvironmentInfo,
+  values: Record<string, string>,
+  own?: OverrideRow[] | null,
+): Promise<string[]> {
+  const rows = own === undefined ? await ownOverrides(d, actor, vault, env) : own
+  if (!rows || !overridingPerson(actor)) return []
+  const mine = rows.filter((o) => Object.hasOwn(values, o.name))
+  if (mine.length === 0) return []
   const opened = await d.crypto.openOverrides(vault.id, env.name, actor.personId, mine)
   for (const name of Object.keys(opened)) values[name] = opened[name] as string
   return Object.keys(opened).sort()

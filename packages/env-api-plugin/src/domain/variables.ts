@@ -6,7 +6,8 @@ import { fail } from './failure.js'
 import { ciLimitRefusal, mayAccess, revealRefusal, roleRefusal, writeRefusal } from './permissions.js'
 import { nameProblem, valueProblem } from './rules.js'
 import { checkNewReference, describeReferences, parseTarget, type ReferenceInfo, referenceForm, resolveReferences } from './references.js'
-import { applyOverrides, overridesMayApply } from './overrides.js'
+import { applyOverrides, ownOverrides } from './overrides.js'
+import type { OverrideRow } from '../adapters/override-store.js'
 import { locateEnvironment, type Located } from './vaults.js'
 import { stagePush } from './pushes.js'
 import { mustPropose } from './vault-admin.js'
@@ -96,9 +97,11 @@ async function read(
   // storage answers in name order already; sort only if it did not
   const sorted = inNameOrder(state.variables) ? state.variables : [...state.variables].sort(byName)
   let stored: Record<string, string>
+  let own: OverrideRow[] | null | undefined // the reader's overrides, once read
   if (asJson && sorted.length > 0) {
     const opened = await d.crypto.openValuesJson(vault.id, env.name, sorted)
-    if (!opened.mayRefer && !(await overridesMayApply(d, actor, vault, env))) {
+    own = await ownOverrides(d, actor, vault, env)
+    if (!opened.mayRefer && !own) {
       // logged before any value leaves, with exactly the names read
       await d.storage.appendAccessLog(
         entryFor(actor, { vaultId: vault.id, action: 'read', at: d.now(), environment: env.name, names: sorted.map((v) => v.name) }),
@@ -113,7 +116,7 @@ async function read(
   // references are followed with the reader's rights now; a refusal or a broken one fails the whole read
   const { values, used } = await resolveReferences(d, actor, vault, env, stored)
   // the reader's own overrides, for their reads only
-  const overridden = await applyOverrides(d, actor, vault, env, values)
+  const overridden = await applyOverrides(d, actor, vault, env, values, own)
   // logged before any value leaves: the environment read, and each one a reference led into
   const at = d.now()
   await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at, environment: env.name, names: Object.keys(values) }))
