@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Domain } from '../../domain/index.js'
+import { wipe } from '../../crypto/wipe.js'
 import { vaultTag } from '../../errors.js'
 import { requirePushScope } from '../../hooks/authenticate.js'
 import { deleteOverrideSchema, readVariablesSchema, setOverrideSchema } from '../../schemas/variables.js'
@@ -35,7 +36,13 @@ export function variablesRoutes(untyped: FastifyInstance, domain: Domain): void 
       // the body stays the spec's; which names are the reader's own overrides rides in a header
       if (r.overridden.length > 0) reply.header(OVERRIDDEN_HEADER, r.overridden.join(','))
       // the values as JSON text already (the snapshot's): the answer is spliced around it, not serialized again
-      if ('json' in r) return (reply as FastifyReply).type(JSON_TYPE).send(Buffer.concat([readHead(r.vault.id, r.env.name), r.json, CLOSE]))
+      if ('json' in r) {
+        const answer = Buffer.concat([readHead(r.vault.id, r.env.name), r.json, CLOSE])
+        // plaintext freed as soon as it is sent, not when the GC gets to it (crypto/wipe.ts)
+        wipe(r.json)
+        reply.raw.once('finish', () => wipe(answer))
+        return (reply as FastifyReply).type(JSON_TYPE).send(answer)
+      }
       return { vault: r.vault.id, environment: r.env.name, variables: r.values }
     },
   })
