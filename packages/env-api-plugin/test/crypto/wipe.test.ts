@@ -17,7 +17,10 @@ t.test('a slice of shared memory is only zeroed: the rest of it is left alone', 
   const size = pool.byteLength
   wipe(small)
   t.equal(small.length, 12)
-  t.ok(small.every((b) => b === 0), 'zeroed')
+  t.ok(
+    small.every((b) => b === 0),
+    'zeroed',
+  )
   t.equal(pool.byteLength, size, 'the pool is not detached')
   const whole = Buffer.alloc(128 * 1024, 0x62)
   const part = whole.subarray(1024, 65 * 1024)
