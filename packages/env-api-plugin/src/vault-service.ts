@@ -5,7 +5,8 @@ import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './ad
 import { fail } from './domain/failure.js'
 import { AGAIN, retryOptimistic } from './domain/retry.js'
 import { StorageError } from './errors.js'
-import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, snapshotPlaceOf, webhookPlaceOf } from './crypto/seal.js'
+import { historyPlaceOf, open, openText, overridePlaceOf, placeOf, reseal, seal, sealText, snapshotPlaceOf, webhookPlaceOf } from './crypto/seal.js'
+import { wipe } from './crypto/wipe.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
@@ -216,7 +217,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
       sealedUnder: wrapped,
       values: Object.keys(values).map((name) => ({
         name,
-        sealed: seal(key, Buffer.from(values[name] as string, 'utf8'), placeOf(vaultId, environment, name)),
+        sealed: sealText(key, values[name] as string, placeOf(vaultId, environment, name)),
       })),
     }
   }
@@ -224,7 +225,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   /** Opens every value with one key; throws on the first that does not open. Nothing opened is kept. */
   function openAll(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
     const out: Record<string, string> = {}
-    for (const v of sealed) out[v.name] = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
+    for (const v of sealed) out[v.name] = openText(key, v.sealed, placeOf(vaultId, environment, v.name))
     return out
   }
 
@@ -236,8 +237,10 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   function openWithSnapshot(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
     if (!snapshots || sealed.length < 2) return openAll(vaultId, environment, key, sealed)
     const held = heldSnapshot(vaultId, environment, key, sealed)
-    if (held) return JSON.parse(open(key, held.sealed, held.place).toString('utf8')) as Record<string, string>
-    return keepSnapshot(vaultId, environment, key, sealed).out
+    if (held) return JSON.parse(openText(key, held.sealed, held.place)) as Record<string, string>
+    const kept = keepSnapshot(vaultId, environment, key, sealed)
+    wipe(kept.json)
+    return kept.out
   }
 
   /** The values as JSON text (`openValuesJson`), from the snapshot when it holds, else opened one by one (and a snapshot kept). */
@@ -292,7 +295,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     async sealHistory(vaultId, environment, changeSetId, entries) {
       const { key } = await dataKey(vaultId, true)
       const one = (name: string, side: 'before' | 'after', v: string | null) =>
-        v === null ? null : seal(key, Buffer.from(v, 'utf8'), historyPlaceOf(vaultId, environment, name, changeSetId, side))
+        v === null ? null : sealText(key, v, historyPlaceOf(vaultId, environment, name, changeSetId, side))
       return entries.map((e) => ({ name: e.name, before: one(e.name, 'before', e.before), after: one(e.name, 'after', e.after) }))
     },
     async openHistory(vaultId, environment, changeSetId, side, entries) {
@@ -305,31 +308,31 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
           // zero bytes: a value that could not be opened when it was replaced (domain/changes.ts,
           // UNREADABLE_BEFORE); left out, so nobody takes it for "none"
           if (sealed !== null && sealed.byteLength === 0) continue
-          out[e.name] = sealed === null ? null : open(key, sealed, historyPlaceOf(vaultId, environment, e.name, changeSetId, side)).toString('utf8')
+          out[e.name] = sealed === null ? null : openText(key, sealed, historyPlaceOf(vaultId, environment, e.name, changeSetId, side))
         }
         return out
       })
     },
     async sealOverride(vaultId, environment, name, personId, value) {
       const { key } = await dataKey(vaultId, true)
-      return seal(key, Buffer.from(value, 'utf8'), overridePlaceOf(vaultId, environment, name, personId))
+      return sealText(key, value, overridePlaceOf(vaultId, environment, name, personId))
     },
     async openOverrides(vaultId, environment, personId, rows) {
       if (!keyring) throw fail.notConfigured()
       if (rows.length === 0) return {}
       return withKey(vaultId, (key) => {
         const out: Record<string, string> = {}
-        for (const r of rows) out[r.name] = open(key, r.sealed, overridePlaceOf(vaultId, environment, r.name, personId)).toString('utf8')
+        for (const r of rows) out[r.name] = openText(key, r.sealed, overridePlaceOf(vaultId, environment, r.name, personId))
         return out
       })
     },
     async sealWebhookSecret(vaultId, webhookId, secret) {
       const { key } = await dataKey(vaultId, true)
-      return seal(key, Buffer.from(secret, 'utf8'), webhookPlaceOf(vaultId, webhookId))
+      return sealText(key, secret, webhookPlaceOf(vaultId, webhookId))
     },
     async openWebhookSecret(vaultId, webhookId, sealed) {
       if (!keyring) throw fail.notConfigured()
-      return withKey(vaultId, (key) => open(key, sealed, webhookPlaceOf(vaultId, webhookId)).toString('utf8'))
+      return withKey(vaultId, (key) => openText(key, sealed, webhookPlaceOf(vaultId, webhookId)))
     },
     async sealValues(vaultId, environment, values) {
       return (await sealWith(vaultId, environment, values)).values
@@ -416,12 +419,12 @@ async function resealed(keyring: Keyring, vaultId: string, current: VaultSecrets
   const newKey = randomBytes(32)
   const again = (environment: string, name: string, sealed: Uint8Array): Uint8Array => {
     const place = placeOf(vaultId, environment, name)
-    return seal(newKey, open(oldKey, sealed, place), place)
+    return reseal(oldKey, newKey, sealed, place)
   }
   const againInHistory = (h: VaultSecrets['history'][number]): Uint8Array => {
     if (h.sealed.byteLength === 0) return h.sealed // a value recorded as unreadable (UNREADABLE_BEFORE)
     const place = historyPlaceOf(vaultId, h.environment, h.name, h.changeSetId, h.side)
-    return seal(newKey, open(oldKey, h.sealed, place), place)
+    return reseal(oldKey, newKey, h.sealed, place)
   }
   try {
     return {
@@ -433,7 +436,7 @@ async function resealed(keyring: Keyring, vaultId: string, current: VaultSecrets
         ? {
             overrides: current.overrides.map((o) => {
               const place = overridePlaceOf(vaultId, o.environment, o.name, o.personId)
-              return { ...o, sealed: seal(newKey, open(oldKey, o.sealed, place), place) }
+              return { ...o, sealed: reseal(oldKey, newKey, o.sealed, place) }
             }),
           }
         : {}),
@@ -441,7 +444,7 @@ async function resealed(keyring: Keyring, vaultId: string, current: VaultSecrets
         ? {
             webhooks: current.webhooks.map((w) => {
               const place = webhookPlaceOf(vaultId, w.webhookId)
-              return { webhookId: w.webhookId, sealed: seal(newKey, open(oldKey, w.sealed, place), place) }
+              return { webhookId: w.webhookId, sealed: reseal(oldKey, newKey, w.sealed, place) }
             }),
           }
         : {}),

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createSecretKey, randomFillSync, type KeyObject } from 'node:crypto'
+import { release, wipe } from './wipe.js'
 
 const NONCE = 12
 const TAG = 16
@@ -50,14 +51,16 @@ export function snapshotPlaceOf(vaultId: string, environment: string): Buffer {
   return lengthPrefixed(['environment snapshot', vaultId, environment, 'v1'])
 }
 
+/** One buffer, written in place (a slice of Node's pool when small): no buffer per part. */
 function lengthPrefixed(strings: readonly string[]): Buffer {
-  const parts = strings.map((s) => Buffer.from(s, 'utf8'))
-  const out = Buffer.alloc(parts.reduce((n, p) => n + 4 + p.length, 0))
+  let size = 0
+  for (const s of strings) size += 4 + Buffer.byteLength(s, 'utf8')
+  const out = Buffer.allocUnsafe(size)
   let off = 0
-  for (const p of parts) {
-    out.writeUInt32BE(p.length, off)
-    p.copy(out, off + 4)
-    off += 4 + p.length
+  for (const s of strings) {
+    const n = out.write(s, off + 4, 'utf8')
+    out.writeUInt32BE(n, off)
+    off += 4 + n
   }
   return out
 }
@@ -99,10 +102,37 @@ export function seal(key: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): B
   nonceAt += NONCE
   const c = createCipheriv('aes-256-gcm', keyObjectOf(key), out.subarray(0, NONCE))
   c.setAAD(aad)
-  let at = NONCE + c.update(plaintext).copy(out, NONCE)
-  at += c.final().copy(out, at)
-  c.getAuthTag().copy(out, at)
+  // each piece the cipher answers is a buffer of its own, copied and freed at once (crypto/wipe.ts)
+  let at = NONCE + copyOut(c.update(plaintext), out, NONCE)
+  at += copyOut(c.final(), out, at)
+  copyOut(c.getAuthTag(), out, at)
   return out
+}
+
+function copyOut(piece: Buffer, out: Buffer, at: number): number {
+  const n = piece.copy(out, at)
+  release(piece)
+  return n
+}
+
+/**
+ * Plaintext of `sealText`, encoded here rather than in a buffer per value; zeroed after each
+ * seal, grown to the largest value sealed (values are at most 64 KiB).
+ */
+let scratch = Buffer.alloc(4096)
+
+/** `seal` of a string's UTF-8 bytes, without a buffer of its own for the plaintext. */
+export function sealText(key: Uint8Array, text: string, aad: Uint8Array): Buffer {
+  if (text.length * 3 > scratch.length) {
+    const bytes = Buffer.byteLength(text, 'utf8')
+    if (bytes > scratch.length) scratch = Buffer.alloc(Math.max(bytes, scratch.length * 2))
+  }
+  const n = scratch.write(text, 0, 'utf8')
+  try {
+    return seal(key, scratch.subarray(0, n), aad)
+  } finally {
+    scratch.fill(0, 0, n)
+  }
 }
 
 /** Opens what `seal` made. Throws on any tampering, wrong key or wrong place. */
@@ -114,5 +144,30 @@ export function open(key: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Buff
   d.setAuthTag(buf.subarray(buf.length - TAG))
   const body = d.update(buf.subarray(NONCE, buf.length - TAG))
   const rest = d.final()
-  return rest.length === 0 ? body : Buffer.concat([body, rest])
+  if (rest.length === 0) {
+    release(rest)
+    return body
+  }
+  const whole = Buffer.concat([body, rest])
+  wipe(body)
+  wipe(rest)
+  return whole
+}
+
+/** `open`, answered as a string; the plaintext buffer is zeroed and freed at once. */
+export function openText(key: Uint8Array, sealed: Uint8Array, aad: Uint8Array): string {
+  const plain = open(key, sealed, aad)
+  const text = plain.toString('utf8')
+  wipe(plain)
+  return text
+}
+
+/** Opens under one key and seals again under another, in the same place; the plaintext is zeroed and freed at once. */
+export function reseal(oldKey: Uint8Array, newKey: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Buffer {
+  const plain = open(oldKey, sealed, aad)
+  try {
+    return seal(newKey, plain, aad)
+  } finally {
+    wipe(plain)
+  }
 }

@@ -1,17 +1,20 @@
-/** Below this a buffer may be a slice of Node's shared pool (Buffer.poolSize / 2), and freeing it early is worth little. */
-const OWN_BUFFER_MIN = 4096
-
 /**
- * Zeroes a buffer of plaintext once it has been used, and when it holds its whole
- * ArrayBuffer (not a slice of Node's pool, nor of anything else) and is large, frees that
- * memory now (`ArrayBuffer.prototype.transfer(0)` detaches it: the buffer is empty after).
- * Otherwise the memory waits for the garbage collector, which V8 runs for external memory
- * only after some 64 MiB of it: ten 600 KB reads in flight pile up tens of MB of dead
- * plaintext that malloc then keeps (issue 20, item 5). The caller must not use the buffer
- * again, nor have handed it to anything that still reads it (a socket: after `finish`).
+ * Frees a buffer's memory now when it holds its whole ArrayBuffer (not a slice of Node's
+ * pool, nor of anything else): `ArrayBuffer.prototype.transfer(0)` detaches it, and the
+ * buffer is empty after. Otherwise the memory waits for the garbage collector, which frees
+ * an ArrayBuffer only when it collects the object: a young one at the next scavenge, one
+ * that lived through two (a request's buffers often do) at the next full collection, which
+ * V8 starts for external memory only after some 64 MiB of it. Meanwhile malloc's heap grows,
+ * and keeps what it grew (issue 20, item 5). The caller must hold the only reference and
+ * must not have handed the buffer to anything that still reads it (a socket: after `finish`).
  */
+export function release(buf: Uint8Array): void {
+  const ab = buf.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer }
+  if (buf.byteLength > 0 && buf.byteOffset === 0 && buf.byteLength === ab.byteLength && typeof ab.transfer === 'function') ab.transfer(0)
+}
+
+/** Zeroes a buffer of plaintext once used, then `release`s it. */
 export function wipe(buf: Uint8Array): void {
   buf.fill(0)
-  const ab = buf.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer }
-  if (buf.byteLength >= OWN_BUFFER_MIN && buf.byteOffset === 0 && buf.byteLength === ab.byteLength && typeof ab.transfer === 'function') ab.transfer(0)
+  release(buf)
 }

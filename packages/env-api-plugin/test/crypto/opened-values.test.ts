@@ -4,7 +4,7 @@ import { createTestKeyring } from '../../src/testing/keyring.js'
 
 // createVaultCrypto keeps no opened value (issue 20: no value in plaintext
 // between requests; the core caches sealed rows instead, and the crypto an
-// environment's values sealed together). `open` is counted through a mocked
+// environment's values sealed together). `open` and `openText` are counted through a mocked
 // seal module.
 
 const VAULT = '3f2a9c1e-0000-4000-8000-000000000001'
@@ -18,6 +18,10 @@ async function load(t: Test) {
       open: (...args: Parameters<typeof seal.open>) => {
         calls.open++
         return seal.open(...args)
+      },
+      openText: (...args: Parameters<typeof seal.openText>) => {
+        calls.open++
+        return seal.openText(...args)
       },
     },
   })

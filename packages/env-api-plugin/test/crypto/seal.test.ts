@@ -1,5 +1,5 @@
 import t from 'tap'
-import { open, placeOf, seal } from '../../src/crypto/seal.js'
+import { open, openText, placeOf, reseal, seal, sealText } from '../../src/crypto/seal.js'
 import { createLocalKeyring } from '../../src/index.js'
 import { createBrokenKeyring, createTestKeyring } from '../../src/testing/keyring.js'
 
@@ -55,4 +55,20 @@ t.test('local keyring: wraps per vault, refuses bad keys and the wrong vault', a
   await t.rejects(createBrokenKeyring().unwrap(wrapped, 'vault-1'))
   const tk = createTestKeyring('x')
   t.same(Buffer.from(await createTestKeyring('x').unwrap(await tk.wrap(dataKey, 'v'), 'v')), dataKey, 'same label, same key')
+})
+
+t.test('sealText, openText and reseal: strings in and out, the same sealed form as seal', async (t) => {
+  const place = placeOf('v1', 'development', 'A')
+  for (const text of ['', 'value', 'é'.repeat(3000), 'x'.repeat(65_536)]) {
+    const sealed = sealText(key, text, place)
+    t.equal(sealed.length, 12 + Buffer.byteLength(text) + 16)
+    t.equal(open(key, sealed, place).toString('utf8'), text, 'opens with open')
+    t.equal(openText(key, seal(key, Buffer.from(text), place), place), text, 'openText opens what seal made')
+    const other = Buffer.alloc(32, 7)
+    const moved = reseal(key, other, sealed, place)
+    t.equal(openText(other, moved, place), text, 'resealed under the other key')
+    t.throws(() => openText(key, moved, place), 'and no longer under the first')
+  }
+  t.equal(openText(key, sealText(key, 'short', place), place), 'short', 'a short one after a long one: nothing of the long one left')
+  t.throws(() => openText(key, sealText(key, 'value', place), placeOf('v1', 'development', 'B')), 'another place does not open')
 })

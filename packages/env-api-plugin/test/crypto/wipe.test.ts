@@ -1,5 +1,5 @@
 import t from 'tap'
-import { wipe } from '../../src/crypto/wipe.js'
+import { release, wipe } from '../../src/crypto/wipe.js'
 
 t.test('wipe zeroes plaintext and frees a large buffer that owns its memory', async (t) => {
   const big = Buffer.alloc(64 * 1024, 0x61)
@@ -29,4 +29,14 @@ t.test('a slice of shared memory is only zeroed: the rest of it is left alone', 
   t.ok(part.every((b) => b === 0))
   t.equal(whole[0], 0x62)
   t.equal(whole[whole.length - 1], 0x62)
+})
+
+t.test('release frees a buffer that owns its memory, whatever its size, and leaves an empty one alone', async (t) => {
+  const small = Buffer.alloc(16, 1) // Buffer.alloc never takes from the pool
+  const ab = small.buffer
+  release(small)
+  t.equal(ab.byteLength, 0, 'detached')
+  const empty = Buffer.alloc(0)
+  release(empty)
+  t.notOk(empty.buffer.detached, 'an empty buffer may be shared: not detached')
 })

@@ -4,6 +4,7 @@ import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { Value } from 'typebox/value'
 import sjson from 'secure-json-parse'
+import { wipe } from '../../crypto/wipe.js'
 import { API_HEADERS, renderApiError } from '../../error-handler.js'
 import { errors, type ApiError } from '../../errors.js'
 import { createAuthenticate, requireSignIn } from '../../hooks/authenticate.js'
@@ -47,6 +48,9 @@ async function envApiScope(api: FastifyInstance, o: { opts: ResolvedOptions }): 
       body = STRICT_UTF8.decode(bytes)
     } catch {
       return done(errors.invalidRequest('the body is not UTF-8 text; nothing was stored (JSON must be sent as UTF-8)'), undefined)
+    } finally {
+      // the body's bytes (values in plaintext) zeroed and freed once decoded (crypto/wipe.ts)
+      wipe(bytes)
     }
     try {
       done(null, sjson.parse(body, undefined, { protoAction: 'error', constructorAction: 'error' }))
