@@ -5,7 +5,7 @@ import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './ad
 import { fail } from './domain/failure.js'
 import { AGAIN, retryOptimistic } from './domain/retry.js'
 import { StorageError } from './errors.js'
-import { historyPlaceOf, open, openText, overridePlaceOf, placeOf, reseal, seal, sealText, snapshotPlaceOf, webhookPlaceOf } from './crypto/seal.js'
+import { historyPlaceOf, open, openText, overridePlaceOf, placeOf, reseal, seal, sealText, sealTexts, snapshotPlaceOf, webhookPlaceOf } from './crypto/seal.js'
 import { wipe } from './crypto/wipe.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
@@ -213,13 +213,13 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
 
   async function sealWith(vaultId: string, environment: string, values: Readonly<Record<string, string>>) {
     const { wrapped, key } = await dataKey(vaultId, true)
-    return {
-      sealedUnder: wrapped,
-      values: Object.keys(values).map((name) => ({
-        name,
-        sealed: sealText(key, values[name] as string, placeOf(vaultId, environment, name)),
-      })),
-    }
+    const names = Object.keys(values)
+    const sealed = sealTexts(
+      key,
+      names.map((name) => values[name] as string),
+      names.map((name) => placeOf(vaultId, environment, name)),
+    )
+    return { sealedUnder: wrapped, values: names.map((name, i) => ({ name, sealed: sealed[i] as Buffer })) }
   }
 
   /** Opens every value with one key; throws on the first that does not open. Nothing opened is kept. */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { open, openText, placeOf, reseal, seal, sealText } from '../../src/crypto/seal.js'
+import { open, openText, placeOf, reseal, seal, sealText, sealTexts } from '../../src/crypto/seal.js'
 import { createLocalKeyring } from '../../src/index.js'
 import { createBrokenKeyring, createTestKeyring } from '../../src/testing/keyring.js'
 
@@ -71,4 +71,21 @@ t.test('sealText, openText and reseal: strings in and out, the same sealed form 
   }
   t.equal(openText(key, sealText(key, 'short', place), place), 'short', 'a short one after a long one: nothing of the long one left')
   t.throws(() => openText(key, sealText(key, 'value', place), placeOf('v1', 'development', 'B')), 'another place does not open')
+})
+
+t.test('sealTexts: each value sealed in its own place, the sealed values parts of one buffer', async (t) => {
+  const texts = ['a', '', 'é'.repeat(100), 'x'.repeat(5000)]
+  const places = texts.map((_, i) => placeOf('v1', 'development', `N${i}`))
+  const sealed = sealTexts(key, texts, places)
+  t.equal(sealed.length, 4)
+  t.ok(
+    sealed.every((s) => s.buffer === sealed[0]?.buffer),
+    'one block of memory',
+  )
+  sealed.forEach((s, i) => {
+    t.equal(s.length, 12 + Buffer.byteLength(texts[i] as string) + 16)
+    t.equal(openText(key, s, places[i] as Buffer), texts[i])
+    t.throws(() => open(key, s, places[(i + 1) % 4] as Buffer), 'not in another place')
+  })
+  t.not(sealed[0]?.subarray(0, 12).toString('hex'), sealed[1]?.subarray(0, 12).toString('hex'), 'a nonce each')
 })
