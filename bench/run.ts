@@ -116,9 +116,17 @@ function hasTaskset(): boolean {
   }
 }
 
-/** Starts a server from bench/dist (plain Node, no TypeScript loader: its memory is the server's own). */
+/**
+ * Starts a server from bench/dist (plain Node, no TypeScript loader: its memory is the server's own).
+ * BENCH_WRAP: a command the real server runs under, e.g. `heaptrack -o /tmp/ht` (where its malloc memory goes).
+ */
 function startChild(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; port: number }> {
-  const node = [process.execPath, ...nodeArgs, join(here, 'dist', script)]
+  const node = [
+    ...(process.env.BENCH_WRAP && script === 'real-server.js' ? process.env.BENCH_WRAP.split(' ') : []),
+    process.execPath,
+    ...nodeArgs,
+    join(here, 'dist', script),
+  ]
   const [cmd, ...args] = canPin ? ['taskset', '-c', '0', ...node] : node
   const child = spawn(cmd as string, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } })
   return new Promise((resolve, reject) => {
@@ -357,21 +365,24 @@ async function main(): Promise<void> {
     // envkeep-server's own Node defaults (packages/server/src/node-defaults.ts, e.g. the young
     // generation's size): the real server runs with them, as envkeep-server does.
     // BENCH_NODE_DEFAULTS=node: without them (V8's own sizing, as a host app that sets nothing)
-    const serverDefaults =
-      process.env.BENCH_NODE_DEFAULTS === 'node'
-        ? []
-        : ((await import(pathToFileURL(join(here, '..', 'packages', 'server', 'dist', 'node-defaults.js')).href)) as { NODE_DEFAULTS: readonly string[] })
-            .NODE_DEFAULTS
+    const defaults = (await import(pathToFileURL(join(here, '..', 'packages', 'server', 'dist', 'node-defaults.js')).href)) as {
+      NODE_DEFAULTS: readonly string[]
+      missingEnv(env: NodeJS.ProcessEnv): Record<string, string>
+    }
+    const serverDefaults = process.env.BENCH_NODE_DEFAULTS === 'node' ? [] : defaults.NODE_DEFAULTS
+    // and its environment defaults (MALLOC_ARENA_MAX), unless this process's environment sets them
+    const serverEnv = process.env.BENCH_NODE_DEFAULTS === 'node' ? {} : defaults.missingEnv(process.env)
     profile.push(...serverDefaults)
+    const envShown = Object.entries(serverEnv).map(([k, v]) => `${k}=${v}`)
     console.log(
-      `real server's Node flags: ${serverDefaults.length > 0 ? `${serverDefaults.join(' ')} (envkeep-server's defaults; BENCH_NODE_DEFAULTS=node for none)` : "none (V8's own sizing)"}`,
+      `real server's Node flags: ${serverDefaults.length > 0 ? `${[...serverDefaults, ...envShown].join(' ')} (envkeep-server's defaults; BENCH_NODE_DEFAULTS=node for none)` : "none (V8's own sizing)"}`,
     )
     // BENCH_NODE_ARGS: extra Node flags for the real server (e.g. GC settings), space-separated; they come after, so they win
     if (process.env.BENCH_NODE_ARGS) profile.push(...process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean))
     if (process.env.BENCH_PROFILE) console.log(`CPU profile of the real server: ${profileDir}`)
     // the soak samples the heap after a full GC (global.gc, only with --expose-gc)
     if (SOAK_MINUTES > 0) profile.push('--expose-gc')
-    const real = await startChild('real-server.js', { BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
+    const real = await startChild('real-server.js', { ...serverEnv, BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
     children.push(real.child)
     const startStats = await ask<ServerStats>(real.child, 'stats', 'stats')
     const startRssMb = startStats.rssBytes / 1024 / 1024
@@ -449,7 +460,7 @@ async function main(): Promise<void> {
     let propagation: Propagation | null = null
     const wanted = (id: string) => DATABASE === 'postgres' && (!ONLY || ONLY.has(id))
     if (wanted('read-30-2proc') || wanted('revoke-propagation')) {
-      const second = await startChild('real-server.js', { BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
+      const second = await startChild('real-server.js', { ...serverEnv, BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
       children.push(second.child)
       const read30 = all.find((c) => c.id === 'read-30') as Case
       if (wanted('read-30-2proc')) {

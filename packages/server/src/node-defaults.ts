@@ -3,13 +3,23 @@ import { isSea } from 'node:sea'
 /**
  * The Node flags envkeep-server runs with unless its operator sets their own (README, "Memory").
  *
- * `--max-semi-space-size=16`: V8 sizes the young generation from the machine's memory; on a
+ * `--max-semi-space-size=8`: V8 sizes the young generation from the machine's memory; on a
  * host with 16 GB or more it lets it grow to 2 × 64 MB, which a server answering large
- * environments fills and keeps resident. 16 MB semi-spaces (Node 18's ceiling) measured in the
- * bench: peak RSS through the whole run 389 → ~300 MB (SQLite); smaller ones (8, 4, 2) made the
- * peak worse again (more objects promoted to the old generation).
+ * environments fills and keeps resident. 8 MB semi-spaces (16 MB of young generation): the
+ * bench's peak RSS through the whole run 389 MB → ~150 MB (SQLite) with the buffers of reads
+ * and pushes freed at once (`crypto/wipe.ts`); the 30-variable read's and push's CPU within
+ * the machine's noise (bench/README.md, "memory").
  */
-export const NODE_DEFAULTS: readonly string[] = ['--max-semi-space-size=16']
+export const NODE_DEFAULTS: readonly string[] = ['--max-semi-space-size=8']
+
+/**
+ * Environment envkeep-server runs with unless its operator sets it (Linux only: glibc reads it
+ * when the process starts, hence the relaunch). `MALLOC_ARENA_MAX=2`: glibc gives each thread
+ * that allocates (V8's compiler and GC workers, libuv's pool) an arena of its own, up to eight
+ * per core, and each keeps what it grew; two arenas took ~9 MB off the bench's peak RSS, with
+ * no CPU difference measurable on 2 cores.
+ */
+export const ENV_DEFAULTS: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' }
 
 /** What a flag sets, e.g. `--max-semi-space-size` of `--max-semi-space-size=16` (V8 also takes `_` for `-`). */
 const flagName = (flag: string): string => (flag.split('=')[0] as string).replaceAll('_', '-')
@@ -27,21 +37,32 @@ export function missingDefaults(execArgv: readonly string[], nodeOptions: string
 }
 
 /**
+ * The variables of ENV_DEFAULTS the environment does not set (on Linux; elsewhere none): a
+ * variable the operator set, even empty, is kept as it is.
+ */
+export function missingEnv(env: NodeJS.ProcessEnv, platform: NodeJS.Platform = process.platform): Record<string, string> {
+  if (platform !== 'linux') return {}
+  return Object.fromEntries(Object.entries(ENV_DEFAULTS).filter(([name]) => env[name] === undefined))
+}
+
+/**
  * Replaces this process (same pid, same open files: `process.execve`) by one that has the
- * missing defaults in its NODE_OPTIONS, before anything else is loaded; the new process finds
- * them there and goes on. Does nothing where `process.execve` is missing (Windows, Node before
- * 22.15) or when every default is set already.
+ * missing defaults in its NODE_OPTIONS and its environment, before anything else is loaded;
+ * the new process finds them there and goes on. Does nothing where `process.execve` is
+ * missing (Windows, Node before 22.15) or when every default is set already.
  */
 export function relaunchWithNodeDefaults(): void {
   const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never }).execve
   if (typeof execve !== 'function' || process.platform === 'win32') return
   const missing = missingDefaults(process.execArgv, process.env.NODE_OPTIONS)
-  if (missing.length === 0) return
+  const env = missingEnv(process.env)
+  if (missing.length === 0 && Object.keys(env).length === 0) return
   const nodeOptions = [...missing, process.env.NODE_OPTIONS ?? ''].join(' ').trim()
   // the single executable takes every argument as its own (its argv[1] repeats its path); node takes its flags and the script
   const args = isSea() ? process.argv.slice(2) : [...process.execArgv, ...process.argv.slice(1)]
   execve.call(process, process.execPath, [process.execPath, ...args], {
     ...process.env,
-    NODE_OPTIONS: nodeOptions,
+    ...env,
+    ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
   })
 }

@@ -1,12 +1,21 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { spawnNode } from '@envkeep/test-support'
-import { missingDefaults, NODE_DEFAULTS } from '../src/node-defaults.js'
+import { ENV_DEFAULTS, missingDefaults, missingEnv, NODE_DEFAULTS } from '../src/node-defaults.js'
 import { BIN, freePort, newMasterKey, startServer, stopServer } from './ops-helpers.js'
 import { tempDir } from './helpers.js'
 
-// Issue 20, item 5: envkeep-server runs with --max-semi-space-size=16 unless its operator
-// sets the flag (README, "Memory"); whatever the operator gives wins.
+// Issue 20, item 5: envkeep-server runs with --max-semi-space-size=8 and (Linux)
+// MALLOC_ARENA_MAX=2 unless its operator sets them (README, "Memory"); whatever the operator
+// gives wins.
+
+t.test('the environment defaults missing, on Linux only', async (t) => {
+  t.same(missingEnv({}, 'linux'), { MALLOC_ARENA_MAX: '2' })
+  t.same(missingEnv({ MALLOC_ARENA_MAX: '8' }, 'linux'), {}, "the operator's value wins")
+  t.same(missingEnv({ MALLOC_ARENA_MAX: '' }, 'linux'), {}, 'even empty')
+  t.same(missingEnv({}, 'darwin'), {}, 'not glibc: nothing')
+  t.same(Object.keys(ENV_DEFAULTS), ['MALLOC_ARENA_MAX'])
+})
 
 t.test('the defaults missing from the command line and NODE_OPTIONS', async (t) => {
   t.same(missingDefaults([], undefined), NODE_DEFAULTS)
@@ -16,25 +25,28 @@ t.test('the defaults missing from the command line and NODE_OPTIONS', async (t) 
   t.same(missingDefaults(['--expose-gc'], '--max-old-space-size=512'), NODE_DEFAULTS, 'other flags are kept beside it')
 })
 
-/** NODE_OPTIONS of a running process, as the kernel has it. */
-function nodeOptionsOf(pid: number): string | null {
+/** A variable of a running process's environment, as the kernel has it. */
+function envOf(pid: number, name: string): string | null {
   const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
-  return env.find((e) => e.startsWith('NODE_OPTIONS='))?.slice('NODE_OPTIONS='.length) ?? null
+  return env.find((e) => e.startsWith(`${name}=`))?.slice(name.length + 1) ?? null
 }
+const nodeOptionsOf = (pid: number) => envOf(pid, 'NODE_OPTIONS')
 
 t.test(
-  'envkeep-server start runs with the default, in the same process, unless NODE_OPTIONS sets it',
+  'envkeep-server start runs with the defaults, in the same process, unless NODE_OPTIONS and the environment set them',
   { skip: process.platform !== 'linux' && 'reads /proc' },
   async (t) => {
     const env = (port: number) => ({ ENVKEEP_DATA_DIR: tempDir(t), ENVKEEP_PORT: String(port), ENVKEEP_MASTER_KEY: newMasterKey() })
     const plain = await startServer(t, env(await freePort()))
     // (tap adds its own --import to NODE_OPTIONS of the processes a test starts)
-    t.match(nodeOptionsOf(plain.child.pid as number), /^--max-semi-space-size=16( |$)/)
+    t.match(nodeOptionsOf(plain.child.pid as number), /^--max-semi-space-size=8( |$)/)
+    t.equal(envOf(plain.child.pid as number, 'MALLOC_ARENA_MAX'), '2', 'and the malloc default')
     t.equal(await stopServer(plain), 0, 'the process started is the one serving (SIGTERM reaches it)')
 
-    const own = await startServer(t, { ...env(await freePort()), NODE_OPTIONS: '--max-semi-space-size=64' })
+    const own = await startServer(t, { ...env(await freePort()), NODE_OPTIONS: '--max-semi-space-size=64', MALLOC_ARENA_MAX: '4' })
     const own_ = nodeOptionsOf(own.child.pid as number) ?? ''
-    t.ok(own_.includes('--max-semi-space-size=64') && !own_.includes('=16'), "the operator's value is kept, alone")
+    t.ok(own_.includes('--max-semi-space-size=64') && !own_.includes('=8'), "the operator's value is kept, alone")
+    t.equal(envOf(own.child.pid as number, 'MALLOC_ARENA_MAX'), '4', "the operator's malloc setting too")
     t.equal(await stopServer(own), 0)
   },
 )

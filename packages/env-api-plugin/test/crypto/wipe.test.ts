@@ -38,5 +38,5 @@ t.test('release frees a buffer that owns its memory, whatever its size, and leav
   t.equal(ab.byteLength, 0, 'detached')
   const empty = Buffer.alloc(0)
   release(empty)
-  t.notOk(empty.buffer.detached, 'an empty buffer may be shared: not detached')
+  t.notOk((empty.buffer as ArrayBuffer & { detached: boolean }).detached, 'an empty buffer may be shared: not detached')
 })
