@@ -141,7 +141,9 @@ export function sealTexts(key: Uint8Array, texts: readonly string[], aads: reado
   const block = Buffer.allocUnsafeSlow(sizes.reduce((n, size) => n + NONCE + size + TAG, 0))
   let at = 0
   return texts.map((text, i) => {
-    const out = block.subarray(at, (at += NONCE + (sizes[i] as number) + TAG))
+    const end = at + NONCE + (sizes[i] as number) + TAG
+    const out = block.subarray(at, end)
+    at = end
     return sealTextInto(key, text, aads[i] as Uint8Array, out)
   })
 }
