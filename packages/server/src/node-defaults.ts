@@ -6,7 +6,7 @@ import { isSea } from 'node:sea'
  * `--max-semi-space-size=8`: V8 sizes the young generation from the machine's memory; on a
  * host with 16 GB or more it lets it grow to 2 × 64 MB, which a server answering large
  * environments fills and keeps resident. 8 MB semi-spaces (16 MB of young generation): the
- * bench's peak RSS through the whole run 389 MB → ~150 MB (SQLite) with the buffers of reads
+ * bench's peak RSS through the whole run 389 MB → ~140 MB (SQLite) with the buffers of reads
  * and pushes freed at once (`crypto/wipe.ts`); the 30-variable read's and push's CPU within
  * the machine's noise (bench/README.md, "memory").
  */
@@ -14,12 +14,13 @@ export const NODE_DEFAULTS: readonly string[] = ['--max-semi-space-size=8']
 
 /**
  * Environment envkeep-server runs with unless its operator sets it (Linux only: glibc reads it
- * when the process starts, hence the relaunch). `MALLOC_ARENA_MAX=2`: glibc gives each thread
+ * when the process starts, hence the relaunch). `MALLOC_ARENA_MAX=1`: glibc gives each thread
  * that allocates (V8's compiler and GC workers, libuv's pool) an arena of its own, up to eight
- * per core, and each keeps what it grew; two arenas took ~9 MB off the bench's peak RSS, with
- * no CPU difference measurable on 2 cores.
+ * per core, and each keeps what it grew. One arena: the bench's peak RSS 158 → 142 MB (two:
+ * 149–151), with no CPU difference measurable (the JavaScript runs on one thread; small
+ * allocations go through each thread's cache without the arena's lock).
  */
-export const ENV_DEFAULTS: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' }
+export const ENV_DEFAULTS: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' }
 
 /** What a flag sets, e.g. `--max-semi-space-size` of `--max-semi-space-size=16` (V8 also takes `_` for `-`). */
 const flagName = (flag: string): string => (flag.split('=')[0] as string).replaceAll('_', '-')
