@@ -56,7 +56,16 @@ export async function openPostgres(o: PostgresOptions): Promise<OpenPostgres> {
     await migrating.destroy()
   }
   const settings = [`-c statement_timeout=${o.statementTimeoutMs ?? 10_000}`, `-c lock_timeout=${o.lockTimeoutMs ?? 5_000}`, ...searchPath]
-  const pool = new pg.Pool({ connectionString: o.connectionString, max: o.pool ?? 10, options: settings.join(' '), application_name: 'envkeep' })
+  // pipeline: a client sends each query at once instead of after the answer to the one before
+  // (the runner's writes send BEGIN, a push's lock and its read in one round trip); a client
+  // used one query at a time (kysely's, the pool's) behaves as without it
+  const pool = new pg.Pool({
+    connectionString: o.connectionString,
+    max: o.pool ?? 10,
+    options: settings.join(' '),
+    application_name: 'envkeep',
+    pipeline: true,
+  })
   const lazyPool = new pg.Pool({
     connectionString: o.connectionString,
     max: LAZY_POOL,

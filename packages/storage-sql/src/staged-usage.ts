@@ -4,7 +4,7 @@ import type { SqlDialect } from './dialect.js'
 import { fixedQuery, raw } from './fixed-query.js'
 import { all, first, type Op, run } from './op.js'
 import { fromJson, num, toJson } from './rows.js'
-import { lockVault } from './vault-lock.js'
+import { lockVaultAhead } from './vault-lock.js'
 
 /**
  * A vault's usage for the storage limit (`StorageLimit`): its variables, counted
@@ -44,17 +44,21 @@ const currentNames = (d: SqlDialect, vaultId: unknown, environment: unknown, nam
     : sql`(select json_group_array(name) from variables where vault_id = ${vaultId} and environment = ${environment}
         and name in (select value from json_each(${names})))`
 
-const pushStart = fixedQuery<[string, string, string], { wrapped_key: Uint8Array | null; n: unknown; bytes: unknown; current: unknown }>((d, arg) =>
-  raw(d, sql<never>`select wrapped_key, ${currentNames(d, arg(0), arg(1), arg(2))} as current, ${usageColumns(arg(0))} from vaults where id = ${arg(0)}`),
+const pushStart = fixedQuery<[string, string, string], { wrapped_key: Uint8Array | null; n: unknown; bytes: unknown; current: unknown }>(
+  (d, arg) =>
+    raw(d, sql<never>`select wrapped_key, ${currentNames(d, arg(0), arg(1), arg(2))} as current, ${usageColumns(arg(0))} from vaults where id = ${arg(0)}`),
+  'push_start',
 )
 
 /**
  * A push's first step: one statement after the vault's row lock where the database takes
  * one (in the same statement as the lock, PostgreSQL would read the rows as they were
- * before it waited for the lock); SQLite's write transaction already holds the database.
+ * before it waited for the lock; sent `ahead`, the lock goes out with this statement, which
+ * the database still runs only once the lock is held); SQLite's write transaction already
+ * holds the database.
  */
 export function* startPush(d: SqlDialect, vaultId: string, environment: string, names: readonly string[]): Op<PushStart> {
-  if (d.rowLocks) yield* lockVault(d, vaultId)
+  if (d.rowLocks) yield* lockVaultAhead(d, vaultId)
   const r = yield* first(pushStart(d, vaultId, environment, toJson(names)))
   return {
     vault: r && { wrapped_key: r.wrapped_key },
