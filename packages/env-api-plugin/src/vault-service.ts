@@ -5,7 +5,7 @@ import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './ad
 import { fail } from './domain/failure.js'
 import { AGAIN, retryOptimistic } from './domain/retry.js'
 import { StorageError } from './errors.js'
-import { historyPlaceOf, open, overridePlaceOf, placeOf, seal, snapshotPlaceOf, webhookPlaceOf } from './crypto/seal.js'
+import { historyPlaceOf, open, overridePlaceOf, placeOf, placesIn, seal, snapshotPlaceOf, webhookPlaceOf } from './crypto/seal.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
@@ -212,11 +212,12 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
 
   async function sealWith(vaultId: string, environment: string, values: Readonly<Record<string, string>>) {
     const { wrapped, key } = await dataKey(vaultId, true)
+    const place = placesIn(vaultId, environment)
     return {
       sealedUnder: wrapped,
       values: Object.keys(values).map((name) => ({
         name,
-        sealed: seal(key, Buffer.from(values[name] as string, 'utf8'), placeOf(vaultId, environment, name)),
+        sealed: seal(key, Buffer.from(values[name] as string, 'utf8'), place(name)),
       })),
     }
   }
@@ -224,7 +225,8 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   /** Opens every value with one key; throws on the first that does not open. Nothing opened is kept. */
   function openAll(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
     const out: Record<string, string> = {}
-    for (const v of sealed) out[v.name] = open(key, v.sealed, placeOf(vaultId, environment, v.name)).toString('utf8')
+    const place = placesIn(vaultId, environment)
+    for (const v of sealed) out[v.name] = open(key, v.sealed, place(v.name)).toString('utf8')
     return out
   }
 
