@@ -132,3 +132,53 @@ t.test('rows sent ahead that break a rule (a second push of the same id) fail th
   t.same(staged.rows, [{ values_count: 3 }], 'the staged count of the first push only')
   t.ok((await storage.createImport(push('p2', 'v1'), testLogEntry({ vaultId: 'v1', action: 'push_created' }))).ok, 'and the client goes on')
 })
+
+t.test('the enqueue after a push in a vault without a webhook reads nothing; with a webhook, or once decided, it reads and enqueues', async (t) => {
+  const url = await withTestDatabase(t)
+  if (!url) return
+  const storage = await createPostgresStorage({ connectionString: url, pool: 2 })
+  t.teardown(() => storage.close())
+  await vaultIn(storage, 'quiet')
+  await vaultIn(storage, 'hooked')
+  const hook = {
+    id: 'w1',
+    vaultId: 'hooked',
+    url: 'https://hooks.example.com/envkeep',
+    format: 'generic' as const,
+    events: ['push.created', 'push.decided', 'push.expired'] as const,
+    sealedSecret: new Uint8Array(60),
+    createdAt: new Date(T0.getTime() - 1000),
+    createdBy: 'o',
+  }
+  t.ok((await storage.changeWebhook({ kind: 'create', webhook: { ...hook, events: [...hook.events] }, most: 10 })).ok)
+  const later = new Date(T0.getTime() + 1)
+
+  t.ok((await storage.createImport(push('p1', 'quiet'), testLogEntry({ vaultId: 'quiet', action: 'push_created' }))).ok)
+  let n: unknown
+  t.same(
+    await recorded(async () => {
+      n = await storage.enqueueDeliveries({ now: later, since: new Date(0), pushId: 'p1' })
+    }),
+    [],
+    'no statement',
+  )
+  t.same(n, { ok: true, value: 0 })
+
+  t.ok((await storage.createImport(push('p2', 'hooked'), testLogEntry({ vaultId: 'hooked', action: 'push_created' }))).ok)
+  t.same(await storage.enqueueDeliveries({ now: later, since: new Date(0), pushId: 'p2' }), { ok: true, value: 1 }, 'push.created for the webhook')
+
+  // a webhook added after the quiet push: the enqueue once it is decided reads, and finds it
+  t.ok((await storage.changeWebhook({ kind: 'create', webhook: { ...hook, id: 'w2', vaultId: 'quiet', events: [...hook.events] }, most: 10 })).ok)
+  t.ok((await storage.createImport(push('p3', 'quiet'), testLogEntry({ vaultId: 'quiet', action: 'push_created' }))).ok)
+  const decided = await storage.decideImport(
+    { importId: 'p1', decision: 'rejected', by: 'o', now: later },
+    testLogEntry({ vaultId: 'quiet', action: 'push_rejected' }),
+  )
+  t.ok(decided.ok)
+  t.same(
+    await storage.enqueueDeliveries({ now: later, since: new Date(0), pushId: 'p1' }),
+    { ok: true, value: 2 },
+    'push.created and push.decided for the new webhook',
+  )
+  t.same(await storage.enqueueDeliveries({ now: later, since: new Date(0), pushId: 'p3' }), { ok: true, value: 1 }, 'a push made with the webhook there')
+})

@@ -3,7 +3,7 @@ import { type Compilable, sql } from 'kysely'
 import type { SqlDialect } from './dialect.js'
 import { fixedQuery, raw } from './fixed-query.js'
 import { all, first, type Op, run } from './op.js'
-import { fromJson, num, toJson } from './rows.js'
+import { fromJson, isSet, num, toJson } from './rows.js'
 import { lockVaultAhead } from './vault-lock.js'
 
 /**
@@ -34,6 +34,8 @@ export interface PushStart {
   readonly vault: { readonly wrapped_key: Uint8Array | null } | undefined
   readonly usage: Usage
   readonly current: ReadonlySet<string>
+  /** whether the vault has a webhook (none can be added before this write ends: the vault is locked) */
+  readonly hooked: boolean
 }
 
 // the environment's names among a JSON array of names, as a JSON array
@@ -44,9 +46,13 @@ const currentNames = (d: SqlDialect, vaultId: unknown, environment: unknown, nam
     : sql`(select json_group_array(name) from variables where vault_id = ${vaultId} and environment = ${environment}
         and name in (select value from json_each(${names})))`
 
-const pushStart = fixedQuery<[string, string, string], { wrapped_key: Uint8Array | null; n: unknown; bytes: unknown; current: unknown }>(
+const pushStart = fixedQuery<[string, string, string], { wrapped_key: Uint8Array | null; n: unknown; bytes: unknown; current: unknown; hooked: unknown }>(
   (d, arg) =>
-    raw(d, sql<never>`select wrapped_key, ${currentNames(d, arg(0), arg(1), arg(2))} as current, ${usageColumns(arg(0))} from vaults where id = ${arg(0)}`),
+    raw(
+      d,
+      sql<never>`select wrapped_key, ${currentNames(d, arg(0), arg(1), arg(2))} as current, ${usageColumns(arg(0))},
+        exists (select 1 from webhooks where vault_id = ${arg(0)}) as hooked from vaults where id = ${arg(0)}`,
+    ),
   'push_start',
 )
 
@@ -64,6 +70,7 @@ export function* startPush(d: SqlDialect, vaultId: string, environment: string, 
     vault: r && { wrapped_key: r.wrapped_key },
     usage: { n: num(r?.n ?? 0), bytes: num(r?.bytes ?? 0) },
     current: new Set(r ? fromJson<string[]>(r.current) : []),
+    hooked: r ? isSet(r.hooked) : false,
   }
 }
 
