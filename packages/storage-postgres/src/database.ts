@@ -129,14 +129,19 @@ const ATTEMPTS = 4
  * Runs `fn` in one transaction (READ COMMITTED, with row locks where a rule needs them),
  * again from the start after a serialization failure or deadlock, and maps failures.
  */
-export async function inTransaction<T>(db: Kysely<unknown>, fn: (trx: Transaction<unknown>) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
+export function inTransaction<T>(db: Kysely<unknown>, fn: (trx: Transaction<unknown>) => Promise<T>): Promise<T> {
+  return retried(() => db.transaction().execute(fn))
+}
+
+/** Runs `attempt` (one whole transaction) again after a serialization failure or deadlock; failures mapped. */
+export async function retried<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let n = 1; ; n++) {
     try {
-      return await db.transaction().execute(fn)
+      return await attempt()
     } catch (err) {
       const e = toStorageError(err)
-      if (RETRYABLE.has(e.sqlstate) && attempt < ATTEMPTS) {
-        await new Promise((r) => setTimeout(r, 5 * attempt + Math.random() * 10))
+      if (RETRYABLE.has(e.sqlstate) && n < ATTEMPTS) {
+        await new Promise((r) => setTimeout(r, 5 * n + Math.random() * 10))
         continue
       }
       throw e

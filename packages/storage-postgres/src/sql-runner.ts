@@ -1,14 +1,14 @@
 import { byBytesFor, type DB, driveAsync, type Op, preparedName, type SqlDialect, type SqlRunner, type Step } from '@envkeep/storage-sql'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
-import { type OpenPostgres, read, toStorageError } from './database.js'
+import { type OpenPostgres, read, retried } from './database.js'
 
 /**
  * The PostgreSQL side of the SQL core's seam: a read runs its statements on
  * the pool; a write runs them on one client in one READ COMMITTED
  * transaction, with `for update` row locks where the core asks for them
  * (`rowLocks`), again from the start after a serialization failure or a
- * deadlock. Statements go to pg directly (kysely only compiles them): the
+ * deadlock (`retried`). Statements go to pg directly (kysely only compiles them): the
  * fixed ones of the hot paths as named statements (each connection parses
  * and plans them once), and a write sends BEGIN, the statements marked
  * `ahead` and COMMIT without waiting for the answer before (`transaction`).
@@ -25,7 +25,8 @@ export function createPostgresRunner(o: OpenPostgres): SqlRunner {
     read: (op) => read(() => driveAsync(op(), pooled)),
     // one statement is a transaction by itself: no BEGIN and COMMIT round trips around it;
     // one whose commit may be lazy (the request counters) runs on the pool that does not wait for the disk
-    write: (op, options) => (options?.oneStatement ? read(() => driveAsync(op(), options.lazyCommit ? lazy : pooled)) : transaction(o.pool, op)),
+    write: (op, options) =>
+      options?.oneStatement ? read(() => driveAsync(op(), options.lazyCommit ? lazy : pooled)) : retried(() => transactionOnce(o.pool, op)),
   }
 }
 
@@ -37,26 +38,6 @@ function queryOf(step: Step): pg.QueryConfig {
 
 function answerOf(step: Step, r: pg.QueryResult): unknown {
   return step.want === 'rows' ? r.rows : (r.rowCount ?? 0)
-}
-
-/** Serialization failures and deadlocks: the whole transaction is safe to run again. */
-const RETRYABLE = new Set(['40001', '40P01'])
-const ATTEMPTS = 4
-
-/** Runs `op` in one transaction, again from the start after a serialization failure or deadlock; failures mapped. */
-async function transaction<T>(pool: pg.Pool, op: () => Op<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await transactionOnce(pool, op)
-    } catch (err) {
-      const e = toStorageError(err)
-      if (RETRYABLE.has(e.sqlstate) && attempt < ATTEMPTS) {
-        await new Promise((r) => setTimeout(r, 5 * attempt + Math.random() * 10))
-        continue
-      }
-      throw e
-    }
-  }
 }
 
 /**

@@ -3,7 +3,7 @@ import pg from 'pg'
 import { withTestDatabase } from '@envkeep/test-support'
 import { type NewImport, StorageError } from '@envkeep/env-api-plugin'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
-import { createPostgresStorage } from '../src/index.js'
+import { createPostgresStorage, type PostgresOptions } from '../src/index.js'
 
 // A write on PostgreSQL: BEGIN and the statements whose answers the operation does not wait for
 // (`ahead`) leave with the next one, COMMIT with the last; the hot ones are named statements.
@@ -31,6 +31,16 @@ async function vaultIn(storage: Awaited<ReturnType<typeof createPostgresStorage>
     { id, name: id, ownerId: 'o', plan: 'p', environments: [{ name: 'development', ownersOnly: false }], now: T0 },
     testLogEntry({ vaultId: id, action: 'vault_created' }),
   )
+}
+
+/** A store on a throw-away database with the vaults named (null without a PostgreSQL server), closed after the test. */
+async function storeWith(t: Parameters<typeof withTestDatabase>[0], options: Omit<PostgresOptions, 'connectionString'>, vaults: readonly string[]) {
+  const url = await withTestDatabase(t)
+  if (!url) return null
+  const storage = await createPostgresStorage({ connectionString: url, ...options })
+  t.teardown(() => storage.close())
+  for (const id of vaults) await vaultIn(storage, id)
+  return { url, storage }
 }
 
 /** What reaches pg's `query` and when its answer comes, in order, while `fn` runs. */
@@ -61,11 +71,9 @@ async function recorded(fn: () => Promise<unknown>): Promise<string[]> {
 }
 
 t.test('a push is two round trips: BEGIN, the lock and the read leave together, then the rows and COMMIT; named statements', async (t) => {
-  const url = await withTestDatabase(t)
-  if (!url) return
-  const storage = await createPostgresStorage({ connectionString: url, pool: 2 })
-  t.teardown(() => storage.close())
-  await vaultIn(storage, 'v1')
+  const made = await storeWith(t, { pool: 2 }, ['v1'])
+  if (!made) return
+  const { storage } = made
   t.ok((await storage.createImport(push('p0', 'v1'), testLogEntry({ vaultId: 'v1', action: 'push_created' }))).ok, 'a first push (statements prepared)')
 
   let result: unknown
@@ -93,12 +101,10 @@ t.test('a push is two round trips: BEGIN, the lock and the read leave together, 
 })
 
 t.test('a statement sent ahead that fails fails the write with its own SQLSTATE; nothing of it stays, the client is reused', async (t) => {
-  const url = await withTestDatabase(t)
-  if (!url) return
   // one connection: the push after the failure runs on the very client that failed
-  const storage = await createPostgresStorage({ connectionString: url, pool: 1, lockTimeoutMs: 200 })
-  t.teardown(() => storage.close())
-  await vaultIn(storage, 'v1')
+  const made = await storeWith(t, { pool: 1, lockTimeoutMs: 200 }, ['v1'])
+  if (!made) return
+  const { url, storage } = made
   const holder = new pg.Client({ connectionString: url })
   await holder.connect()
   t.teardown(() => holder.end())
@@ -118,11 +124,9 @@ t.test('a statement sent ahead that fails fails the write with its own SQLSTATE;
 })
 
 t.test('rows sent ahead that break a rule (a second push of the same id) fail the write with 23505; the first stays alone', async (t) => {
-  const url = await withTestDatabase(t)
-  if (!url) return
-  const storage = await createPostgresStorage({ connectionString: url, pool: 1 })
-  t.teardown(() => storage.close())
-  await vaultIn(storage, 'v1')
+  const made = await storeWith(t, { pool: 1 }, ['v1'])
+  if (!made) return
+  const { storage } = made
   t.ok((await storage.createImport(push('p1', 'v1'), testLogEntry({ vaultId: 'v1', action: 'push_created' }))).ok)
   const dup = await storage.createImport(push('p1', 'v1'), testLogEntry({ vaultId: 'v1', action: 'push_created' })).catch((e: unknown) => e)
   t.ok(dup instanceof StorageError)
@@ -134,12 +138,9 @@ t.test('rows sent ahead that break a rule (a second push of the same id) fail th
 })
 
 t.test('the enqueue after a push in a vault without a webhook reads nothing; with a webhook, or once decided, it reads and enqueues', async (t) => {
-  const url = await withTestDatabase(t)
-  if (!url) return
-  const storage = await createPostgresStorage({ connectionString: url, pool: 2 })
-  t.teardown(() => storage.close())
-  await vaultIn(storage, 'quiet')
-  await vaultIn(storage, 'hooked')
+  const made = await storeWith(t, { pool: 2 }, ['quiet', 'hooked'])
+  if (!made) return
+  const { storage } = made
   const hook = {
     id: 'w1',
     vaultId: 'hooked',
