@@ -35,6 +35,7 @@ export interface PacedOptions {
  * its `content-length`. (node:http's client added tail latency of its own:
  * the bare route measured p99 5 ms at 1,334/s with it.) A request due while
  * every connection is busy waits for the first free one, and its wait counts.
+ * Between sends it naps (`napUntilDue`) rather than spins.
  */
 export function paced(o: PacedOptions): Promise<PacedResult> {
   const latencies: number[] = []
@@ -103,11 +104,30 @@ export function paced(o: PacedOptions): Promise<PacedResult> {
         if (c) send(c, due)
         else waiting.push(due)
       }
-      if (sent < total) setImmediate(tick)
-      else setTimeout(finish, 10_000).unref() // answers that never come end the run
+      if (sent < total) {
+        napUntilDue(start + sent * interval - performance.now())
+        setImmediate(tick)
+      } else setTimeout(finish, 10_000).unref() // answers that never come end the run
     }
     tick()
   })
+}
+
+/** Longest nap between two looks at the clock and the sockets (ms); the kernel's wake-up adds to it. */
+const NAP_MS = 0.1
+const napCell = new Int32Array(new SharedArrayBuffer(4))
+
+/**
+ * Sleeps (in the kernel) for up to NAP_MS while the next request is not yet
+ * due, instead of spinning on setImmediate: a spinning client holds a whole
+ * core, which PostgreSQL's backends (not pinned) then have to share with it.
+ * Answers that arrive meanwhile are read at the next turn: a latency is
+ * counted up to one nap late (~0.2 ms with the wake-up, measured against a
+ * plain node:http server at 1,500/s: p50 0.11 → 0.30 ms), for the bare and
+ * the real server alike; the client's CPU there fell from 67–85% to 23–25%.
+ */
+function napUntilDue(gapMs: number): void {
+  if (gapMs > 0.02) Atomics.wait(napCell, 0, 0, Math.min(NAP_MS, gapMs))
 }
 
 interface Conn {

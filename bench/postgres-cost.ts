@@ -5,7 +5,15 @@
  * ends during the case is left out (a pool's idle connection). The WAL writer
  * and the checkpointer are shared by every database on the server and not counted; time spent
  * waiting for the disk is not CPU. Without /proc (another machine), CPU reads as 0.
+ *
+ * `pinTo` (the load generator's core, when the bench pins): before each case, the backends
+ * serving the bench's database are pinned to that core with `taskset`. Linux places a backend
+ * woken by the server's socket write on the waker's core, so without it PostgreSQL's work
+ * lands on the core the envkeep server is pinned to, which the bare server has to itself.
+ * Only those backends are pinned (they end when the bench drops its database); the
+ * postmaster and every other database's backends are left alone.
  */
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import pg from 'pg'
 
@@ -35,8 +43,16 @@ function backendTicks(pid: number): number {
   }
 }
 
+function pin(pid: number, core: number): void {
+  try {
+    execFileSync('taskset', ['-p', '-c', String(core), String(pid)], { stdio: 'ignore' })
+  } catch {
+    // a backend that ended meanwhile, or PostgreSQL on another machine: nothing to pin
+  }
+}
+
 /** A probe on the database at `url`; `measure(requests, run)` runs `run` and returns its cost. */
-export async function createPostgresCost(url: string) {
+export async function createPostgresCost(url: string, o: { readonly pinTo?: number } = {}) {
   const c = new pg.Client({ connectionString: url, application_name: 'envkeep-bench-probe' })
   await c.connect()
   const sample = async (): Promise<Sample> => {
@@ -50,7 +66,13 @@ export async function createPostgresCost(url: string) {
   return {
     async measure<T>(run: () => Promise<T>, requests: (r: T) => number): Promise<{ result: T; cost: PostgresCost }> {
       const a = await sample()
-      const result = await run()
+      // and once more a second into the case: the pool opens connections as the load asks
+      const pinAll = (s: Sample) => {
+        if (o.pinTo !== undefined) for (const pid of s.ticks.keys()) pin(pid, o.pinTo)
+      }
+      pinAll(a)
+      const again = o.pinTo === undefined ? null : setTimeout(() => void sample().then(pinAll, () => {}), 1000)
+      const result = await run().finally(() => again && clearTimeout(again))
       const b = await sample()
       const n = Math.max(1, requests(result))
       // per backend: a backend that ended meanwhile is not counted, one that started counts from 0

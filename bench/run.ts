@@ -395,7 +395,7 @@ async function main(): Promise<void> {
     writeFileSync(answersFile, JSON.stringify(answers))
     const bare = await startChild('bare-server.js', { BENCH_BARE_ANSWERS: answersFile })
     children.push(bare.child)
-    const pgCost = DATABASE === 'postgres' ? await createPostgresCost(filename) : null
+    const pgCost = DATABASE === 'postgres' ? await createPostgresCost(filename, canPin ? { pinTo: cores - 1 } : {}) : null
     const onPostgres = async (m: () => Promise<Measure>, duration: number): Promise<{ r: Measure; postgres?: PostgresCost }> => {
       if (!pgCost) return { r: await m() }
       const { result, cost } = await pgCost.measure(m, (r) => r.rps * duration)
@@ -438,7 +438,7 @@ async function main(): Promise<void> {
       return out
     }
     console.log(
-      `load: autocannon, ${DURATION} s per case and server${canPin ? ', servers pinned to core 0, load generator to core ' + (cores - 1) : ' (not pinned)'}`,
+      `load: autocannon, ${DURATION} s per case and server${canPin ? `, servers pinned to core 0, load generator to core ${cores - 1}${pgCost ? " (and the bench database's PostgreSQL backends, before each case)" : ''}` : ' (not pinned)'}`,
     )
     for (const c of cases) {
       const r = await run(c)

@@ -5,7 +5,20 @@ import type { AccessLogEntry, SealedVariable, Storage, VaultSecrets } from './ad
 import { fail } from './domain/failure.js'
 import { AGAIN, retryOptimistic } from './domain/retry.js'
 import { StorageError } from './errors.js'
-import { historyPlaceOf, open, openText, overridePlaceOf, placeOf, reseal, seal, sealText, sealTexts, snapshotPlaceOf, webhookPlaceOf } from './crypto/seal.js'
+import {
+  historyPlaceOf,
+  open,
+  openText,
+  overridePlaceOf,
+  placeOf,
+  placesIn,
+  reseal,
+  seal,
+  sealText,
+  sealTexts,
+  snapshotPlaceOf,
+  webhookPlaceOf,
+} from './crypto/seal.js'
 import { wipe } from './crypto/wipe.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
@@ -214,10 +227,11 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   async function sealWith(vaultId: string, environment: string, values: Readonly<Record<string, string>>) {
     const { wrapped, key } = await dataKey(vaultId, true)
     const names = Object.keys(values)
+    const place = placesIn(vaultId, environment)
     const sealed = sealTexts(
       key,
       names.map((name) => values[name] as string),
-      names.map((name) => placeOf(vaultId, environment, name)),
+      names.map(place),
     )
     return { sealedUnder: wrapped, values: names.map((name, i) => ({ name, sealed: sealed[i] as Buffer })) }
   }
@@ -225,7 +239,8 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
   /** Opens every value with one key; throws on the first that does not open. Nothing opened is kept. */
   function openAll(vaultId: string, environment: string, key: Uint8Array, sealed: readonly SealedVariable[]): Record<string, string> {
     const out: Record<string, string> = {}
-    for (const v of sealed) out[v.name] = openText(key, v.sealed, placeOf(vaultId, environment, v.name))
+    const place = placesIn(vaultId, environment)
+    for (const v of sealed) out[v.name] = openText(key, v.sealed, place(v.name))
     return out
   }
 

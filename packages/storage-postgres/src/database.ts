@@ -56,7 +56,16 @@ export async function openPostgres(o: PostgresOptions): Promise<OpenPostgres> {
     await migrating.destroy()
   }
   const settings = [`-c statement_timeout=${o.statementTimeoutMs ?? 10_000}`, `-c lock_timeout=${o.lockTimeoutMs ?? 5_000}`, ...searchPath]
-  const pool = new pg.Pool({ connectionString: o.connectionString, max: o.pool ?? 10, options: settings.join(' '), application_name: 'envkeep' })
+  // pipeline: a client sends each query at once instead of after the answer to the one before
+  // (the runner's writes send BEGIN, a push's lock and its read in one round trip); a client
+  // used one query at a time (kysely's, the pool's) behaves as without it
+  const pool = new pg.Pool({
+    connectionString: o.connectionString,
+    max: o.pool ?? 10,
+    options: settings.join(' '),
+    application_name: 'envkeep',
+    pipeline: true,
+  })
   const lazyPool = new pg.Pool({
     connectionString: o.connectionString,
     max: LAZY_POOL,
@@ -120,14 +129,19 @@ const ATTEMPTS = 4
  * Runs `fn` in one transaction (READ COMMITTED, with row locks where a rule needs them),
  * again from the start after a serialization failure or deadlock, and maps failures.
  */
-export async function inTransaction<T>(db: Kysely<unknown>, fn: (trx: Transaction<unknown>) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
+export function inTransaction<T>(db: Kysely<unknown>, fn: (trx: Transaction<unknown>) => Promise<T>): Promise<T> {
+  return retried(() => db.transaction().execute(fn))
+}
+
+/** Runs `attempt` (one whole transaction) again after a serialization failure or deadlock; failures mapped. */
+export async function retried<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let n = 1; ; n++) {
     try {
-      return await db.transaction().execute(fn)
+      return await attempt()
     } catch (err) {
       const e = toStorageError(err)
-      if (RETRYABLE.has(e.sqlstate) && attempt < ATTEMPTS) {
-        await new Promise((r) => setTimeout(r, 5 * attempt + Math.random() * 10))
+      if (RETRYABLE.has(e.sqlstate) && n < ATTEMPTS) {
+        await new Promise((r) => setTimeout(r, 5 * n + Math.random() * 10))
         continue
       }
       throw e

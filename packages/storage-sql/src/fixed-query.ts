@@ -13,6 +13,11 @@ export function preparedName(query: CompiledQuery): string | undefined {
   return (query as { [PREPARE]?: string })[PREPARE]
 }
 
+/** `query` to be prepared under `name` (`preparedName`): a name no other text is ever given. */
+export function withPreparedName<O>(query: CompiledQuery<O>, name: string): CompiledQuery<O> {
+  return Object.assign({ ...query }, { [PREPARE]: name })
+}
+
 /**
  * A query of the hot paths (the read of an environment, the access-log
  * insert, one row of a push), compiled once per dialect: compiling a kysely
@@ -35,7 +40,7 @@ export function fixedQuery<A extends readonly unknown[], O>(
       const query = build(d, (i) => `${ARG}${i}` as never).compile()
       const slots = query.parameters.map((p) => (typeof p === 'string' && p.startsWith(ARG) ? Number(p.slice(ARG.length)) : -1))
       if (slots.includes(-1)) throw new Error('envkeep: every parameter of a fixed query must come from its arguments')
-      const named: CompiledQuery<O> = prepare ? Object.assign({ ...query }, { [PREPARE]: `envkeep_${prepare}` }) : query
+      const named = prepare ? withPreparedName(query, `envkeep_${prepare}`) : query
       c = { query: named, slots }
       compiled.set(d, c)
     }

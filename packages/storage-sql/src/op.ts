@@ -1,4 +1,5 @@
 import type { CompiledQuery, Compilable } from 'kysely'
+import { withPreparedName } from './fixed-query.js'
 
 /**
  * One statement an operation needs run: the compiled query, and whether it
@@ -7,6 +8,13 @@ import type { CompiledQuery, Compilable } from 'kysely'
 export interface Step {
   readonly query: CompiledQuery
   readonly want: 'rows' | 'changes'
+  /**
+   * The operation does not read this statement's answer (`ahead`): a runner
+   * that pays a round trip per statement may send it without waiting, with
+   * what follows; its failure then fails the operation at its next statement
+   * or at its end, always before a commit.
+   */
+  readonly ahead?: boolean
 }
 
 /**
@@ -36,13 +44,31 @@ export function* run(q: Compilable<unknown>): Generator<Step, number, unknown> {
   return (yield { query: q.compile(), want: 'changes' }) as number
 }
 
-/** The texts `together` made on PostgreSQL, by the texts they join (the same few, over and over). */
-const joined = new Map<string, string>()
+/**
+ * Runs a statement whose answer the operation does not read (a row lock it
+ * takes, rows it adds), as a Step marked `ahead`: PostgreSQL sends it with
+ * what follows instead of waiting for it. Its failure still fails the
+ * operation (at its next statement, or before the commit), so never for a
+ * statement whose failure the operation would catch and carry on from.
+ */
+export function* ahead(q: Compilable<unknown>): Generator<Step, void, unknown> {
+  yield { query: q.compile(), want: 'changes', ahead: true }
+}
+
+/** The texts `together` made on PostgreSQL, by the texts they join (the same few, over and over), each with its statement's name. */
+const joined = new Map<string, { readonly text: string; readonly name: string | undefined }>()
 const MOST_JOINED = 256
 /** Only the texts of ordinary pushes are kept (a big push's, made again each time, costs little next to its values). */
 const MOST_KEPT_TEXT = 16_384
 /** PostgreSQL binds at most 65,535 parameters to a statement; past this many, one statement each. */
 const MOST_PARAMETERS = 30_000
+/**
+ * The first texts kept are named (prepared once per connection: PostgreSQL parses and plans a
+ * push's statement once instead of at every push); a name is never given to another text, and
+ * no more are made past this many (each stays prepared on every connection of the pool).
+ */
+const MOST_NAMED = 32
+let named = 0
 
 /**
  * Runs statements that answer nothing and depend on none of each other's
@@ -51,17 +77,18 @@ const MOST_PARAMETERS = 30_000
  * instead of one per statement; they see the same snapshot, and foreign keys
  * among them are checked at its end), elsewhere one after the other. Their
  * texts renumber `$n` placeholders, so they hold no literal `$` followed by
- * digits (every value is a parameter).
+ * digits (every value is a parameter). Their answers are not read: they go
+ * `ahead` (sent with what follows; a failure fails the operation).
  */
 export function* together(d: { readonly name: string }, queries: readonly Compilable<unknown>[]): Generator<Step, void, unknown> {
   const compiled = queries.map((q) => q.compile())
   if (d.name !== 'postgres' || compiled.length < 2 || compiled.reduce((n, c) => n + c.parameters.length, 0) > MOST_PARAMETERS) {
-    for (const c of compiled) yield { query: c, want: 'changes' }
+    for (const c of compiled) yield { query: c, want: 'changes', ahead: true }
     return
   }
   const key = compiled.map((c) => c.sql).join('\u0000')
-  let text = joined.get(key)
-  if (text === undefined) {
+  let made = joined.get(key)
+  if (made === undefined) {
     let offset = 0
     const parts = compiled.map((c) => {
       const shift = offset
@@ -69,15 +96,18 @@ export function* together(d: { readonly name: string }, queries: readonly Compil
       return shift === 0 ? c.sql : c.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + shift}`)
     })
     const last = parts.pop() as string
-    text = `with ${parts.map((p, i) => `s${i} as (${p})`).join(', ')} ${last}`
-    if (key.length <= MOST_KEPT_TEXT) {
+    const text = `with ${parts.map((p, i) => `s${i} as (${p})`).join(', ')} ${last}`
+    const kept = key.length <= MOST_KEPT_TEXT
+    made = { text, name: kept && named < MOST_NAMED ? `envkeep_together_${++named}` : undefined }
+    if (kept) {
       if (joined.size >= MOST_JOINED) joined.clear()
-      joined.set(key, text)
+      joined.set(key, made)
     }
   }
-  // a new text: nothing else of the parts comes along (a prepared statement's name would name another text)
+  // a new text: nothing else of the parts comes along (a part's prepared name would name another text)
   const { query, queryId } = compiled[compiled.length - 1] as CompiledQuery
-  yield { query: { query, queryId, sql: text, parameters: compiled.flatMap((c) => c.parameters) }, want: 'changes' }
+  const one: CompiledQuery = { query, queryId, sql: made.text, parameters: compiled.flatMap((c) => c.parameters) }
+  yield { query: made.name ? withPreparedName(one, made.name) : one, want: 'changes', ahead: true }
 }
 
 /**

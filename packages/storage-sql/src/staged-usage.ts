@@ -3,8 +3,8 @@ import { type Compilable, sql } from 'kysely'
 import type { SqlDialect } from './dialect.js'
 import { fixedQuery, raw } from './fixed-query.js'
 import { all, first, type Op, run } from './op.js'
-import { fromJson, num, toJson } from './rows.js'
-import { lockVault } from './vault-lock.js'
+import { fromJson, isSet, num, toJson } from './rows.js'
+import { lockVaultAhead } from './vault-lock.js'
 
 /**
  * A vault's usage for the storage limit (`StorageLimit`): its variables, counted
@@ -34,6 +34,8 @@ export interface PushStart {
   readonly vault: { readonly wrapped_key: Uint8Array | null } | undefined
   readonly usage: Usage
   readonly current: ReadonlySet<string>
+  /** whether the vault has a webhook (none can be added before this write ends: the vault is locked) */
+  readonly hooked: boolean
 }
 
 // the environment's names among a JSON array of names, as a JSON array
@@ -44,22 +46,31 @@ const currentNames = (d: SqlDialect, vaultId: unknown, environment: unknown, nam
     : sql`(select json_group_array(name) from variables where vault_id = ${vaultId} and environment = ${environment}
         and name in (select value from json_each(${names})))`
 
-const pushStart = fixedQuery<[string, string, string], { wrapped_key: Uint8Array | null; n: unknown; bytes: unknown; current: unknown }>((d, arg) =>
-  raw(d, sql<never>`select wrapped_key, ${currentNames(d, arg(0), arg(1), arg(2))} as current, ${usageColumns(arg(0))} from vaults where id = ${arg(0)}`),
+const pushStart = fixedQuery<[string, string, string], { wrapped_key: Uint8Array | null; n: unknown; bytes: unknown; current: unknown; hooked: unknown }>(
+  (d, arg) =>
+    raw(
+      d,
+      sql<never>`select wrapped_key, ${currentNames(d, arg(0), arg(1), arg(2))} as current, ${usageColumns(arg(0))},
+        exists (select 1 from webhooks where vault_id = ${arg(0)}) as hooked from vaults where id = ${arg(0)}`,
+    ),
+  'push_start',
 )
 
 /**
  * A push's first step: one statement after the vault's row lock where the database takes
  * one (in the same statement as the lock, PostgreSQL would read the rows as they were
- * before it waited for the lock); SQLite's write transaction already holds the database.
+ * before it waited for the lock; sent `ahead`, the lock goes out with this statement, which
+ * the database still runs only once the lock is held); SQLite's write transaction already
+ * holds the database.
  */
 export function* startPush(d: SqlDialect, vaultId: string, environment: string, names: readonly string[]): Op<PushStart> {
-  if (d.rowLocks) yield* lockVault(d, vaultId)
+  if (d.rowLocks) yield* lockVaultAhead(d, vaultId)
   const r = yield* first(pushStart(d, vaultId, environment, toJson(names)))
   return {
     vault: r && { wrapped_key: r.wrapped_key },
     usage: { n: num(r?.n ?? 0), bytes: num(r?.bytes ?? 0) },
     current: new Set(r ? fromJson<string[]>(r.current) : []),
+    hooked: r ? isSet(r.hooked) : false,
   }
 }
 

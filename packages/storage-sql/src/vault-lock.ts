@@ -1,5 +1,16 @@
 import type { SqlDialect } from './dialect.js'
-import { first } from './op.js'
+import { fixedQuery } from './fixed-query.js'
+import { ahead, first } from './op.js'
+
+const lock = fixedQuery<[string], { wrapped_key: Uint8Array | null }>(
+  (d, arg) =>
+    d.db
+      .selectFrom('vaults')
+      .select('wrapped_key')
+      .where('id', '=', arg(0))
+      .$if(d.rowLocks, (q) => q.forUpdate()),
+  'lock_vault',
+)
 
 /**
  * The vault's row locked for the rest of the write (PostgreSQL `for update`; SQLite's write
@@ -9,11 +20,13 @@ import { first } from './op.js'
  * identities starts here.
  */
 export function* lockVault(d: SqlDialect, vaultId: string) {
-  return yield* first(
-    d.db
-      .selectFrom('vaults')
-      .select('wrapped_key')
-      .where('id', '=', vaultId)
-      .$if(d.rowLocks, (q) => q.forUpdate()),
-  )
+  return yield* first(lock(d, vaultId))
+}
+
+/**
+ * The same lock for a write that reads nothing of it (it reads the vault in its next
+ * statement, which runs once the lock is held): sent `ahead`, with that statement.
+ */
+export function* lockVaultAhead(d: SqlDialect, vaultId: string) {
+  yield* ahead(lock(d, vaultId))
 }

@@ -11,6 +11,7 @@ import type {
 import { type Selectable, sql } from 'kysely'
 import { insertLog } from './access-log.js'
 import { lockVault } from './vault-lock.js'
+import type { QuietPushes } from './quiet-pushes.js'
 import { fixedQuery, raw } from './fixed-query.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, run, type Step } from './op.js'
@@ -97,7 +98,7 @@ const enqueueOne = enqueueOf(true)
  * claiming on row locks that skip what another process holds (PostgreSQL) or on SQLite's one
  * writer, so several server processes on one database deliver each once.
  */
-export function createWebhookStore(s: SqlRunner): WebhookStore {
+export function createWebhookStore(s: SqlRunner, quiet: QuietPushes): WebhookStore {
   const d = s.dialect
   const { db } = d
   const deliveries = db
@@ -138,8 +139,10 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
       }),
 
     // one statement, atomic by itself (the unique (webhook, push, event) decides): no transaction
-    enqueueDeliveries: (input) =>
-      s.read(function* () {
+    enqueueDeliveries: (input) => {
+      // a push this store just made in a vault without a webhook: nothing to read
+      if (input.pushId !== undefined && quiet.take(input.pushId)) return Promise.resolve({ ok: true as const, value: 0 })
+      return s.read(function* () {
         // a push's own: most vaults have no webhook, and a read finds that out for less than an
         // insert that inserts nothing (on SQLite a write transaction of its own)
         if (input.pushId !== undefined && !(yield* first(anyWebhook(d, input.pushId)))) return { ok: true as const, value: 0 }
@@ -148,7 +151,8 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
             ? enqueueAll(d, input.now.getTime(), input.since.getTime())
             : enqueueOne(d, input.now.getTime(), input.since.getTime(), input.pushId)
         return { ok: true as const, value: yield* run(q) }
-      }),
+      })
+    },
 
     // The claim is one statement, atomic by itself (PostgreSQL: the due rows are locked, and
     // rows another process holds skipped), run outside a transaction: a worker that finds

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { open, openText, placeOf, reseal, seal, sealText, sealTexts } from '../../src/crypto/seal.js'
+import { open, openText, placeOf, placesIn, reseal, seal, sealText, sealTexts } from '../../src/crypto/seal.js'
 import { createLocalKeyring } from '../../src/index.js'
 import { createBrokenKeyring, createTestKeyring } from '../../src/testing/keyring.js'
 
@@ -25,6 +25,22 @@ t.test('seal: a random nonce each time, opens only in its place', async (t) => {
   flipped[13] = (flipped[13] as number) ^ 1
   t.throws(() => open(key, flipped, place), 'a flipped byte does not open')
   t.throws(() => open(key, a.subarray(0, 20), place), 'a short value does not open')
+})
+
+t.test('placesIn: the bytes of placeOf for every name (values stored under them must keep opening)', async (t) => {
+  // the layout values are stored under: each part's UTF-8 length (4 bytes, big-endian), then its bytes
+  t.equal(
+    placeOf('v1', 'development', 'A').toString('hex'),
+    `00000002${Buffer.from('v1').toString('hex')}0000000b${Buffer.from('development').toString('hex')}0000000141`,
+  )
+  const vaultId = '0b8f3c1e-1111-2222-3333-444455556666'
+  const place = placesIn(vaultId, 'préprod')
+  for (const name of ['A', 'DATABASE_URL', 'É_NAME', 'ключ', 'EMOJI_😀', 'LONE_\ud800', '', 'X'.repeat(300)]) {
+    t.same(place(name), placeOf(vaultId, 'préprod', name), `the same bytes for ${JSON.stringify(name)}`)
+  }
+  t.same(place('A'), place('A'), 'again: nothing of one name is left in the next')
+  const a = seal(key, Buffer.from('value'), place('A'))
+  t.equal(open(key, a, placeOf(vaultId, 'préprod', 'A')).toString(), 'value', 'sealed in one, opened in the other')
 })
 
 t.test('seal: nonces from the pool never repeat across refills, and each key opens only its own', async (t) => {
