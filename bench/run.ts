@@ -370,7 +370,7 @@ async function main(): Promise<void> {
       missingEnv(env: NodeJS.ProcessEnv): Record<string, string>
     }
     const serverDefaults = process.env.BENCH_NODE_DEFAULTS === 'node' ? [] : defaults.NODE_DEFAULTS
-    // and its environment defaults (MALLOC_ARENA_MAX), unless this process's environment sets them
+    // and its environment defaults (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_), unless this process's environment sets them
     const serverEnv = process.env.BENCH_NODE_DEFAULTS === 'node' ? {} : defaults.missingEnv(process.env)
     profile.push(...serverDefaults)
     const envShown = Object.entries(serverEnv).map(([k, v]) => `${k}=${v}`)

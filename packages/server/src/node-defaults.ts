@@ -19,8 +19,13 @@ export const NODE_DEFAULTS: readonly string[] = ['--max-semi-space-size=8']
  * per core, and each keeps what it grew. One arena: the bench's peak RSS 158 → 142 MB (two:
  * 149–151), with no CPU difference measurable (the JavaScript runs on one thread; small
  * allocations go through each thread's cache without the arena's lock).
+ * `MALLOC_MMAP_THRESHOLD_=131072`: every allocation of 128 KiB or more is mapped on its own and
+ * given back when freed. By default glibc raises that threshold to the size of the largest
+ * such block freed (up to 32 MiB), after which a large answer's buffers (a 1,000-vault list,
+ * a 10,000-variable read) come from the heap, which then keeps them: through the bench's
+ * cases in order, the peak RSS 323–330 → 168 MB (SQLite, bench/README.md "Last figures").
  */
-export const ENV_DEFAULTS: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' }
+export const ENV_DEFAULTS: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '131072' }
 
 /** What a flag sets, e.g. `--max-semi-space-size` of `--max-semi-space-size=16` (V8 also takes `_` for `-`). */
 const flagName = (flag: string): string => (flag.split('=')[0] as string).replaceAll('_', '-')

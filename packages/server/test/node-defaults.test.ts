@@ -6,15 +6,15 @@ import { BIN, freePort, newMasterKey, startServer, stopServer } from './ops-help
 import { tempDir } from './helpers.js'
 
 // Issue 20, item 5: envkeep-server runs with --max-semi-space-size=8 and (Linux)
-// MALLOC_ARENA_MAX=1 unless its operator sets them (README, "Memory"); whatever the operator
+// MALLOC_ARENA_MAX=1 and MALLOC_MMAP_THRESHOLD_=131072 unless its operator sets them (README, "Memory"); whatever the operator
 // gives wins.
 
 t.test('the environment defaults missing, on Linux only', async (t) => {
-  t.same(missingEnv({}, 'linux'), { MALLOC_ARENA_MAX: '1' })
-  t.same(missingEnv({ MALLOC_ARENA_MAX: '8' }, 'linux'), {}, "the operator's value wins")
-  t.same(missingEnv({ MALLOC_ARENA_MAX: '' }, 'linux'), {}, 'even empty')
+  t.same(missingEnv({}, 'linux'), { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '131072' })
+  t.same(missingEnv({ MALLOC_ARENA_MAX: '8' }, 'linux'), { MALLOC_MMAP_THRESHOLD_: '131072' }, "the operator's value wins, each on its own")
+  t.same(missingEnv({ MALLOC_ARENA_MAX: '', MALLOC_MMAP_THRESHOLD_: '' }, 'linux'), {}, 'even empty')
   t.same(missingEnv({}, 'darwin'), {}, 'not glibc: nothing')
-  t.same(Object.keys(ENV_DEFAULTS), ['MALLOC_ARENA_MAX'])
+  t.same(Object.keys(ENV_DEFAULTS), ['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_'])
 })
 
 t.test('the defaults missing from the command line and NODE_OPTIONS', async (t) => {
@@ -40,7 +40,8 @@ t.test(
     const plain = await startServer(t, env(await freePort()))
     // (tap adds its own --import to NODE_OPTIONS of the processes a test starts)
     t.match(nodeOptionsOf(plain.child.pid as number), /^--max-semi-space-size=8( |$)/)
-    t.equal(envOf(plain.child.pid as number, 'MALLOC_ARENA_MAX'), '1', 'and the malloc default')
+    t.equal(envOf(plain.child.pid as number, 'MALLOC_ARENA_MAX'), '1', 'and the malloc defaults')
+    t.equal(envOf(plain.child.pid as number, 'MALLOC_MMAP_THRESHOLD_'), '131072')
     t.equal(await stopServer(plain), 0, 'the process started is the one serving (SIGTERM reaches it)')
 
     const own = await startServer(t, { ...env(await freePort()), NODE_OPTIONS: '--max-semi-space-size=64', MALLOC_ARENA_MAX: '4' })
