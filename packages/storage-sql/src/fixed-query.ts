@@ -1,23 +1,8 @@
 import type { Compilable, CompiledQuery, RawBuilder } from 'kysely'
 import type { SqlDialect } from './dialect.js'
+import { withPreparedName } from './prepared-name.js'
 
 const ARG = '\u0000envkeep-arg:'
-const PREPARE = Symbol('envkeep.prepare')
-
-/**
- * The name a fixed query was given to be prepared under (see `fixedQuery`), or undefined: a
- * runner may prepare the text once per connection under it (PostgreSQL: a named statement,
- * parsed once instead of at every run).
- */
-export function preparedName(query: CompiledQuery): string | undefined {
-  return (query as { [PREPARE]?: string })[PREPARE]
-}
-
-/** `query` to be prepared under `name` (`preparedName`): a name no other text is ever given. */
-export function withPreparedName<O>(query: CompiledQuery<O>, name: string): CompiledQuery<O> {
-  return Object.assign({ ...query }, { [PREPARE]: name })
-}
-
 /**
  * A query of the hot paths (the read of an environment, the access-log
  * insert, one row of a push), compiled once per dialect: compiling a kysely

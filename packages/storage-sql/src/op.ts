@@ -1,5 +1,5 @@
 import type { CompiledQuery, Compilable } from 'kysely'
-import { withPreparedName } from './fixed-query.js'
+import { withPreparedName } from './prepared-name.js'
 
 /**
  * One statement an operation needs run: the compiled query, and whether it
