@@ -3,14 +3,15 @@ import { isSea } from 'node:sea'
 /**
  * The Node flags envkeep-server runs with unless its operator sets their own (README, "Memory").
  *
- * `--max-semi-space-size=8`: V8 sizes the young generation from the machine's memory; on a
+ * `--max-semi-space-size=16`: V8 sizes the young generation from the machine's memory; on a
  * host with 16 GB or more it lets it grow to 2 × 64 MB, which a server answering large
- * environments fills and keeps resident. 8 MB semi-spaces (16 MB of young generation): the
- * bench's peak RSS through the whole run 389 MB → ~140 MB (SQLite) with the buffers of reads
- * and pushes freed at once (`crypto/wipe.ts`); the 30-variable read's and push's CPU within
- * the machine's noise (bench/README.md, "memory").
+ * environments fills and keeps resident. 16 MB semi-spaces, with the buffers of reads and
+ * pushes freed at once (`crypto/wipe.ts`): the bench's peak RSS through the whole run 156–164
+ * MB (SQLite) in every run. 8 MB gave 142 MB in some runs but 245–330 MB in most whole runs:
+ * objects of requests in flight (the 1,000-vault list) were promoted at every scavenge and the
+ * old generation grew to 80–100 MB (bench/README.md, "Last figures").
  */
-export const NODE_DEFAULTS: readonly string[] = ['--max-semi-space-size=8']
+export const NODE_DEFAULTS: readonly string[] = ['--max-semi-space-size=16']
 
 /**
  * Environment envkeep-server runs with unless its operator sets it (Linux only: glibc reads it
