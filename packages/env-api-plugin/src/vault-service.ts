@@ -20,6 +20,7 @@ import {
   webhookPlaceOf,
 } from './crypto/seal.js'
 import { wipe } from './crypto/wipe.js'
+import { isReferenceForm } from './domain/rules.js'
 
 /** Name and value rules live in the domain layer (domain/rules.ts); re-exported for existing imports. */
 export { MAX_NAME_LENGTH, MAX_VALUE_BYTES, NAME_RE, nameProblem, RESERVED_PREFIX, valueProblem } from './domain/rules.js'
@@ -278,7 +279,7 @@ export function createVaultCrypto(storage: Storage, keyring: Keyring | null, opt
     const out = openAll(vaultId, environment, key, sealed)
     const json = Buffer.from(JSON.stringify(out), 'utf8')
     let mayRefer = false
-    for (const name in out) if ((out[name] as string).charCodeAt(0) === 0) mayRefer = true
+    for (const name in out) if (isReferenceForm(out[name] as string)) mayRefer = true
     if (snapshots && sealed.length >= 2) {
       const place = snapshotPlaceOf(vaultId, environment)
       const body = seal(key, json, place)

@@ -4,7 +4,7 @@ import { openCurrent } from './changes.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
 import { ciLimitRefusal, mayAccess, roleRefusal } from './permissions.js'
-import { ENVIRONMENT_NAME_RE, nameProblem } from './rules.js'
+import { ENVIRONMENT_NAME_RE, isReferenceForm, nameProblem, REFERENCE_MARK } from './rules.js'
 
 /**
  * References (issue 24): a variable whose content is "the value of NAME in
@@ -21,8 +21,6 @@ import { ENVIRONMENT_NAME_RE, nameProblem } from './rules.js'
 /** How many references a read follows from one variable (a reference to a reference counts two). */
 export const MAX_REFERENCE_DEPTH = 5
 
-const MARK = '\u0000'
-
 export interface ReferenceTarget {
   readonly environment: string
   readonly name: string
@@ -30,12 +28,12 @@ export interface ReferenceTarget {
 
 /** The stored form of a reference. */
 export function referenceForm(t: ReferenceTarget): string {
-  return `${MARK}${t.environment}.${t.name}`
+  return `${REFERENCE_MARK}${t.environment}.${t.name}`
 }
 
 /** The target of a stored form, or null when it is a value. */
 export function referenceOf(stored: string): ReferenceTarget | null {
-  if (!stored.startsWith(MARK)) return null
+  if (!isReferenceForm(stored)) return null
   const dot = stored.indexOf('.')
   return { environment: stored.slice(1, dot), name: stored.slice(dot + 1) }
 }

@@ -33,11 +33,22 @@ export function nameProblem(name: string): string | null {
   return null
 }
 
+/**
+ * What a reference's stored form leads with (references.ts): NUL, which no value may hold
+ * (`valueProblem`), so a stored text that starts with it is a reference, never a value.
+ */
+export const REFERENCE_MARK = '\u0000'
+
+/** Whether a stored (opened) text is a reference's form rather than a value. */
+export function isReferenceForm(stored: string): boolean {
+  return stored.startsWith(REFERENCE_MARK)
+}
+
 /** Why a value is refused, or null when it is fine. */
 export function valueProblem(value: string): string | null {
   if (value.length === 0) return 'a value must not be empty'
   // a program's environment cannot carry NUL, and it marks a reference's stored form (references.ts)
-  if (value.includes('\u0000')) return 'a value must not hold a NUL character (a program cannot receive one in its environment)'
+  if (value.includes(REFERENCE_MARK)) return 'a value must not hold a NUL character (a program cannot receive one in its environment)'
   if (!isWellFormed(value)) return 'a value must be valid Unicode; it holds a lone UTF-16 surrogate, which cannot be stored as sent'
   if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `a value must be at most ${MAX_VALUE_BYTES} bytes`
   return null
