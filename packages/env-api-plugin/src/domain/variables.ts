@@ -7,7 +7,7 @@ import { ciLimitRefusal, mayAccess, revealRefusal, roleRefusal, writeRefusal } f
 import { nameProblem, valueProblem } from './rules.js'
 import { checkNewReference, describeReferences, parseTarget, type ReferenceInfo, referenceForm, resolveReferences } from './references.js'
 import { applyOverrides, ownOverrides } from './overrides.js'
-import type { OverrideRow } from '../adapters/override-store.js'
+import { wipe } from '../crypto/wipe.js'
 import { locateEnvironment, type Located } from './vaults.js'
 import { stagePush } from './pushes.js'
 import { mustPropose } from './vault-admin.js'
@@ -96,19 +96,24 @@ async function read(
   const state = await d.storage.readCurrent(vault.id, env.name, { names })
   // storage answers in name order already; sort only if it did not
   const sorted = inNameOrder(state.variables) ? state.variables : [...state.variables].sort(byName)
+  // the reader's own overrides, read first where the answer may be JSON text: with any, it is not
+  const own = asJson ? await ownOverrides(d, actor, vault, env) : undefined
   let stored: Record<string, string>
-  let own: OverrideRow[] | null | undefined // the reader's overrides, once read
-  if (asJson && sorted.length > 0) {
+  if (asJson && !own && sorted.length > 0) {
     const opened = await d.crypto.openValuesJson(vault.id, env.name, sorted)
-    own = await ownOverrides(d, actor, vault, env)
-    if (!opened.mayRefer && !own) {
+    if (!opened.mayRefer) {
       // logged before any value leaves, with exactly the names read
-      await d.storage.appendAccessLog(
-        entryFor(actor, { vaultId: vault.id, action: 'read', at: d.now(), environment: env.name, names: sorted.map((v) => v.name) }),
+      await logRead(
+        d,
+        actor,
+        vault.id,
+        env.name,
+        sorted.map((v) => v.name),
       )
       return { vault, env, json: opened.json, overridden: [] }
     }
     stored = JSON.parse(opened.json.toString('utf8')) as Record<string, string>
+    wipe(opened.json)
   } else {
     // openValues fills its object in the order given (names never look like array indexes)
     stored = await d.crypto.openValues(vault.id, env.name, sorted)
@@ -119,10 +124,14 @@ async function read(
   const overridden = await applyOverrides(d, actor, vault, env, values, own)
   // logged before any value leaves: the environment read, and each one a reference led into
   const at = d.now()
-  await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at, environment: env.name, names: Object.keys(values) }))
-  for (const [other, usedNames] of used)
-    await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at, environment: other, names: usedNames }))
+  await logRead(d, actor, vault.id, env.name, Object.keys(values), at)
+  for (const [other, usedNames] of used) await logRead(d, actor, vault.id, other, usedNames, at)
   return { vault, env, values, overridden }
+}
+
+/** Logs a read of `names` in `environment` (before any value leaves: the caller awaits it). */
+export async function logRead(d: DomainDeps, actor: Actor, vaultId: string, environment: string, names: readonly string[], at = d.now()): Promise<void> {
+  await d.storage.appendAccessLog(entryFor(actor, { vaultId, action: 'read', at, environment, names }))
 }
 
 /** One variable to write: its value, or (`ref`, `ENVIRONMENT.NAME`) a reference to another environment's variable. */

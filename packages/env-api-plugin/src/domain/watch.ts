@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
 import type { EnvironmentInfo, VaultAccess } from '../adapters/vault-store.js'
-import { entryFor, type Actor } from './actor.js'
+import type { Actor } from './actor.js'
 import type { DomainDeps } from './deps.js'
 import { fail } from './failure.js'
-import { type JsonRead, readEnvironmentJson, type Located, type ReadResult } from './variables.js'
+import { type JsonRead, logRead, readEnvironmentJson, type Located, type ReadResult } from './variables.js'
 import { mayAccess } from './permissions.js'
 import { locateEnvironment } from './vaults.js'
 
@@ -69,7 +69,7 @@ export async function readEnvironmentIfChanged(
   if (!d.hasKey) throw fail.notConfigured()
   const now = await environmentTag(d, actor, vault, env)
   if (now.tag === input.ifTag) {
-    await d.storage.appendAccessLog(entryFor(actor, { vaultId: vault.id, action: 'read', at: d.now(), environment: env.name, names: now.names }))
+    await logRead(d, actor, vault.id, env.name, now.names)
     return { tag: now.tag, notModified: true }
   }
   return { ...(await readEnvironmentJson(d, actor, target)), tag: now.tag, notModified: false }
