@@ -188,10 +188,8 @@ export function open(key: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Buff
   d.setAuthTag(buf.subarray(buf.length - TAG))
   const body = d.update(buf.subarray(NONCE, buf.length - TAG))
   const rest = d.final()
-  if (rest.length === 0) {
-    release(rest)
-    return body
-  }
+  // GCM's final block is empty (nothing to free: `release` skips an empty buffer)
+  if (rest.length === 0) return body
   const whole = Buffer.concat([body, rest])
   wipe(body)
   wipe(rest)
