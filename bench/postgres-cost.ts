@@ -55,24 +55,41 @@ function pin(pid: number, core: number): void {
 export async function createPostgresCost(url: string, o: { readonly pinTo?: number } = {}) {
   const c = new pg.Client({ connectionString: url, application_name: 'envkeep-bench-probe' })
   await c.connect()
+  // the backends serving the bench's database, the probe's own left out
+  const backends = async (): Promise<number[]> =>
+    (
+      await c.query<{ pid: number }>(
+        "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'",
+      )
+    ).rows.map((r) => r.pid)
   const sample = async (): Promise<Sample> => {
     await c.query('select pg_stat_force_next_flush()')
     const db = await c.query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = current_database()')
-    const pids = await c.query<{ pid: number }>(
-      "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'",
-    )
-    return { ticks: new Map(pids.rows.map((r) => [r.pid, backendTicks(r.pid)])), commits: Number(db.rows[0]?.n ?? 0) }
+    const pids = await backends()
+    return { ticks: new Map(pids.map((pid) => [pid, backendTicks(pid)])), commits: Number(db.rows[0]?.n ?? 0) }
+  }
+  const pinAll = (pids: Iterable<number>, core: number) => {
+    for (const pid of pids) pin(pid, core)
   }
   return {
     async measure<T>(run: () => Promise<T>, requests: (r: T) => number): Promise<{ result: T; cost: PostgresCost }> {
       const a = await sample()
-      // and once more a second into the case: the pool opens connections as the load asks
-      const pinAll = (s: Sample) => {
-        if (o.pinTo !== undefined) for (const pid of s.ticks.keys()) pin(pid, o.pinTo)
+      const core = o.pinTo
+      let again: NodeJS.Timeout | undefined
+      if (core !== undefined) {
+        pinAll(a.ticks.keys(), core)
+        // and once more a second into the case (only the list of backends: the pool opens
+        // connections as the load asks); the case's CPU and commits are sampled before and after
+        again = setTimeout(
+          () =>
+            void backends().then(
+              (pids) => pinAll(pids, core),
+              () => {},
+            ),
+          1000,
+        )
       }
-      pinAll(a)
-      const again = o.pinTo === undefined ? null : setTimeout(() => void sample().then(pinAll, () => {}), 1000)
-      const result = await run().finally(() => again && clearTimeout(again))
+      const result = await run().finally(() => clearTimeout(again))
       const b = await sample()
       const n = Math.max(1, requests(result))
       // per backend: a backend that ended meanwhile is not counted, one that started counts from 0

@@ -382,7 +382,9 @@ async function main(): Promise<void> {
     if (process.env.BENCH_PROFILE) console.log(`CPU profile of the real server: ${profileDir}`)
     // the soak samples the heap after a full GC (global.gc, only with --expose-gc)
     if (SOAK_MINUTES > 0) profile.push('--expose-gc')
-    const real = await startChild('real-server.js', { ...serverEnv, BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
+    // what the real server (and a second one) is started with
+    const realEnv = { ...serverEnv, BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }
+    const real = await startChild('real-server.js', realEnv, profile)
     children.push(real.child)
     const startStats = await ask<ServerStats>(real.child, 'stats', 'stats')
     const startRssMb = startStats.rssBytes / 1024 / 1024
@@ -460,7 +462,7 @@ async function main(): Promise<void> {
     let propagation: Propagation | null = null
     const wanted = (id: string) => DATABASE === 'postgres' && (!ONLY || ONLY.has(id))
     if (wanted('read-30-2proc') || wanted('revoke-propagation')) {
-      const second = await startChild('real-server.js', { ...serverEnv, BENCH_DB: filename, BENCH_MASTER_KEY: masterKey.toString('base64url') }, profile)
+      const second = await startChild('real-server.js', realEnv, profile)
       children.push(second.child)
       const read30 = all.find((c) => c.id === 'read-30') as Case
       if (wanted('read-30-2proc')) {
