@@ -114,6 +114,7 @@ t.test('a statement sent ahead that fails fails the write with its own SQLSTATE;
   const failed = await storage.createImport(push('p1', 'v1'), testLogEntry({ vaultId: 'v1', action: 'push_created' })).catch((e: unknown) => e)
   t.ok(failed instanceof StorageError)
   t.equal((failed as StorageError).sqlstate, '55P03', 'the lock timed out (not 25P02, the read sent after it)')
+  t.equal((failed as StorageError).status, 504, "the spec's 504 server_error for a database that timed out")
   await holder.query('rollback')
 
   t.same(await storage.listImports('v1', { limit: 10 }), [], 'no push')
