@@ -6,6 +6,7 @@ import type { Storage } from '../adapters/storage.js'
 import type { CurrentOptions, CurrentState } from '../adapters/history-store.js'
 import type { VaultAccess, VaultInfo } from '../adapters/vault-store.js'
 import { onChanges } from './change-kinds.js'
+import { handOut } from './held-lists.js'
 
 /**
  * The core's caches (issue 20): what every request reads, kept once per core
@@ -136,7 +137,10 @@ export function createCoreCache(base: Storage, o: CoreCacheOptions = {}): CoreCa
         : base.findToken(tokenHash, kind, now, idleCutoff)) as Storage['findToken'],
     async listVaults(personId, filter) {
       const vaultId = filter?.vaultId
-      if (vaultId === undefined) return [...(await held(lists, personId, () => base.listVaults(personId)))]
+      if (vaultId === undefined) {
+        const list = await held(lists, personId, () => base.listVaults(personId))
+        return handOut(list, [...list])
+      }
       return [...(await held(access, `${vaultId}\n${personId}`, () => base.listVaults(personId, { vaultId })))]
     },
     async findVaults(filter) {

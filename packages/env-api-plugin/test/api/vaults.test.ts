@@ -1,4 +1,5 @@
 import t from 'tap'
+import { testLogEntry } from '../../src/testing/index.js'
 import { build, expectApi, expectError } from './helpers.js'
 
 t.test('GET /api/env/vaults lists vaults with the environments each role may read', async (t) => {
@@ -25,6 +26,35 @@ t.test('GET /api/env/vaults lists vaults with the environments each role may rea
     expectApi(t, res)
     t.same(res.json(), { vaults }, person)
   }
+})
+
+// Issue 20: the answer's bytes are made once per list the core holds (cache/held-lists.ts): the
+// same bytes as long as nothing changes, and every change in the very next answer.
+t.test('a repeated list answers the same bytes, and a change shows in the next answer', async (t) => {
+  const b = await build(t)
+  const v = await b.createVault('alice', { name: 'alpha', members: { bob: 'editor' } })
+  const token = await b.signIn('bob')
+  const list = async () => {
+    const res = await b.get('/api/env/vaults', token)
+    t.equal(res.statusCode, 200)
+    expectApi(t, res)
+    t.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)))
+    return res.body
+  }
+  const expected = (name: string, role: string, environments: string[]) => JSON.stringify({ vaults: [{ id: v, name, role, environments }] })
+
+  t.equal(await list(), expected('alpha', 'editor', ['development', 'preview']))
+  t.equal(await list(), expected('alpha', 'editor', ['development', 'preview']), 'the same bytes again')
+  const log = (action: 'member_changed' | 'member_removed' | 'vault_renamed' | 'environment_changed') => testLogEntry({ vaultId: v, action })
+  await b.storage.changeMember({ kind: 'set', vaultId: v, personId: 'bob', role: 'owner' }, log('member_changed'))
+  t.equal(await list(), expected('alpha', 'owner', ['development', 'preview', 'production']), 'a role change')
+  await b.storage.changeVault({ kind: 'rename', vaultId: v, name: 'alpha-2' }, log('vault_renamed'))
+  t.equal(await list(), expected('alpha-2', 'owner', ['development', 'preview', 'production']), 'a rename')
+  await b.storage.changeMember({ kind: 'set', vaultId: v, personId: 'bob', role: 'editor' }, log('member_changed'))
+  await b.storage.changeVault({ kind: 'environment_rules', vaultId: v, environment: 'preview', ownersOnly: true }, log('environment_changed'))
+  t.equal(await list(), expected('alpha-2', 'editor', ['development']), 'an environment made owners-only')
+  await b.storage.changeMember({ kind: 'remove', vaultId: v, personId: 'bob' }, log('member_removed'))
+  t.equal(await list(), JSON.stringify({ vaults: [] }), 'no longer a member')
 })
 
 t.test('the vault list is not written to the access log', async (t) => {
