@@ -3,15 +3,16 @@ import { isSea } from 'node:sea'
 /**
  * The Node flags envkeep-server runs with unless its operator sets their own (README, "Memory").
  *
- * `--max-semi-space-size=16`: V8 sizes the young generation from the machine's memory; on a
+ * `--max-semi-space-size=8`: V8 sizes the young generation from the machine's memory; on a
  * host with 16 GB or more it lets it grow to 2 × 64 MB, which a server answering large
- * environments fills and keeps resident. 16 MB semi-spaces, with the buffers of reads and
- * pushes freed at once (`crypto/wipe.ts`): the bench's peak RSS through the whole run 156–164
- * MB (SQLite) in every run. 8 MB gave 142 MB in some runs but 245–330 MB in most whole runs:
- * objects of requests in flight (the 1,000-vault list) were promoted at every scavenge and the
- * old generation grew to 80–100 MB (bench/README.md, "Last figures").
+ * environments fills and keeps resident. 8 MB semi-spaces, with the buffers of reads and
+ * pushes freed at once (`crypto/wipe.ts`) and the vault list's answer made once per change
+ * (`env-api-plugin` cache/held-lists.ts): the bench's peak RSS through the whole run ~139 MB
+ * (SQLite), 16 MB: 156–164 MB. Before the list's answer was held, 8 MB gave 245–330 MB in most
+ * whole runs: the 1,000-vault list allocated ~1.3 MB a request, ten in flight were promoted
+ * at every scavenge and the old generation grew to 80–100 MB (bench/README.md, "memory4").
  */
-export const NODE_DEFAULTS: readonly string[] = ['--max-semi-space-size=16']
+export const NODE_DEFAULTS: readonly string[] = ['--max-semi-space-size=8']
 
 /**
  * Environment envkeep-server runs with unless its operator sets it (Linux only: glibc reads it
