@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { ChangeKind, EnvironmentInfo, ImportRecord, ImportStatus, NewChangeSet, RefusedLine, VaultAccess } from '../adapters/storage.js'
+import { releaseSealed } from '../crypto/seal.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
 import { entriesOf, mayReplaceUnreadable, openCurrent, UNREADABLE_BEFORE } from './changes.js'
 import type { DomainDeps } from './deps.js'
@@ -123,6 +124,7 @@ export async function stagePush(
     () => 'the vault key kept changing while the push was sealed',
     async () => {
       const sealed = await d.crypto.seal(vault.id, env.name, stored)
+      // storage copies what it keeps: the sealed block is freed once it has answered (crypto/seal.ts)
       const r = await d.storage.createImport(
         {
           id: randomUUID(),
@@ -139,7 +141,7 @@ export async function stagePush(
           limit: limitOf(d.plans, vault.plan),
         },
         entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
-      )
+      ).finally(() => releaseSealed(sealed.values.map((v) => v.sealed)))
       if (r.ok || r.reason !== 'stale_key') return r
       d.crypto.forget(vault.id)
       return AGAIN

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { open, openText, placeOf, placesIn, reseal, seal, sealText, sealTexts } from '../../src/crypto/seal.js'
+import { open, openText, placeOf, placesIn, releaseSealed, reseal, seal, sealText, sealTexts } from '../../src/crypto/seal.js'
 import { createLocalKeyring } from '../../src/index.js'
 import { createBrokenKeyring, createTestKeyring } from '../../src/testing/keyring.js'
 
@@ -104,4 +104,25 @@ t.test('sealTexts: each value sealed in its own place, the sealed values parts o
     t.throws(() => open(key, s, places[(i + 1) % 4] as Buffer), 'not in another place')
   })
   t.not(sealed[0]?.subarray(0, 12).toString('hex'), sealed[1]?.subarray(0, 12).toString('hex'), 'a nonce each')
+})
+
+// Issue 20, item 5: a push's block is freed once storage has its values, not at the next full collection.
+t.test('releaseSealed frees the block sealTexts made, and nothing else', async (t) => {
+  const places = ['A', 'B'].map((n) => placeOf('v1', 'development', n))
+  const sealed = sealTexts(key, ['one', 'two'], places)
+  const block = sealed[0]?.buffer as ArrayBuffer
+  t.equal(block.byteLength, 2 * (12 + 3 + 16))
+  releaseSealed(sealed)
+  t.equal(block.byteLength, 0, 'the block is freed')
+  t.ok(
+    sealed.every((s) => s.length === 0),
+    'and its parts are empty',
+  )
+  releaseSealed(sealed) // twice: nothing left to do
+
+  const single = seal(key, Buffer.from('value'), places[0] as Buffer)
+  const copy = Buffer.from(single)
+  releaseSealed([single])
+  t.same(single, copy, "a value sealTexts did not make is left as it is (it may be a slice of Node's pool)")
+  releaseSealed([])
 })
