@@ -108,7 +108,8 @@ export interface ImportStore {
    * inside it (the staged values count). Computes `overwrites` (of the
    * staged values) from the environment's current variables; `names` (the
    * staged values' and `deletes`) and `deletes` are sorted. An existing id
-   * throws 23505.
+   * throws 23505. Storage copies the sealed bytes it keeps: once this has
+   * answered (or thrown), the caller frees them (domain/pushes.ts).
    */
   createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult>
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { CreateImportResult } from '../adapters/import-store.js'
 import type { ChangeKind, EnvironmentInfo, ImportRecord, ImportStatus, NewChangeSet, RefusedLine, VaultAccess } from '../adapters/storage.js'
 import { releaseSealed } from '../crypto/seal.js'
 import { entryFor, type Actor, type PersonActor } from './actor.js'
@@ -125,23 +126,28 @@ export async function stagePush(
     async () => {
       const sealed = await d.crypto.seal(vault.id, env.name, stored)
       // storage copies what it keeps: the sealed block is freed once it has answered (crypto/seal.ts)
-      const r = await d.storage.createImport(
-        {
-          id: randomUUID(),
-          vaultId: vault.id,
-          environment: env.name,
-          senderId: actor.personId,
-          signInId: actor.signInId,
-          values: sealed.values,
-          deletes,
-          sealedUnder: sealed.sealedUnder,
-          refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
-          createdAt: now,
-          expiresAt: new Date(now.getTime() + d.importTtlMs),
-          limit: limitOf(d.plans, vault.plan),
-        },
-        entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
-      ).finally(() => releaseSealed(sealed.values.map((v) => v.sealed)))
+      let r: CreateImportResult
+      try {
+        r = await d.storage.createImport(
+          {
+            id: randomUUID(),
+            vaultId: vault.id,
+            environment: env.name,
+            senderId: actor.personId,
+            signInId: actor.signInId,
+            values: sealed.values,
+            deletes,
+            sealedUnder: sealed.sealedUnder,
+            refused: (body.refused ?? []).map((l) => ({ line: l.line, name: l.name, reason: l.reason })),
+            createdAt: now,
+            expiresAt: new Date(now.getTime() + d.importTtlMs),
+            limit: limitOf(d.plans, vault.plan),
+          },
+          entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
+        )
+      } finally {
+        releaseSealed(sealed.values.map((v) => v.sealed))
+      }
       if (r.ok || r.reason !== 'stale_key') return r
       d.crypto.forget(vault.id)
       return AGAIN

@@ -67,7 +67,11 @@ t.test('what is derived from a held list is made once per list, and again after 
   t.equal(await names(cache.storage), 'alpha')
   t.equal(await names(cache.storage), 'alpha')
   t.equal(made, 1, 'made once for the held list')
-  t.equal(derivedFromList(await cache.storage.listVaults('p-ana'), {}, () => 'other'), 'other', 'each key has its own')
+  t.equal(
+    derivedFromList(await cache.storage.listVaults('p-ana'), {}, () => 'other'),
+    'other',
+    'each key has its own',
+  )
 
   await newVault(cache.storage, 'beta')
   t.equal(await names(cache.storage), 'alpha,beta', 'a change made here: made again')
