@@ -27,6 +27,12 @@ export interface CommitSync {
    * is not yet (nothing leaves the server before it is durable); `undefined` when they all are.
    */
   durable(): Promise<void> | undefined
+  /**
+   * Runs `next` as soon as no sync is running (at once if none is): the runner holds the
+   * writes asked for meanwhile and commits them together then, in one transaction that the
+   * next sync covers, instead of one transaction per turn that would wait for it anyway.
+   */
+  whenIdle(next: () => void): void
   /** The failed sync's error, once one failed (see above). */
   readonly failure: StorageError | undefined
   /** Syncs completed so far (tests and the bench count them). */
@@ -62,6 +68,7 @@ export function openCommitSync(walPath: string, sync: Sync = fdatasync): CommitS
   let inFlight: Promise<void> | undefined
   let failure: StorageError | undefined
   let waiters: Waiter[] = []
+  let idle: (() => void)[] = []
 
   const start = (): void => {
     if (inFlight || waiters.length === 0) return
@@ -70,11 +77,14 @@ export function openCommitSync(walPath: string, sync: Sync = fdatasync): CommitS
       sync(fd, (err) => {
         inFlight = undefined
         finished()
+        const next = idle
+        idle = []
         if (err) {
           failure ??= new StorageError('08006', 'disk sync', { cause: err })
           const all = waiters
           waiters = []
           for (const w of all) w.reject(failure)
+          for (const n of next) n() // held writes: they fail on the failure
           return
         }
         syncs++
@@ -84,6 +94,7 @@ export function openCommitSync(walPath: string, sync: Sync = fdatasync): CommitS
         for (const w of waiters) (w.upTo <= upTo ? done : later).push(w)
         waiters = later
         for (const w of done) w.resolve()
+        for (const n of next) n() // the writes held meanwhile commit now, and the sync started next covers them
         start()
       })
     })
@@ -101,6 +112,10 @@ export function openCommitSync(walPath: string, sync: Sync = fdatasync): CommitS
   return {
     committed: () => waitFor(++committed),
     durable: () => (failure || durable < committed ? waitFor(committed) : undefined),
+    whenIdle(next) {
+      if (inFlight) idle.push(next)
+      else next()
+    },
     get failure() {
       return failure
     },

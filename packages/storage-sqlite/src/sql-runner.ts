@@ -21,9 +21,9 @@ interface Queued {
  * is on disk, so an answer never leaves before its access-log entry is; a
  * failed commit rejects them all. With `commits` (durability `full` on a
  * file) the commit is made at `synchronous = NORMAL` and its disk sync runs
- * off the event loop, shared by every batch committed meanwhile
- * (commit-sync.ts); a read then also waits until what it may have seen is
- * on disk. Without it (`normal`, or SQLite's own FULL sync if the WAL file
+ * off the event loop (commit-sync.ts); the writes asked for while a sync
+ * runs are held and committed together when it finishes, one transaction
+ * per sync; a read waits until what it may have seen is on disk. Without it (`normal`, or SQLite's own FULL sync if the WAL file
  * could not be opened) the commit is as durable as the connection says.
  */
 export function createSqliteRunner(d: OpenDatabase): SqlRunner {
@@ -79,7 +79,23 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
     return settled
   }
 
-  const enqueue = perTurn(async (batch: Queued[]): Promise<void> => {
+  /** The writes held while a sync runs (commits): they commit together once it finishes. */
+  let held: Queued[] | undefined
+  const enqueue = perTurn((batch: Queued[]): void => {
+    if (!commits) return void commitBatch(batch)
+    if (held) {
+      for (const item of batch) held.push(item)
+      return
+    }
+    held = batch
+    commits.whenIdle(() => {
+      const all = held ?? []
+      held = undefined
+      void commitBatch(all)
+    })
+  })
+
+  const commitBatch = async (batch: Queued[]): Promise<void> => {
     try {
       if (!d.sqlite.open) throw new TypeError('The database connection is not open')
       // a kysely transaction (the server's accounts) holds the connection across awaits: wait for it
@@ -90,7 +106,7 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
       const e = toStorageError(err)
       for (const item of batch) item.reject(e)
     }
-  })
+  }
 
   const readNow = <T>(op: () => Op<T>): T => {
     if (!d.sqlite.open) throw new TypeError('The database connection is not open')

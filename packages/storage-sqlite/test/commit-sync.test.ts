@@ -102,9 +102,9 @@ t.test('a write settles only after a sync that started after its commit; a read 
   t.equal(held.started, 1, 'and starts no sync')
 })
 
-t.test('commits made while a sync runs share the next one', async (t) => {
+t.test('writes asked for while a sync runs are held, committed together when it ends, and share the next sync', async (t) => {
   const held = heldSync()
-  const { insert } = await setup(t, held.sync)
+  const { file, insert } = await setup(t, held.sync)
   const first = state(insert(1))
   await turns()
   t.equal(held.started, 1)
@@ -114,10 +114,12 @@ t.test('commits made while a sync runs share the next one', async (t) => {
   await turns()
   t.equal(held.started, 1, 'no second sync while the first runs')
   t.notOk(second.settled || third.settled)
+  t.equal(committedRows(file), 1, 'the later two are held, not committed, while the sync runs')
   held.finish(0)
   await turns()
   t.ok(first.settled, 'the first write settled')
-  t.notOk(second.settled || third.settled, 'the later two wait: their commits came after that sync began')
+  t.equal(committedRows(file), 3, 'the held two committed once it ended')
+  t.notOk(second.settled || third.settled, 'and wait for the next sync: their commit came after that one began')
   t.equal(held.started, 2, 'one sync for both')
   held.finish(1)
   await turns()
