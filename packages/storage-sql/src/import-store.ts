@@ -21,28 +21,19 @@ import type { ImportsTable } from './schema.js'
 import { dropStaged, stagedAdded, startPush } from './staged-usage.js'
 import { bumpVersion, insertChangeSet, staleKey } from './vault-values.js'
 import { lockVault } from './vault-lock.js'
-import type { QuietPushes } from './quiet-pushes.js'
 
 /** Pushes (import-store.ts in the plugin): tables imports and import_values. The expiry rules are the domain's (storage-rules.ts). */
-export function createImportStore(s: SqlRunner, quiet: QuietPushes): ImportStore {
+export function createImportStore(s: SqlRunner): ImportStore {
   const d = s.dialect
   return {
-    createImport: async (input, log) => {
-      const { result, hooked } = await s.write(() => createImport(d, input, log))
-      // committed: the enqueue that follows has nothing to do if the vault had no webhook
-      if (result.ok && !hooked) quiet.add(input.id)
-      return result
-    },
+    createImport: (input, log) => s.write(() => createImport(d, input, log)),
     getImport: async (importId, now, options) => {
       const values = options?.values === true
       const found = await s.read(() => readImport(d, importId, values))
       if (!found || !pushHasExpired(found, now)) return found as never
       return (await s.write(() => expireNow(d, importId, values))) as never
     },
-    decideImport: (decision, log) => {
-      quiet.drop(decision.importId)
-      return s.write(() => decideImport(d, decision, log))
-    },
+    decideImport: (decision, log) => s.write(() => decideImport(d, decision, log)),
     expireImports: (now) => s.write(() => expireImports(d, now)),
     listImports: (vaultId, filter) =>
       s.read(function* () {
@@ -171,7 +162,7 @@ function stagedInserts(d: SqlDialect, importId: string, values: readonly SealedV
 }
 
 /** The push made (or why not), and whether its vault has a webhook (seen under the vault's lock). */
-function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op<{ result: CreateImportResult; hooked: boolean }> {
+function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op<CreateImportResult> {
   const start = yield* startPush(
     d,
     input.vaultId,
@@ -179,9 +170,9 @@ function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op
     input.values.map((v) => v.name),
   )
   const { hooked } = start
-  if (staleKey(start.vault, input.sealedUnder)) return { result: { ok: false, reason: 'stale_key' }, hooked }
+  if (staleKey(start.vault, input.sealedUnder)) return { ok: false, reason: 'stale_key' }
   const { over, values, valued, deletes, names } = plannedPush(input, start.usage)
-  if (over) return { result: over, hooked }
+  if (over) return over
   const overwrites = overwritesOf(valued, start.current)
   const refused = input.refused.map((r) => ({ line: r.line, name: r.name, reason: r.reason }))
   // one statement on PostgreSQL: the push, its values, the vault's count and the log entry
@@ -229,7 +220,7 @@ function* createImport(d: SqlDialect, input: NewImport, log: AccessLogEntry): Op
     decidedBy: null,
     reason: null,
   }
-  return { result: { ok: true, value: created }, hooked }
+  return { ok: true, value: created, webhooks: hooked }
 }
 
 function* decideImport(d: SqlDialect, decision: ImportDecision, log: AccessLogEntry): Op<DecideImportResult> {

@@ -10,7 +10,6 @@ import { createKeyStore } from './key-store.js'
 import { createOAuthStore } from './oauth-store.js'
 import { createOverrideStore } from './override-store.js'
 import { createPurge } from './purge.js'
-import { createQuietPushes } from './quiet-pushes.js'
 import { createVaultStore } from './vault-store.js'
 import { createWebhookStore } from './webhook-store.js'
 
@@ -35,16 +34,14 @@ export function createSqlStorage<O extends Own>(
   o: { readonly changes: ChangeWatch; readonly sharedCounters: boolean; readonly own: O },
 ): Storage & O & { watchChanges: NonNullable<Storage['watchChanges']> } {
   const { changes, own } = o
-  // pushes made here in a vault without a webhook: their enqueue skips its read
-  const quiet = createQuietPushes()
   return onChanges(
     {
       ...createVaultStore(s),
       ...createKeyStore(s),
       ...createAccessLogStore(s),
-      ...createImportStore(s, quiet),
+      ...createImportStore(s),
       ...createHistoryStore(s),
-      ...createWebhookStore(s, quiet),
+      ...createWebhookStore(s),
       ...createOverrideStore(s),
       ...createCiIdentityStore(s),
       ...createOAuthStore(s),

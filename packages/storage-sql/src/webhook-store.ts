@@ -11,7 +11,6 @@ import type {
 import { type Selectable, sql } from 'kysely'
 import { insertLog } from './access-log.js'
 import { lockVault } from './vault-lock.js'
-import type { QuietPushes } from './quiet-pushes.js'
 import { fixedQuery, raw } from './fixed-query.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { all, first, run, type Step } from './op.js'
@@ -98,7 +97,7 @@ const enqueueOne = enqueueOf(true)
  * claiming on row locks that skip what another process holds (PostgreSQL) or on SQLite's one
  * writer, so several server processes on one database deliver each once.
  */
-export function createWebhookStore(s: SqlRunner, quiet: QuietPushes): WebhookStore {
+export function createWebhookStore(s: SqlRunner): WebhookStore {
   const d = s.dialect
   const { db } = d
   const deliveries = db
@@ -140,8 +139,6 @@ export function createWebhookStore(s: SqlRunner, quiet: QuietPushes): WebhookSto
 
     // one statement, atomic by itself (the unique (webhook, push, event) decides): no transaction
     enqueueDeliveries: (input) => {
-      // a push this store just made in a vault without a webhook: nothing to read
-      if (input.pushId !== undefined && quiet.take(input.pushId)) return Promise.resolve({ ok: true as const, value: 0 })
       return s.read(function* () {
         // a push's own: most vaults have no webhook, and a read finds that out for less than an
         // insert that inserts nothing (on SQLite a write transaction of its own)

@@ -3,6 +3,7 @@ import { Kysely, SqliteDialect } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import { migrations } from './migrations/index.js'
 import type { DB } from '@envkeep/storage-sql'
+import { type CommitSync, openCommitSync } from './commit-sync.js'
 
 export interface OpenOptions {
   /** Path of the database file, or `:memory:` for tests. */
@@ -10,10 +11,11 @@ export interface OpenOptions {
   /** Milliseconds to wait for a lock before failing with 55P03. Default 5000. */
   readonly busyTimeoutMs?: number
   /**
-   * `full` (default): every commit is on disk before it returns, so a read's
-   * access-log entry survives a power cut before its values leave (group
-   * commit shares that fsync among the reads of one turn). `normal` survives
-   * a crash of the process but may lose the last commits on a power cut.
+   * `full` (default): every commit is on disk before it returns (kysely's, e.g. the server's
+   * accounts) or before its promise settles (the SQL core's runner, whose commits are synced
+   * off the event loop: `commits`), so a read's access-log entry survives a power cut before
+   * its values leave (group commit shares that sync among the reads committed meanwhile).
+   * `normal` survives a crash of the process but may lose the last commits on a power cut.
    */
   readonly durability?: 'full' | 'normal'
   /**
@@ -27,6 +29,11 @@ export interface OpenOptions {
 export interface OpenDatabase {
   readonly sqlite: Database.Database
   readonly db: Kysely<DB>
+  /**
+   * With `durability: 'full'` on a file: the sync of the runner's commits off the event loop
+   * (commit-sync.ts); the connection itself stays at `synchronous = FULL` for everyone else.
+   */
+  readonly commits: CommitSync | undefined
   close(): Promise<void>
 }
 
@@ -48,14 +55,26 @@ export async function openDatabase(options: OpenOptions): Promise<OpenDatabase> 
     await db.destroy()
     throw new Error('envkeep: database migration failed', { cause: error })
   }
+  const commits = options.durability !== 'normal' && options.filename !== ':memory:' ? openCommitSync(walPath(sqlite)) : undefined
   let closed = false
   return {
     sqlite,
     db,
+    commits,
     async close() {
       if (closed) return
       closed = true
       await db.destroy() // closes the better-sqlite3 handle too
+      await commits?.close()
     },
   }
+}
+
+/**
+ * The WAL file SQLite writes: beside the database file as SQLite resolved it (`database_list`
+ * gives the full path, symbolic links followed), which the migrations' first transaction created.
+ */
+function walPath(sqlite: Database.Database): string {
+  const [main] = sqlite.pragma('database_list') as { file: string }[]
+  return `${main?.file ?? sqlite.name}-wal`
 }

@@ -17,9 +17,14 @@ interface Queued {
  * Writes are group-committed: the writes asked for in one turn of the event
  * loop run one after the other in ONE `BEGIN IMMEDIATE` transaction, each in
  * a savepoint of its own (a failing one is rolled back alone and rejected
- * alone), and share its commit: one fsync under `synchronous = FULL`. Every
- * promise settles only after that commit, so an answer never leaves before
- * its access-log entry is on disk; a failed commit rejects them all.
+ * alone), and share its commit. Every promise settles only after that commit
+ * is on disk, so an answer never leaves before its access-log entry is; a
+ * failed commit rejects them all. With `commits` (durability `full` on a
+ * file) the commit is made at `synchronous = NORMAL` and its disk sync runs
+ * off the event loop (commit-sync.ts); the writes asked for while a sync
+ * runs are held and committed together when it finishes, one transaction
+ * per sync; a read waits until what it may have seen is on disk. Without it (`normal`, or SQLite's own FULL sync if the WAL file
+ * could not be opened) the commit is as durable as the connection says.
  */
 export function createSqliteRunner(d: OpenDatabase): SqlRunner {
   const dialect: SqlDialect = { name: 'sqlite', db: d.db, rowLocks: false, byBytes: byBytesFor('sqlite') }
@@ -29,9 +34,23 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
     return step.want === 'rows' ? st.all(...params) : st.run(...params).changes
   }
   const statement = (text: string) => prepared(d, text)
+  const { commits } = d
 
-  const runBatch = (batch: Queued[]): void => {
+  /** Runs the batch in one transaction; returns how to settle each item once the commit is durable. */
+  const runBatch = (batch: Queued[]): (() => void)[] => {
     if (d.sqlite.inTransaction) throw new Error('envkeep: a transaction was left open on the database connection')
+    if (commits) {
+      if (commits.failure) throw commits.failure
+      statement('PRAGMA synchronous = NORMAL').run() // the sync is commits'; the connection stays FULL for kysely
+    }
+    try {
+      return inOneTransaction(batch)
+    } finally {
+      if (commits) statement('PRAGMA synchronous = FULL').run()
+    }
+  }
+
+  const inOneTransaction = (batch: Queued[]): (() => void)[] => {
     const settled: (() => void)[] = []
     statement('BEGIN IMMEDIATE').run()
     try {
@@ -57,20 +76,37 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
       if (d.sqlite.inTransaction) statement('ROLLBACK').run()
       throw err
     }
-    for (const settle of settled) settle()
+    return settled
   }
 
-  const enqueue = perTurn(async (batch: Queued[]): Promise<void> => {
+  /** The writes held while a sync runs (commits): they commit together once it finishes. */
+  let held: Queued[] | undefined
+  const enqueue = perTurn((batch: Queued[]): void => {
+    if (!commits) return void commitBatch(batch)
+    if (held) {
+      for (const item of batch) held.push(item)
+      return
+    }
+    held = batch
+    commits.whenIdle(() => {
+      const all = held ?? []
+      held = undefined
+      void commitBatch(all)
+    })
+  })
+
+  const commitBatch = async (batch: Queued[]): Promise<void> => {
     try {
       if (!d.sqlite.open) throw new TypeError('The database connection is not open')
       // a kysely transaction (the server's accounts) holds the connection across awaits: wait for it
-      if (d.sqlite.inTransaction) await holdConnection(d, async () => runBatch(batch))
-      else runBatch(batch)
+      const settled = d.sqlite.inTransaction ? await holdConnection(d, async () => runBatch(batch)) : runBatch(batch)
+      if (commits) await commits.committed()
+      for (const settle of settled) settle()
     } catch (err) {
       const e = toStorageError(err)
       for (const item of batch) item.reject(e)
     }
-  })
+  }
 
   const readNow = <T>(op: () => Op<T>): T => {
     if (!d.sqlite.open) throw new TypeError('The database connection is not open')
@@ -81,8 +117,11 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
     dialect,
     async read<T>(op: () => Op<T>): Promise<T> {
       try {
-        if (d.sqlite.inTransaction) return await holdConnection(d, async () => readNow(op))
-        return readNow(op)
+        const value = d.sqlite.inTransaction ? await holdConnection(d, async () => readNow(op)) : readNow(op)
+        // what it read may include a commit whose sync is still running: it leaves only once on disk
+        const synced = commits?.durable()
+        if (synced) await synced
+        return value
       } catch (err) {
         throw toStorageError(err)
       }

@@ -60,7 +60,16 @@ export interface NewImport {
 }
 
 /** Done: the push as stored. Refused: the key changed (`stale_key`) or the storage limit (OverLimit, with its figures). */
-export type CreateImportResult = ChangeResult<StaleKey['reason'], ImportRecord> | OverLimit
+/**
+ * What createImport answers: the push made, and `webhooks`: whether its vault had a webhook
+ * when it was made (read under the vault's lock, as a webhook is added). Without one, the
+ * push's deliveries have nothing to enqueue and the domain does not ask (a webhook added
+ * right after is found by the delivery worker's sweep of recent events).
+ */
+export type CreateImportResult =
+  | { readonly ok: true; readonly value: ImportRecord; readonly webhooks: boolean }
+  | Exclude<ChangeResult<StaleKey['reason'], ImportRecord>, { readonly ok: true }>
+  | OverLimit
 
 export interface ImportDecision {
   readonly importId: string
@@ -108,8 +117,9 @@ export interface ImportStore {
    * inside it (the staged values count). Computes `overwrites` (of the
    * staged values) from the environment's current variables; `names` (the
    * staged values' and `deletes`) and `deletes` are sorted. An existing id
-   * throws 23505. Storage copies the sealed bytes it keeps: once this has
-   * answered (or thrown), the caller frees them (domain/pushes.ts).
+   * throws 23505. Done, it says whether the vault had a webhook (`webhooks`).
+   * Storage copies the sealed bytes it keeps: once this has answered (or
+   * thrown), the caller frees them (domain/pushes.ts).
    */
   createImport(input: NewImport, log: AccessLogEntry): Promise<CreateImportResult>
 

@@ -154,7 +154,7 @@ export async function stagePush(
     },
   )
   if (!r.ok) throw overLimit(vault, r, 'this push')
-  await notifyWebhooks(d, r.value.id)
+  if (r.webhooks) await notifyWebhooks(d, r.value.id)
   return r.value
 }
 

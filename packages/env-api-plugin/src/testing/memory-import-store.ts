@@ -70,7 +70,7 @@ export class MemoryImportStore implements ImportStore {
       }
       s.importValues.set(imp.id, staged)
       this.#db.appendLog(s, log)
-      return { ok: true, value: imp }
+      return { ok: true, value: imp, webhooks: [...s.webhooks.values()].some((w) => w.vaultId === input.vaultId) }
     })
   }
 

@@ -58,6 +58,11 @@ async function newVault(store: VaultStore): Promise<string> {
 }
 
 async function newPush(store: VaultStore & ImportStore, vaultId: string, createdAt: Date, ttlMs = 3_600_000): Promise<string> {
+  return (await madePush(store, vaultId, createdAt, ttlMs)).id
+}
+
+/** A push made, with createImport's word on whether its vault had a webhook. */
+async function madePush(store: VaultStore & ImportStore, vaultId: string, createdAt: Date, ttlMs = 3_600_000): Promise<{ id: string; webhooks: boolean }> {
   const id = randomUUID()
   const r = await store.createImport(
     {
@@ -75,7 +80,7 @@ async function newPush(store: VaultStore & ImportStore, vaultId: string, created
     testLogEntry({ vaultId, action: 'push_created', at: createdAt, personId: OWNER, environment: 'development', names: ['API_KEY'] }),
   )
   assert.ok(r.ok)
-  return id
+  return { id, webhooks: r.webhooks }
 }
 
 function webhook(vaultId: string, o: Partial<NewWebhook> = {}): NewWebhook {
@@ -154,6 +159,20 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         assert.equal((await store.listAccessLog(v, { limit: 100 })).length, logBefore)
         assert.equal(why(await store.changeWebhook({ kind: 'create', webhook: third, most: 3 }, added)), 'ok')
         assert.equal((await store.listAccessLog(v, { limit: 100 }))[0]?.action, 'webhook_added', 'logged in the same change')
+      })
+    },
+  },
+  {
+    name: 'createImport says whether the vault has a webhook (nothing to enqueue without one); a webhook of another vault does not count',
+    async run(make) {
+      await withStore(make, async (store) => {
+        const v = await newVault(store)
+        const other = await newVault(store)
+        await add(store, webhook(other))
+        assert.equal((await madePush(store, v, T0)).webhooks, false, 'none in this vault')
+        await add(store, webhook(v, { events: ['push.expired'] }))
+        assert.equal((await madePush(store, v, at(1))).webhooks, true, 'one now (whatever its events)')
+        assert.equal((await madePush(store, other, at(2))).webhooks, true)
       })
     },
   },
