@@ -11,8 +11,9 @@ import { StorageError } from '@envkeep/env-api-plugin'
  * header when it is reused), and then syncs the WAL file itself with `fdatasync` on libuv's
  * thread pool. A commit's promise settles only after a sync that started after its COMMIT
  * returned: the same guarantee as FULL (the frames of that commit and of every one before it
- * are on disk), while the event loop serves other requests. Commits that finish while a sync
- * runs share the next one (group commit across batches).
+ * are on disk), while the event loop serves other requests. The writes asked for while a sync
+ * runs wait for it to end (`whenIdle`) and then commit together, and the next sync covers them
+ * all (group commit across turns of the event loop).
  *
  * A failed sync is not retried: after a failed fsync the kernel may have dropped the dirty
  * pages, so nothing written since can be trusted to reach the disk. Every waiting and every
