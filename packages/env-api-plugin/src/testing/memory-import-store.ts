@@ -12,7 +12,7 @@ import type { ChangeResult } from '../adapters/results.js'
 import { expiredPush, overwritesOf, plannedPush, pushExpiredEntry, pushHasExpired } from '../domain/storage-rules.js'
 import type { AccessLogEntry, SealedVariable } from '../adapters/vault-store.js'
 import { StorageError } from '../errors.js'
-import { copyBytes, varKey, type MemoryDb, type State } from './memory-state.js'
+import { copyBytes, varKey, type MemoryDb, type State, webhooksOf } from './memory-state.js'
 import { sameBytes, usage } from './memory-vault-store.js'
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
@@ -70,7 +70,7 @@ export class MemoryImportStore implements ImportStore {
       }
       s.importValues.set(imp.id, staged)
       this.#db.appendLog(s, log)
-      return { ok: true, value: imp, webhooks: [...s.webhooks.values()].some((w) => w.vaultId === input.vaultId) }
+      return { ok: true, value: imp, webhooks: webhooksOf(s, input.vaultId).length > 0 }
     })
   }
 

@@ -111,6 +111,11 @@ export interface State {
   overrides: Map<string, Map<string, OverrideRow>>
 }
 
+/** The webhooks of one vault, in the order they were added. */
+export function webhooksOf(s: State, vaultId: string): WebhookRow[] {
+  return [...s.webhooks.values()].filter((w) => w.vaultId === vaultId)
+}
+
 export function emptyState(): State {
   return {
     vaults: new Map(),

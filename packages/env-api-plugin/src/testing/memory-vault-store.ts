@@ -18,7 +18,7 @@ import type {
 import type { ChangeResult } from '../adapters/results.js'
 import { StorageError } from '../errors.js'
 import { memberChangeEntry, sameSecrets } from '../domain/storage-rules.js'
-import { copyBytes, varKey, type MemoryDb, type State, type VaultRow } from './memory-state.js'
+import { copyBytes, varKey, type MemoryDb, type State, type VaultRow, webhooksOf } from './memory-state.js'
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
@@ -90,8 +90,8 @@ function secretsOf(s: State, vaultId: string): VaultSecrets | null {
       if (e.after) history.push({ changeSetId: c.id, environment: c.environment, name: e.name, side: 'after', sealed: copyBytes(e.after) })
     }
   }
-  const webhooks = [...s.webhooks.values()]
-    .filter((w) => w.vaultId === vaultId && w.sealedSecret !== null)
+  const webhooks = webhooksOf(s, vaultId)
+    .filter((w) => w.sealedSecret !== null)
     .map((w) => ({ webhookId: w.id, sealed: copyBytes(w.sealedSecret as Uint8Array) }))
   const overrides: { environment: string; name: string; personId: string; sealed: Uint8Array }[] = []
   for (const env of s.environments.get(vaultId)?.keys() ?? [])

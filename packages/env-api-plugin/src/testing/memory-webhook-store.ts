@@ -2,7 +2,7 @@ import type { ChangeResult } from '../adapters/results.js'
 import type { AccessLogEntry, ImportRecord } from '../adapters/storage.js'
 import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, WebhookChange, WebhookEvent, WebhookRecord, WebhookStore } from '../adapters/webhook-store.js'
 import { StorageError } from '../errors.js'
-import { copyBytes, type DeliveryRow, type MemoryDb, type WebhookRow } from './memory-state.js'
+import { copyBytes, type DeliveryRow, type MemoryDb, type WebhookRow, webhooksOf } from './memory-state.js'
 
 const EVENT_ORDER: readonly WebhookEvent[] = ['push.created', 'push.decided', 'push.expired']
 
@@ -59,7 +59,7 @@ export class MemoryWebhookStore implements WebhookStore {
         const w = change.webhook
         if (!s.vaults.has(w.vaultId)) return { ok: false, reason: 'not_found' }
         if (s.webhooks.has(w.id)) throw new StorageError('23505', 'webhooks_pk')
-        if ([...s.webhooks.values()].filter((x) => x.vaultId === w.vaultId).length >= change.most) return { ok: false, reason: 'too_many' }
+        if (webhooksOf(s, w.vaultId).length >= change.most) return { ok: false, reason: 'too_many' }
         const row: WebhookRow = Object.freeze({
           id: w.id,
           vaultId: w.vaultId,
@@ -93,8 +93,7 @@ export class MemoryWebhookStore implements WebhookStore {
 
   listWebhooks(vaultId: string, deliveries?: number): Promise<WebhookRecord[]> {
     return this.#db.read('webhooks', (s) =>
-      [...s.webhooks.values()]
-        .filter((w) => w.vaultId === vaultId)
+      webhooksOf(s, vaultId)
         .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
         .map((w) => {
           if (deliveries === undefined) return record(w)
