@@ -138,8 +138,8 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
       }),
 
     // one statement, atomic by itself (the unique (webhook, push, event) decides): no transaction
-    enqueueDeliveries: (input) => {
-      return s.read(function* () {
+    enqueueDeliveries: (input) =>
+      s.read(function* () {
         // a push's own: most vaults have no webhook, and a read finds that out for less than an
         // insert that inserts nothing (on SQLite a write transaction of its own)
         if (input.pushId !== undefined && !(yield* first(anyWebhook(d, input.pushId)))) return { ok: true as const, value: 0 }
@@ -148,8 +148,7 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
             ? enqueueAll(d, input.now.getTime(), input.since.getTime())
             : enqueueOne(d, input.now.getTime(), input.since.getTime(), input.pushId)
         return { ok: true as const, value: yield* run(q) }
-      })
-    },
+      }),
 
     // The claim is one statement, atomic by itself (PostgreSQL: the due rows are locked, and
     // rows another process holds skipped), run outside a transaction: a worker that finds

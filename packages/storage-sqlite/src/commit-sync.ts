@@ -36,7 +36,7 @@ export interface CommitSync {
   whenIdle(next: () => void): void
   /** The failed sync's error, once one failed (see above). */
   readonly failure: StorageError | undefined
-  /** Syncs completed so far (tests and the bench count them). */
+  /** Syncs completed so far (a test counts them on a real file). */
   readonly syncs: number
   /** Waits for a sync in flight, then closes the file. */
   close(): Promise<void>

@@ -23,8 +23,9 @@ interface Queued {
  * file) the commit is made at `synchronous = NORMAL` and its disk sync runs
  * off the event loop (commit-sync.ts); the writes asked for while a sync
  * runs are held and committed together when it finishes, one transaction
- * per sync; a read waits until what it may have seen is on disk. Without it (`normal`, or SQLite's own FULL sync if the WAL file
- * could not be opened) the commit is as durable as the connection says.
+ * per sync; a read waits until what it may have seen is on disk. Without
+ * it (`normal`, or SQLite's own FULL sync if the WAL file could not be
+ * opened) the commit is as durable as the connection says.
  */
 export function createSqliteRunner(d: OpenDatabase): SqlRunner {
   const dialect: SqlDialect = { name: 'sqlite', db: d.db, rowLocks: false, byBytes: byBytesFor('sqlite') }
