@@ -24,8 +24,7 @@ export function placesIn(vaultId: string, environment: string): (name: string) =
     // every byte is written below: the head, the length, the name (byteLength counts as write encodes)
     const out = Buffer.allocUnsafe(head.length + 4 + length)
     head.copy(out, 0)
-    out.writeUInt32BE(length, head.length)
-    out.write(name, head.length + 4, 'utf8')
+    writePart(out, head.length, name)
     return out
   }
 }
@@ -74,12 +73,15 @@ function lengthPrefixed(strings: readonly string[]): Buffer {
   for (const s of strings) size += 4 + Buffer.byteLength(s, 'utf8')
   const out = Buffer.allocUnsafe(size)
   let off = 0
-  for (const s of strings) {
-    const n = out.write(s, off + 4, 'utf8')
-    out.writeUInt32BE(n, off)
-    off += 4 + n
-  }
+  for (const s of strings) off = writePart(out, off, s)
   return out
+}
+
+/** Writes one part at `off`: its UTF-8 length (4 bytes, big-endian), then its bytes; answers where it ends. */
+function writePart(out: Buffer, off: number, s: string): number {
+  const n = out.write(s, off + 4, 'utf8')
+  out.writeUInt32BE(n, off)
+  return off + 4 + n
 }
 
 /**
