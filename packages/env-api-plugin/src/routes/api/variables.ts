@@ -6,6 +6,7 @@ import { vaultTag } from '../../errors.js'
 import { requirePushScope } from '../../hooks/authenticate.js'
 import { deleteOverrideSchema, readVariablesSchema, setOverrideSchema } from '../../schemas/variables.js'
 import { actorOf, param, vaultPhrase } from './context.js'
+import { sendJsonBytes } from './json-bytes.js'
 
 /**
  * GET /api/env/:vault/:environment: every variable with a value, decrypted,
@@ -41,7 +42,7 @@ export function variablesRoutes(untyped: FastifyInstance, domain: Domain): void 
         // plaintext freed as soon as it is sent, not when the GC gets to it (crypto/wipe.ts)
         wipe(r.json)
         reply.raw.once('finish', () => wipe(answer))
-        return (reply as FastifyReply).type(JSON_TYPE).send(answer)
+        return sendJsonBytes(reply as FastifyReply, answer)
       }
       return { vault: r.vault.id, environment: r.env.name, variables: r.values }
     },
@@ -82,7 +83,6 @@ function entityTagOf(header: string | string[] | undefined): string | null {
   return m ? (m[1] as string) : ''
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8'
 const CLOSE = Buffer.from('}')
 
 /** The 200 answer's text up to its variables object (the schema's field order: vault, environment, variables). */

@@ -6,8 +6,7 @@ import type { Domain } from '../../domain/index.js'
 import { mayAccess } from '../../domain/permissions.js'
 import { signInOf } from '../../hooks/authenticate.js'
 import { listVaultsSchema } from '../../schemas/vaults.js'
-
-const JSON_TYPE = 'application/json; charset=utf-8'
+import { sendJsonBytes } from './json-bytes.js'
 
 /** GET /api/env/vaults: the vaults of the sign-in's person with the environments their role may read. Not access-logged. */
 export function vaultsRoutes(untyped: FastifyInstance, domain: Domain): void {
@@ -20,10 +19,13 @@ export function vaultsRoutes(untyped: FastifyInstance, domain: Domain): void {
     config: { envkeepPhrase: () => 'listing vaults', envkeepResource: () => 'the vault list' },
     handler: async function listVaults(request, reply) {
       const vaults = await domain.listVaults(signInOf(request).personId)
-      const serialize = (reply as FastifyReply).getSerializationFunction('200') as (body: unknown) => string
+      const r = reply as FastifyReply
+      const serialize = r.getSerializationFunction('200') as (body: unknown) => string
       // the same bytes for the same list until a change: serialized once per list the core's cache holds (cache/held-lists.ts)
-      const answer = derivedFromList(vaults, answerKey, (list) => Buffer.from(serialize(listed(list)), 'utf8'))
-      return (reply as FastifyReply).type(JSON_TYPE).send(answer)
+      return sendJsonBytes(
+        r,
+        derivedFromList(vaults, answerKey, (list) => Buffer.from(serialize(listed(list)), 'utf8')),
+      )
     },
   })
 }
