@@ -38,7 +38,7 @@ export interface CommitSync {
   readonly failure: StorageError | undefined
   /** Syncs completed so far (a test counts them on a real file). */
   readonly syncs: number
-  /** Waits for a sync in flight, then closes the file. */
+  /** Waits for a sync in flight, then closes the file (once, however often it is called). */
   close(): Promise<void>
 }
 
@@ -70,34 +70,38 @@ export function openCommitSync(walPath: string, sync: Sync = fdatasync): CommitS
   let failure: StorageError | undefined
   let waiters: Waiter[] = []
   let idle: (() => void)[] = []
+  let closing: Promise<void> | undefined
 
   const start = (): void => {
     if (inFlight || waiters.length === 0) return
     const upTo = committed
-    inFlight = new Promise<void>((finished) => {
-      sync(fd, (err) => {
-        inFlight = undefined
-        finished()
-        const next = idle
-        idle = []
-        if (err) {
-          failure ??= new StorageError('08006', 'disk sync', { cause: err })
-          const all = waiters
-          waiters = []
-          for (const w of all) w.reject(failure)
-          for (const n of next) n() // held writes: they fail on the failure
-          return
-        }
-        syncs++
-        durable = upTo
-        const later: Waiter[] = []
-        const done: Waiter[] = []
-        for (const w of waiters) (w.upTo <= upTo ? done : later).push(w)
-        waiters = later
-        for (const w of done) w.resolve()
-        for (const n of next) n() // the writes held meanwhile commit now, and the sync started next covers them
-        start()
-      })
+    let finished!: () => void
+    // in flight before `sync` is called: its answer may come at once (and then ends it)
+    inFlight = new Promise<void>((resolve) => {
+      finished = resolve
+    })
+    sync(fd, (err) => {
+      inFlight = undefined
+      finished()
+      const next = idle
+      idle = []
+      if (err) {
+        failure ??= new StorageError('08006', 'disk sync', { cause: err })
+        const all = waiters
+        waiters = []
+        for (const w of all) w.reject(failure)
+        for (const n of next) n() // held writes: they fail on the failure
+        return
+      }
+      syncs++
+      durable = upTo
+      const later: Waiter[] = []
+      const done: Waiter[] = []
+      for (const w of waiters) (w.upTo <= upTo ? done : later).push(w)
+      waiters = later
+      for (const w of done) w.resolve()
+      for (const n of next) n() // the writes held meanwhile commit now, and the sync started next covers them
+      start()
     })
   }
 
@@ -123,9 +127,12 @@ export function openCommitSync(walPath: string, sync: Sync = fdatasync): CommitS
     get syncs() {
       return syncs
     },
-    async close() {
-      while (inFlight) await inFlight
-      await new Promise<void>((resolve) => close(fd, () => resolve()))
+    close() {
+      closing ??= (async () => {
+        while (inFlight) await inFlight
+        await new Promise<void>((resolve) => close(fd, () => resolve()))
+      })()
+      return closing
     },
   }
 }

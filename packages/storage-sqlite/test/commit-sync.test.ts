@@ -34,7 +34,7 @@ function heldSync() {
   }
 }
 
-async function setup(t: Tap, sync: ReturnType<typeof heldSync>['sync']) {
+async function setup(t: Tap, sync: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void) {
   const dir = mkdtempSync(join(tmpdir(), 'envkeep-commit-sync-'))
   const file = join(dir, 'db.sqlite')
   // the connection's own sync off (durability normal): the held sync is the only one
@@ -43,6 +43,7 @@ async function setup(t: Tap, sync: ReturnType<typeof heldSync>['sync']) {
   const d: OpenDatabase = { ...opened, commits }
   t.teardown(async () => {
     await opened.close()
+    await commits.close()
     rmSync(dir, { recursive: true, force: true })
   })
   opened.sqlite.exec('create table t (n integer)')
@@ -146,6 +147,26 @@ t.test('a failed sync fails what waits for it and everything after, with nothing
   )
   t.equal(committedRows(file), 1, 'the later write was not committed')
   t.equal(held.started, 1, 'no sync is tried again')
+})
+
+t.test('a sync that answers at once (a failing disk can) ends there: later writes fail, close returns', async (t) => {
+  const { insert, file, commits } = await setup(t, (_fd, done) => done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })))
+  const outcomes = await Promise.allSettled([insert(1)])
+  const later = await Promise.race([
+    insert(2).then(
+      () => 'written',
+      (e: { sqlstate?: string }) => e.sqlstate,
+    ),
+    new Promise((r) => setTimeout(() => r('still waiting'), 2000)),
+  ])
+  t.same(
+    outcomes.map((o) => (o.status === 'rejected' ? (o.reason as { sqlstate?: string }).sqlstate : o.status)),
+    ['08006'],
+  )
+  t.equal(later, '08006', 'a later write fails at once, not left waiting for a sync that ended')
+  t.equal(committedRows(file), 1)
+  const closed = await Promise.race([commits.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still closing'), 2000))])
+  t.equal(closed, 'closed')
 })
 
 t.test('a file database syncs the runner commits itself; the connection stays FULL for everything else', async (t) => {
