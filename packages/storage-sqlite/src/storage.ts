@@ -13,7 +13,11 @@ export interface SqliteStorage extends Storage {
 
 /** Opens the database (running migrations) and returns the SQL core's stores over it (one process: no shared request counters). */
 export async function createSqliteStorage(options: OpenOptions): Promise<SqliteStorage> {
-  const database = await openDatabase(options)
+  return sqliteStorageOn(await openDatabase(options))
+}
+
+/** The SQL core's stores over a database opened already (tests give it one whose disk sync they control). */
+export function sqliteStorageOn(database: OpenDatabase): SqliteStorage {
   const sql = createSqliteRunner(database)
   return createSqlStorage(sql, {
     changes: createSqliteChangeWatch(sql),
