@@ -172,17 +172,17 @@ export function sealTexts(key: Uint8Array, texts: readonly string[], aads: reado
 const sealedBlocks = new WeakSet<ArrayBufferLike>()
 
 /**
- * Frees now the block that `sealTexts` sealed `parts` into (a push's values, once storage has
- * them: storage copies what it keeps), instead of when a full collection gets to it: a push
+ * Frees now the block that `sealTexts` sealed `part` and its siblings into (a push's values,
+ * given any one of them, once storage has them: storage copies what it keeps), instead of when a full collection gets to it: a push
  * waits on the database long enough for its block to be moved out of the young generation,
  * and a 1 MiB push's block then stayed until V8 started a full collection for ~64 MiB of
  * external memory (bench/README.md, "memory4"). Parts of anything else are left alone.
  */
-export function releaseSealed(parts: readonly Uint8Array[]): void {
-  const ab = parts[0]?.buffer
-  if (ab === undefined || !sealedBlocks.has(ab)) return
-  sealedBlocks.delete(ab)
-  ;(ab as ArrayBuffer & { transfer: (length: number) => ArrayBuffer }).transfer(0)
+export function releaseSealed(part: Uint8Array | undefined): void {
+  const block = part?.buffer
+  if (block === undefined || !sealedBlocks.has(block)) return
+  sealedBlocks.delete(block)
+  release(new Uint8Array(block))
 }
 
 function sealTextInto(key: Uint8Array, text: string, aad: Uint8Array, out: Buffer | null): Buffer {

@@ -146,7 +146,7 @@ export async function stagePush(
           entryFor(actor, { vaultId: vault.id, action: 'push_created', at: now, environment: env.name, names }),
         )
       } finally {
-        releaseSealed(sealed.values.map((v) => v.sealed))
+        releaseSealed(sealed.values[0]?.sealed)
       }
       if (r.ok || r.reason !== 'stale_key') return r
       d.crypto.forget(vault.id)
