@@ -1,6 +1,4 @@
 import { StorageError } from '@envkeep/env-api-plugin'
-import type Database from 'better-sqlite3'
-import type { Statement } from 'better-sqlite3'
 import type { Kysely } from 'kysely'
 import type { OpenDatabase } from './database.js'
 import type { DB } from '@envkeep/storage-sql'
@@ -90,73 +88,6 @@ export function toStorageError(err: unknown, table?: string): unknown {
 export async function wrapStorage<T>(fn: () => T | Promise<T>, table?: string): Promise<T> {
   try {
     return await fn()
-  } catch (err) {
-    throw toStorageError(err, table)
-  }
-}
-
-export type TransactionMode = 'deferred' | 'immediate' | 'none'
-
-interface TransactionStatements {
-  readonly deferred: Statement
-  readonly immediate: Statement
-  readonly commit: Statement
-  readonly rollback: Statement
-}
-
-const transactionStatements = new WeakMap<Database.Database, TransactionStatements>()
-
-/**
- * What better-sqlite3's `db.transaction(fn).immediate()` does (begin, run,
- * commit; roll back if anything throws) on statements prepared once per
- * connection: `db.transaction()` builds four wrapper functions on every
- * call, a measurable cost on the per-request paths. Never nested (runSync
- * refuses to start inside an open transaction).
- */
-function inTransaction<T>(sqlite: Database.Database, mode: 'deferred' | 'immediate', fn: () => T): T {
-  let st = transactionStatements.get(sqlite)
-  if (!st) {
-    st = {
-      deferred: sqlite.prepare('BEGIN DEFERRED'),
-      immediate: sqlite.prepare('BEGIN IMMEDIATE'),
-      commit: sqlite.prepare('COMMIT'),
-      rollback: sqlite.prepare('ROLLBACK'),
-    }
-    transactionStatements.set(sqlite, st)
-  }
-  st[mode].run()
-  try {
-    const result = fn()
-    if (result && typeof (result as { then?: unknown }).then === 'function') throw new TypeError('Transaction function cannot return a promise')
-    st.commit.run()
-    return result
-  } catch (err) {
-    if (sqlite.inTransaction) st.rollback.run()
-    throw err
-  }
-}
-
-/**
- * Runs synchronous better-sqlite3 work on the shared connection, in a
- * transaction (`immediate` for anything that writes, so a second process
- * waits on busy_timeout instead of failing on a lock upgrade; `deferred`
- * for multi-statement reads; `none` for one statement). `fn` must not await.
- *
- * The connection is shared with kysely: while a kysely transaction is open
- * (it holds kysely's connection mutex across awaits), work here waits for
- * that mutex instead of silently nesting inside the other transaction.
- * Failures are thrown as `StorageError`.
- */
-export async function runSync<T>(d: OpenDatabase, mode: TransactionMode, fn: () => T, table?: string): Promise<T> {
-  const exec = (): T => {
-    if (d.sqlite.inTransaction) throw new Error('envkeep: a transaction was left open on the database connection')
-    if (mode === 'none') return fn()
-    return inTransaction(d.sqlite, mode, fn)
-  }
-  try {
-    if (!d.sqlite.open) throw new TypeError(CLOSED_MESSAGE)
-    if (!d.sqlite.inTransaction) return exec()
-    return await holdConnection(d, async () => exec())
   } catch (err) {
     throw toStorageError(err, table)
   }
