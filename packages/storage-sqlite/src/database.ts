@@ -31,9 +31,15 @@ export interface OpenDatabase {
   readonly db: Kysely<DB>
   /**
    * With `durability: 'full'` on a file: the sync of the runner's commits off the event loop
-   * (commit-sync.ts); the connection itself stays at `synchronous = FULL` for everyone else.
+   * (commit-sync.ts); every kysely statement still runs at `synchronous = FULL` (syncForRunner).
    */
   readonly commits: CommitSync | undefined
+  /**
+   * With `commits`: puts the connection at `synchronous = NORMAL` for the runner's commits, whose
+   * sync is `commits`' own. Kysely's next statement (the server's accounts, the migrations) puts
+   * it back at FULL first, so each level is set only when the connection changes hands.
+   */
+  readonly syncForRunner: () => void
   close(): Promise<void>
 }
 
@@ -48,7 +54,15 @@ export async function openDatabase(options: OpenOptions): Promise<OpenDatabase> 
   sqlite.pragma(`synchronous = ${options.durability === 'normal' ? 'NORMAL' : 'FULL'}`)
   sqlite.pragma('foreign_keys = ON')
   sqlite.pragma(`cache_size = -${Math.max(64, Math.trunc(options.cacheSizeKiB ?? 2048))}`)
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) })
+  // false while the runner's NORMAL is set (syncForRunner); kysely's statements reset it first
+  let full = true
+  const toFull = (): void => {
+    if (full) return
+    sqlite.pragma('synchronous = FULL')
+    full = true
+  }
+  const forKysely = { close: () => sqlite.close(), prepare: (text: string) => (toFull(), sqlite.prepare(text)) }
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: forKysely }) })
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
   const { error } = await migrator.migrateToLatest()
   if (error) {
@@ -61,6 +75,11 @@ export async function openDatabase(options: OpenOptions): Promise<OpenDatabase> 
     sqlite,
     db,
     commits,
+    syncForRunner() {
+      if (!commits || !full) return
+      sqlite.pragma('synchronous = NORMAL')
+      full = false
+    },
     async close() {
       if (closed) return
       closed = true

@@ -20,7 +20,8 @@ interface Queued {
  * alone), and share its commit. Every promise settles only after that commit
  * is on disk, so an answer never leaves before its access-log entry is; a
  * failed commit rejects them all. With `commits` (durability `full` on a
- * file) the commit is made at `synchronous = NORMAL` and its disk sync runs
+ * file) the commit is made at `synchronous = NORMAL` (`syncForRunner`; kysely's
+ * statements run at FULL) and its disk sync runs
  * off the event loop (commit-sync.ts); the writes asked for while a sync
  * runs are held and committed together when it finishes, one transaction
  * per sync; a read waits until what it may have seen is on disk. Without
@@ -40,15 +41,9 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
   /** Runs the batch in one transaction; returns how to settle each item once the commit is durable. */
   const runBatch = (batch: Queued[]): (() => void)[] => {
     if (d.sqlite.inTransaction) throw new Error('envkeep: a transaction was left open on the database connection')
-    if (commits) {
-      if (commits.failure) throw commits.failure
-      statement('PRAGMA synchronous = NORMAL').run() // the sync is commits'; the connection stays FULL for kysely
-    }
-    try {
-      return inOneTransaction(batch)
-    } finally {
-      if (commits) statement('PRAGMA synchronous = FULL').run()
-    }
+    if (commits?.failure) throw commits.failure
+    d.syncForRunner() // the sync is commits'; kysely's next statement sets FULL again
+    return inOneTransaction(batch)
   }
 
   const inOneTransaction = (batch: Queued[]): (() => void)[] => {

@@ -14,7 +14,8 @@ import { createSqliteStorage } from '../src/index.js'
 // hold: a write settles only after a disk sync that started after its COMMIT; a read that may
 // have seen a commit not yet on disk waits for it; commits made while a sync runs share the
 // next one; a failed sync fails every waiting and later operation (503), and nothing more is
-// committed; the connection stays at synchronous = FULL outside the runner's batches.
+// committed; kysely's statements (the server's accounts, the migrations) still run at
+// synchronous = FULL, and the level is set only when the connection changes hands.
 
 type Tap = { teardown(fn: () => unknown): void }
 
@@ -169,7 +170,7 @@ t.test('a sync that answers at once (a failing disk can) ends there: later write
   t.equal(closed, 'closed')
 })
 
-t.test('a file database syncs the runner commits itself; the connection stays FULL for everything else', async (t) => {
+t.test('a file database syncs the runner commits itself; kysely runs at FULL', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'envkeep-commit-sync-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const storage = await createSqliteStorage({ filename: join(dir, 'db.sqlite') })
@@ -201,7 +202,16 @@ t.test('a file database syncs the runner commits itself; the connection stays FU
     { ...entry, vaultId: '00000000-0000-4000-8000-000000000001', action: 'vault_created' },
   )
   t.ok((commits?.syncs ?? 0) > before, 'the write waited for a real fdatasync')
-  t.equal(sqlite.pragma('synchronous', { simple: true }), 2, 'FULL again after the batch (kysely and migrations sync in COMMIT)')
+  const level = () => sqlite.pragma('synchronous', { simple: true })
+  t.equal(level(), 1, 'NORMAL after the batch: the runner syncs its commits itself')
+  await storage.appendAccessLog({ ...entry, vaultId: '00000000-0000-4000-8000-000000000001' })
+  t.equal(level(), 1, 'still NORMAL for the next batch: not set again per batch')
+  await sql`create table kysely_write (n integer)`.execute(storage.database.db)
+  t.equal(level(), 2, 'FULL for a kysely statement (the accounts and migrations sync in COMMIT)')
+  await sql`insert into kysely_write values (1)`.execute(storage.database.db)
+  t.equal(level(), 2, 'and for the next one')
+  await storage.appendAccessLog({ ...entry, vaultId: '00000000-0000-4000-8000-000000000001' })
+  t.equal(level(), 1, 'NORMAL again for the runner')
   const normal = await openDatabase({ filename: join(dir, 'normal.db'), durability: 'normal' })
   t.teardown(() => normal.close())
   t.equal(normal.commits, undefined, 'durability normal: no sync at all')
