@@ -111,6 +111,7 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
 
   return {
     dialect,
+    groupsAcrossTurns: commits !== undefined,
     async read<T>(op: () => Op<T>): Promise<T> {
       try {
         const value = d.sqlite.inTransaction ? await holdConnection(d, async () => readNow(op)) : readNow(op)
