@@ -61,7 +61,13 @@ export async function openDatabase(options: OpenOptions): Promise<OpenDatabase> 
     sqlite.pragma('synchronous = FULL')
     full = true
   }
-  const forKysely = { close: () => sqlite.close(), prepare: (text: string) => (toFull(), sqlite.prepare(text)) }
+  const forKysely = {
+    close: () => sqlite.close(),
+    prepare(text: string) {
+      toFull()
+      return sqlite.prepare(text)
+    },
+  }
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: forKysely }) })
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
   const { error } = await migrator.migrateToLatest()
