@@ -25,26 +25,3 @@ export async function commitsOf(store: PostgresStorage) {
     return { result, used: (await commits()) - before - idle }
   }
 }
-
-/**
- * How many statements matching `text` `pool` is asked to run from now on (until the test
- * ends): what the store sends, counted on its side.
- */
-export function statementsSent(
-  t: { teardown(fn: () => unknown): void },
-  pool: { query: (...args: never[]) => unknown },
-  text: RegExp,
-): { readonly count: number } {
-  const seen = { count: 0 }
-  const query = pool.query
-  pool.query = ((...args: never[]) => {
-    const q = args[0] as unknown
-    const sql = typeof q === 'string' ? q : (q as { text?: string } | undefined)?.text
-    if (sql && text.test(sql)) seen.count++
-    return query.apply(pool, args)
-  }) as typeof pool.query
-  t.teardown(() => {
-    pool.query = query
-  })
-  return seen
-}

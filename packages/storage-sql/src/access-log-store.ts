@@ -18,30 +18,26 @@ interface Pending {
 export function createAccessLogStore(s: SqlRunner): Pick<VaultStore, 'appendAccessLog' | 'listAccessLog'> {
   const d = s.dialect
   const one = (entry: AccessLogEntry) => s.write(() => insertLogs(d, [entry]), { oneStatement: true })
-  // The appends of one event-loop turn (the concurrent reads), and on PostgreSQL those made
-  // while the previous statement was on its way, go as ONE statement, one transaction, one
-  // commit (one fsync on SQLite, one round trip on PostgreSQL); each read answers only once
-  // that commit is done. If the statement fails, each entry is tried alone, so only an entry
-  // that cannot be written fails its read.
-  const append = perTurn(
-    async (batch: Pending[]): Promise<void> => {
-      try {
-        await s.write(
-          () =>
-            insertLogs(
-              d,
-              batch.map((p) => p.entry),
-            ),
-          { oneStatement: true },
-        )
-        for (const p of batch) p.resolve(DONE)
-      } catch (err) {
-        if (batch.length === 1) return (batch[0] as Pending).reject(err)
-        await Promise.all(batch.map((p) => one(p.entry).then(() => p.resolve(DONE), p.reject)))
-      }
-    },
-    { acrossTurns: !s.groupsAcrossTurns },
-  )
+  // The appends of one event-loop turn (the concurrent reads) go as ONE statement, one
+  // transaction, one commit (one fsync on SQLite, one round trip on PostgreSQL); each
+  // read answers only once that commit is done. If the statement fails, each entry is
+  // tried alone, so only an entry that cannot be written fails its read.
+  const append = perTurn(async (batch: Pending[]): Promise<void> => {
+    try {
+      await s.write(
+        () =>
+          insertLogs(
+            d,
+            batch.map((p) => p.entry),
+          ),
+        { oneStatement: true },
+      )
+      for (const p of batch) p.resolve(DONE)
+    } catch (err) {
+      if (batch.length === 1) return (batch[0] as Pending).reject(err)
+      await Promise.all(batch.map((p) => one(p.entry).then(() => p.resolve(DONE), p.reject)))
+    }
+  })
   return {
     appendAccessLog: (entry: AccessLogEntry) => new Promise<ChangeResult<never>>((resolve, reject) => append({ entry, resolve, reject })),
     listAccessLog: (vaultId, filter) =>

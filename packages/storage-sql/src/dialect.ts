@@ -50,14 +50,6 @@ export interface SqlRunner {
    * forget it. Only for the request counters, never for data or the log.
    */
   write<T>(op: () => Op<T>, options?: { readonly oneStatement?: boolean; readonly lazyCommit?: boolean }): Promise<T>
-  /**
-   * True when the runner itself holds the writes asked for while a commit is on its way and
-   * commits them together once it lands (SQLite's group commit): the core's own batches (the
-   * access log's, the request counters') then go once per turn. Otherwise each also waits
-   * for the one before it (`perTurn`'s `acrossTurns`), so that many turns share one statement
-   * and one commit (PostgreSQL, where each is a round trip and a commit of its own).
-   */
-  readonly groupsAcrossTurns?: boolean
 }
 
 /**

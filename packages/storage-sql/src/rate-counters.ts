@@ -122,28 +122,25 @@ export function createRateCounters(s: SqlRunner): RateCounters {
     }
   }
 
-  const count = perTurn(
-    async (batch: Pending[]): Promise<void> => {
-      try {
-        await countAll(batch)
-      } catch (err) {
-        const keys = new Set(batch.map((p) => p.key))
-        if (keys.size === 1) {
-          for (const p of batch) p.reject(err)
-          return
-        }
-        await Promise.all(
-          [...keys].map((key) => {
-            const mine = batch.filter((p) => p.key === key)
-            return countAll(mine).catch((e: unknown) => {
-              for (const p of mine) p.reject(e)
-            })
-          }),
-        )
+  const count = perTurn(async (batch: Pending[]): Promise<void> => {
+    try {
+      await countAll(batch)
+    } catch (err) {
+      const keys = new Set(batch.map((p) => p.key))
+      if (keys.size === 1) {
+        for (const p of batch) p.reject(err)
+        return
       }
-    },
-    { acrossTurns: !s.groupsAcrossTurns },
-  )
+      await Promise.all(
+        [...keys].map((key) => {
+          const mine = batch.filter((p) => p.key === key)
+          return countAll(mine).catch((e: unknown) => {
+            for (const p of mine) p.reject(e)
+          })
+        }),
+      )
+    }
+  })
 
   return {
     countRequest: (key, windowsMs, now, afresh) => {

@@ -111,7 +111,6 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
 
   return {
     dialect,
-    groupsAcrossTurns: commits !== undefined,
     async read<T>(op: () => Op<T>): Promise<T> {
       try {
         const value = d.sqlite.inTransaction ? await holdConnection(d, async () => readNow(op)) : readNow(op)
