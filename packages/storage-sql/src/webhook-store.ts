@@ -122,7 +122,14 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
 
     listWebhooks: (vaultId, recent) =>
       s.read(function* () {
-        const rows = yield* all(db.selectFrom('webhooks').selectAll().where('vault_id', '=', vaultId).orderBy('created_at').orderBy(d.byBytes('id')))
+        const rows = yield* all(
+          db
+            .selectFrom('webhooks')
+            .selectAll()
+            .$if(vaultId !== null, (q) => q.where('vault_id', '=', vaultId ?? ''))
+            .orderBy('created_at')
+            .orderBy(d.byBytes('id')),
+        )
         const out: WebhookRecord[] = []
         for (const r of rows) {
           const w: WebhookRecord = { ...webhookOf(r), sealedSecret: r.sealed_secret && copyBytes(r.sealed_secret) }

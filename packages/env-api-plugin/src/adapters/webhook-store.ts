@@ -128,10 +128,12 @@ export interface WebhookStore {
   changeWebhook(change: WebhookChange, log?: AccessLogEntry): Promise<ChangeResult<'not_found' | 'too_many', WebhookRecord>>
 
   /**
-   * The webhooks of a vault, oldest first; [] for an unknown vault. With `deliveries`, each
-   * carries its latest deliveries, at most that many, newest event first (`recent`).
+   * The webhooks of a vault, oldest first; [] for an unknown vault; `null`: every vault's (the
+   * one pass at start that seals URLs stored before they were sealed), oldest first. With
+   * `deliveries`, each carries its latest deliveries, at most that many, newest event first
+   * (`recent`).
    */
-  listWebhooks(vaultId: string, deliveries?: number): Promise<WebhookRecord[]>
+  listWebhooks(vaultId: string | null, deliveries?: number): Promise<WebhookRecord[]>
 
   /**
    * For every push event that happened at or after `since` (and at or after

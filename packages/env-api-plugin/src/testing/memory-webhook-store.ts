@@ -91,9 +91,9 @@ export class MemoryWebhookStore implements WebhookStore {
     })
   }
 
-  listWebhooks(vaultId: string, deliveries?: number): Promise<WebhookRecord[]> {
+  listWebhooks(vaultId: string | null, deliveries?: number): Promise<WebhookRecord[]> {
     return this.#db.read('webhooks', (s) =>
-      webhooksOf(s, vaultId)
+      (vaultId === null ? [...s.webhooks.values()] : webhooksOf(s, vaultId))
         .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
         .map((w) => {
           if (deliveries === undefined) return record(w)

@@ -125,7 +125,7 @@ async function rejects23(p: Promise<unknown>, sqlstate: string): Promise<void> {
 
 export const webhookStoreContract: readonly { name: string; run(make: MakeWebhookStore): Promise<void> }[] = [
   {
-    name: 'changeWebhook (create) and listWebhooks: a vault’s webhooks, oldest first, events in their order; not_found for no vault, too_many past `most`, 23505 for a known id',
+    name: 'changeWebhook (create) and listWebhooks: a vault’s webhooks (or with null every vault’s), oldest first, events in their order; not_found for no vault, too_many past `most`, 23505 for a known id',
     async run(make) {
       await withStore(make, async (store) => {
         const v = await newVault(store)
@@ -133,7 +133,7 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
         const a = await add(store, webhook(v, { events: ['push.expired', 'push.created'] }))
         assert.deepEqual(a.events, ['push.created', 'push.expired'])
         const b = await add(store, webhook(v, { format: 'slack', sealedSecret: null, createdAt: at(1000), url: 'https://hooks.slack.com/services/T/B/x' }))
-        await add(store, webhook(other))
+        const c = await add(store, webhook(other))
         const list = await store.listWebhooks(v)
         assert.deepEqual(
           list.map((w) => [w.id, w.format, w.url, w.createdAt.getTime(), w.createdBy]),
@@ -148,6 +148,15 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
           [60, null],
         )
         assert.deepEqual(await store.listWebhooks(randomUUID()), [])
+        // null: every vault's (the sealing pass at start), oldest first, each with its vault
+        const every = (await store.listWebhooks(null)).filter((w) => [a.id, b.id, c.id].includes(w.id))
+        assert.deepEqual(every.map((w) => w.id).sort(), [a.id, b.id, c.id].sort())
+        assert.equal(every.at(-1)?.id, b.id, 'oldest first')
+        assert.equal(every.find((w) => w.id === c.id)?.vaultId, other)
+        assert.ok(
+          every.every((w) => w.sealedSecret !== undefined),
+          'with their sealed secrets, as stored',
+        )
         assert.deepEqual(await store.changeWebhook({ kind: 'create', webhook: webhook(randomUUID()), most: 10 }), { ok: false, reason: 'not_found' })
         await rejects23(store.changeWebhook({ kind: 'create', webhook: webhook(v, { id: a.id }), most: 10 }), '23505')
         // at most `most` a vault, counted in the change; refused with nothing written or logged

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { createVaultCrypto } from '../../src/vault-service.js'
+import { testLogEntry } from '../../src/testing/index.js'
 import { storageUnderTest } from '../storage-under-test.js'
 import Fastify from 'fastify'
 import envApi from '../../src/index.js'
@@ -99,4 +100,44 @@ t.test('a webhook stored with its URL in the clear (before issue 25) is sealed w
     'only the masked form left in the clear',
   )
   for (const w of stored) t.notOk(Buffer.from(w.sealedSecret ?? []).includes('url-canary'))
+})
+
+// The sealing pass runs at every start of every process: with many vaults, most without a
+// webhook, it reads every vault's webhooks at once instead of asking vault by vault.
+t.test('the sealing pass at start reads the webhooks in one call, not one per vault', async (t) => {
+  const b = await build(t, { storage: await storageUnderTest(t), plugin: { webhookIntervalMs: 3_600_000 } })
+  for (let i = 0; i < 5; i++) {
+    const id = randomUUID()
+    const environments = [{ name: 'development', ownersOnly: false }]
+    await b.storage.createVault(
+      { id, name: `quiet-${i}`, ownerId: 'p-other', plan: 'self-hosted', environments, now: new Date(0) },
+      testLogEntry({ vaultId: id, action: 'vault_created' }),
+    )
+  }
+  // one webhook stored as before issue 25: its URL in the clear
+  const id = randomUUID()
+  const plain = 'https://hooks.slack.com/services/T0/B0/one-call-canary'
+  const old = { vaultId: b.vaultId, events: ['push.created' as const], createdAt: new Date(0), createdBy: null }
+  await b.storage.changeWebhook({ kind: 'create', webhook: { ...old, id, url: plain, format: 'slack', sealedSecret: null }, most: 10 })
+  const asked: string[] = []
+  const storage = b.storage
+  const counted = new Proxy(storage, {
+    get(target, key, receiver) {
+      const v = Reflect.get(target, key, receiver) as unknown
+      if (typeof v !== 'function') return v
+      if (key !== 'listWebhooks' && key !== 'findVaults') return v.bind(target)
+      return (...args: unknown[]) => {
+        asked.push(`${String(key)}(${JSON.stringify(args[0] ?? null)})`)
+        return v.apply(target, args)
+      }
+    },
+  })
+  const next = Fastify({ logger: false })
+  await next.register(envApi, { baseUrl: 'http://127.0.0.1', storage: counted, keyring: b.keyring, people: createTestPeople(), webhookIntervalMs: 25 })
+  await next.ready()
+  t.teardown(() => next.close())
+  const sealed = async () => (await storage.listWebhooks(b.vaultId))[0]?.url !== plain
+  for (let i = 0; i < 200 && !(await sealed()); i++) await new Promise((r) => setTimeout(r, 25))
+  t.ok(await sealed(), 'the webhook stored in the clear is sealed')
+  t.same(asked, ['listWebhooks(null)'], 'one read of every webhook; no list of vaults, no read per vault')
 })
