@@ -16,7 +16,7 @@ import { insertLog, logInsert } from './access-log.js'
 import type { SqlDialect, SqlRunner } from './dialect.js'
 import { fixedQuery } from './fixed-query.js'
 import { all, first, type Op, run, together } from './op.js'
-import { bytes, date, dateOrNull, fromJson, toJson } from './rows.js'
+import { bytes, date, dateOrNull, fromJson, isSet, toJson } from './rows.js'
 import type { ImportsTable } from './schema.js'
 import { dropStaged, stagedAdded, startPush } from './staged-usage.js'
 import { bumpVersion, insertChangeSet, staleKey } from './vault-values.js'
@@ -227,7 +227,7 @@ function* decideImport(d: SqlDialect, decision: ImportDecision, log: AccessLogEn
   const head = yield* first(d.db.selectFrom('imports').select('vault_id').where('id', '=', decision.importId))
   if (!head) throw new StorageError('23503', 'imports')
   yield* lockVault(d, head.vault_id)
-  const imp = (yield* importRow(d, decision.importId)) as ImportRecord
+  const { imp, hooked } = yield* decidingRow(d, decision.importId)
   if (imp.status !== 'pending') return { ok: false, reason: 'not_pending' }
   if (pushHasExpired(imp, decision.now)) {
     yield* expire(d, imp)
@@ -289,7 +289,23 @@ function* decideImport(d: SqlDialect, decision: ImportDecision, log: AccessLogEn
   yield* dropStaged(d, imp.vaultId, imp.id)
   yield* insertLog(d, log)
   const decided: ImportRecord = { ...imp, status: decision.decision, decidedAt: decision.now, decidedBy: decision.by, reason }
-  return { ok: true, value: decided }
+  return { ok: true, value: decided, webhooks: hooked }
+}
+
+/**
+ * The push being decided, and whether its vault has a webhook, in one statement (after the
+ * vault's lock: none can be added before the decision commits).
+ */
+function* decidingRow(d: SqlDialect, importId: string) {
+  const r = yield* first(
+    d.db
+      .selectFrom('imports')
+      .selectAll()
+      .select((eb) => eb.exists(eb.selectFrom('webhooks').select('webhooks.id').whereRef('webhooks.vault_id', '=', 'imports.vault_id')).as('hooked'))
+      .where('id', '=', importId),
+  )
+  if (!r) throw new StorageError('23503', 'imports')
+  return { imp: toImport(r), hooked: isSet(r.hooked) }
 }
 
 function* expireImports(d: SqlDialect, now: Date) {

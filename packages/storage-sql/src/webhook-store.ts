@@ -80,15 +80,6 @@ const enqueueOf = (onePush: boolean) =>
     )
   })
 const enqueueAll = enqueueOf(false)
-/** The webhooks of a push's vault (at most MAX_WEBHOOKS): whether there is any to enqueue for. */
-const anyWebhook = fixedQuery<[string], unknown>(
-  (d, arg) =>
-    d.db
-      .selectFrom('webhooks')
-      .select('id')
-      .where('vault_id', '=', (eb) => eb.selectFrom('imports').select('vault_id').where('id', '=', arg(0))),
-  'any_webhook',
-)
 const enqueueOne = enqueueOf(true)
 
 /**
@@ -147,9 +138,6 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
     // one statement, atomic by itself (the unique (webhook, push, event) decides): no transaction
     enqueueDeliveries: (input) =>
       s.read(function* () {
-        // a push's own: most vaults have no webhook, and a read finds that out for less than an
-        // insert that inserts nothing (on SQLite a write transaction of its own)
-        if (input.pushId !== undefined && !(yield* first(anyWebhook(d, input.pushId)))) return { ok: true as const, value: 0 }
         const q =
           input.pushId === undefined
             ? enqueueAll(d, input.now.getTime(), input.since.getTime())

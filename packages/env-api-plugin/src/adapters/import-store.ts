@@ -59,17 +59,16 @@ export interface NewImport {
   readonly sealedUnder?: Uint8Array
 }
 
-/** Done: the push as stored. Refused: the key changed (`stale_key`) or the storage limit (OverLimit, with its figures). */
 /**
- * What createImport answers: the push made, and `webhooks`: whether its vault had a webhook
- * when it was made (read under the vault's lock, as a webhook is added). Without one, the
- * push's deliveries have nothing to enqueue and the domain does not ask (a webhook added
- * right after is found by the delivery worker's sweep of recent events).
+ * A push made or decided, and `webhooks`: whether its vault had a webhook then (read under the
+ * vault's lock, as a webhook is added). Without one, the push's deliveries have nothing to
+ * enqueue and the domain does not ask (a webhook added right after is found by the delivery
+ * worker's sweep of recent events).
  */
-export type CreateImportResult =
-  | { readonly ok: true; readonly value: ImportRecord; readonly webhooks: boolean }
-  | Exclude<ChangeResult<StaleKey['reason'], ImportRecord>, { readonly ok: true }>
-  | OverLimit
+export type PushDone = { readonly ok: true; readonly value: ImportRecord; readonly webhooks: boolean }
+
+/** Done: the push as stored (`PushDone`). Refused: the key changed (`stale_key`) or the storage limit (OverLimit, with its figures). */
+export type CreateImportResult = PushDone | Exclude<ChangeResult<StaleKey['reason'], ImportRecord>, { readonly ok: true }> | OverLimit
 
 export interface ImportDecision {
   readonly importId: string
@@ -93,7 +92,8 @@ export interface ImportDecision {
  * (already decided, or expired now: nothing changed but the expiry; read it
  * again with getImport to see its state).
  */
-export type DecideImportResult = ChangeResult<'changed' | 'not_pending', ImportRecord>
+/** Done: the push as decided (`PushDone`). Refused: the environment changed (`changed`) or the push is no longer pending. */
+export type DecideImportResult = PushDone | Exclude<ChangeResult<'changed' | 'not_pending', ImportRecord>, { readonly ok: true }>
 
 /** A push read with `values: true`: its staged sealed values too, in name order (empty once decided). */
 export interface ImportWithValues extends ImportRecord {

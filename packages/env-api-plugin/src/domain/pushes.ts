@@ -305,7 +305,7 @@ export async function decidePush(
       const decision = { importId: push.id, decision: input.decision, by: actor.personId, now, reason: reason || null }
       const r = await d.storage.decideImport(input.decision === 'applied' ? { ...decision, ...(await pushChangeSet(d, actor, view, now)) } : decision, log)
       if (r.ok) {
-        await notifyWebhooks(d, r.value.id)
+        if (r.webhooks) await notifyWebhooks(d, r.value.id)
         return r.value
       }
       if (r.reason === 'not_pending') throw fail.conflict(`this push is already ${(await d.storage.getImport(push.id, d.now()))?.status ?? 'gone'}`)

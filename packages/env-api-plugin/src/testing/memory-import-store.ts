@@ -124,7 +124,7 @@ export class MemoryImportStore implements ImportStore {
       })
       s.imports.set(imp.id, decided)
       this.#db.appendLog(s, log)
-      return { ok: true, value: decided }
+      return { ok: true, value: decided, webhooks: webhooksOf(s, imp.vaultId).length > 0 }
     })
   }
 

@@ -172,16 +172,25 @@ export const webhookStoreContract: readonly { name: string; run(make: MakeWebhoo
     },
   },
   {
-    name: 'createImport says whether the vault has a webhook (nothing to enqueue without one); a webhook of another vault does not count',
+    name: 'createImport and decideImport say whether the vault has a webhook (nothing to enqueue without one); a webhook of another vault does not count',
     async run(make) {
       await withStore(make, async (store) => {
         const v = await newVault(store)
         const other = await newVault(store)
         await add(store, webhook(other))
-        assert.equal((await madePush(store, v, T0)).webhooks, false, 'none in this vault')
+        const quiet = await madePush(store, v, T0)
+        assert.equal(quiet.webhooks, false, 'none in this vault')
+        const decide = async (importId: string, now: Date) => {
+          const r = await store.decideImport({ importId, decision: 'rejected', by: OWNER, now }, testLogEntry({ vaultId: v, action: 'push_rejected', at: now }))
+          assert.ok(r.ok)
+          return r.webhooks
+        }
+        const pending = await madePush(store, v, at(1))
+        assert.equal(await decide(quiet.id, at(2)), false, 'decided: none in this vault')
         await add(store, webhook(v, { events: ['push.expired'] }))
-        assert.equal((await madePush(store, v, at(1))).webhooks, true, 'one now (whatever its events)')
-        assert.equal((await madePush(store, other, at(2))).webhooks, true)
+        assert.equal((await madePush(store, v, at(3))).webhooks, true, 'one now (whatever its events)')
+        assert.equal(await decide(pending.id, at(4)), true, 'decided: one now')
+        assert.equal((await madePush(store, other, at(5))).webhooks, true)
       })
     },
   },
