@@ -135,60 +135,67 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
         return out
       }),
 
-    // one statement, atomic by itself (the unique (webhook, push, event) decides): no transaction
+    // one statement, atomic by itself (the unique (webhook, push, event) decides): no BEGIN and
+    // COMMIT on PostgreSQL; on SQLite it is group-committed and synced like every write
     enqueueDeliveries: (input) =>
-      s.read(function* () {
-        const q =
-          input.pushId === undefined
-            ? enqueueAll(d, input.now.getTime(), input.since.getTime())
-            : enqueueOne(d, input.now.getTime(), input.since.getTime(), input.pushId)
-        return { ok: true as const, value: yield* run(q) }
-      }),
+      s.write(
+        function* () {
+          const q =
+            input.pushId === undefined
+              ? enqueueAll(d, input.now.getTime(), input.since.getTime())
+              : enqueueOne(d, input.now.getTime(), input.since.getTime(), input.pushId)
+          return { ok: true as const, value: yield* run(q) }
+        },
+        { oneStatement: true },
+      ),
 
     // The claim is one statement, atomic by itself (PostgreSQL: the due rows are locked, and
-    // rows another process holds skipped), run outside a transaction: a worker that finds
-    // nothing due costs one round trip per tick.
+    // rows another process holds skipped), run without BEGIN and COMMIT there: a worker that
+    // finds nothing due costs one round trip per tick. On SQLite it is synced like every write.
     claimDeliveries: (input) =>
-      s.read(function* () {
-        const now = input.now.getTime()
-        const due = db
-          .selectFrom('webhook_deliveries')
-          .select('id')
-          .where('status', '=', 'pending')
-          .where('next_attempt_at', '<=', now)
-          .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
-          .orderBy('next_attempt_at')
-          .orderBy('id')
-          .limit(limitOf(input.limit))
-          .$if(d.rowLocks, (q) => q.forUpdate().skipLocked())
-        const claimed = yield* all(
-          db
-            .updateTable('webhook_deliveries')
-            .set({ claim_token: input.token, claimed_until: now + input.leaseMs })
-            .where('id', 'in', due)
-            .returning('id'),
-        )
-        if (claimed.length === 0) return { ok: true as const, value: [] }
-        const rows = yield* all(
-          deliveries
-            .select(['w.url', 'w.format', 'w.events', 'w.created_at', 'w.created_by', 'w.sealed_secret'])
-            .where(
-              'd.id',
-              'in',
-              claimed.map((r) => r.id),
-            )
-            .orderBy('d.next_attempt_at')
-            .orderBy('d.id'),
-        )
-        const value = rows.map(
-          (r): ClaimedDelivery => ({
-            ...deliveryOf(r),
-            webhook: webhookOf({ ...r, id: r.webhook_id }),
-            sealedSecret: r.sealed_secret && copyBytes(r.sealed_secret),
-          }),
-        )
-        return { ok: true as const, value }
-      }),
+      s.write(
+        function* () {
+          const now = input.now.getTime()
+          const due = db
+            .selectFrom('webhook_deliveries')
+            .select('id')
+            .where('status', '=', 'pending')
+            .where('next_attempt_at', '<=', now)
+            .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
+            .orderBy('next_attempt_at')
+            .orderBy('id')
+            .limit(limitOf(input.limit))
+            .$if(d.rowLocks, (q) => q.forUpdate().skipLocked())
+          const claimed = yield* all(
+            db
+              .updateTable('webhook_deliveries')
+              .set({ claim_token: input.token, claimed_until: now + input.leaseMs })
+              .where('id', 'in', due)
+              .returning('id'),
+          )
+          if (claimed.length === 0) return { ok: true as const, value: [] }
+          const rows = yield* all(
+            deliveries
+              .select(['w.url', 'w.format', 'w.events', 'w.created_at', 'w.created_by', 'w.sealed_secret'])
+              .where(
+                'd.id',
+                'in',
+                claimed.map((r) => r.id),
+              )
+              .orderBy('d.next_attempt_at')
+              .orderBy('d.id'),
+          )
+          const value = rows.map(
+            (r): ClaimedDelivery => ({
+              ...deliveryOf(r),
+              webhook: webhookOf({ ...r, id: r.webhook_id }),
+              sealedSecret: r.sealed_secret && copyBytes(r.sealed_secret),
+            }),
+          )
+          return { ok: true as const, value }
+        },
+        { oneStatement: true },
+      ),
 
     finishAttempt: (a) => {
       // a delivery id is an integer (SQLite integer, PostgreSQL bigint): anything else is no delivery

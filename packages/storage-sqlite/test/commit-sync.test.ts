@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
+import { TEST_NO_LIMIT, testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { first, raw, run } from '@envkeep/storage-sql'
 import { sql } from 'kysely'
 import { type CommitSync, openCommitSync } from '../src/commit-sync.js'
@@ -222,4 +224,55 @@ t.test('a file database syncs the runner commits itself; kysely runs at FULL', a
 
 t.test('a WAL file that cannot be opened leaves the sync to SQLite', async (t) => {
   t.equal(openCommitSync(join(tmpdir(), 'envkeep-no-such-dir', 'db.sqlite-wal')), undefined)
+})
+
+// The webhook outbox's writes are one statement each (enqueue, claim): like every other write
+// they answer only once on disk, whatever level kysely or the runner left the connection at.
+t.test('the outbox writes (enqueue, claim) are synced before they answer', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'envkeep-commit-sync-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const storage = await createSqliteStorage({ filename: join(dir, 'db.sqlite') })
+  t.teardown(() => storage.close())
+  const { commits } = storage.database
+  const syncs = () => commits?.syncs ?? 0
+  const now = new Date()
+  const vaultId = randomUUID()
+  await storage.createVault(
+    { id: vaultId, name: 'v', ownerId: 'p', plan: 'self-hosted', environments: [{ name: 'development', ownersOnly: false }], now },
+    testLogEntry({ vaultId, action: 'vault_created', at: now }),
+  )
+  const webhook = {
+    id: randomUUID(),
+    vaultId,
+    url: 'https://hooks.example.com/x',
+    format: 'generic' as const,
+    events: ['push.created' as const],
+    sealedSecret: null,
+    createdAt: now,
+    createdBy: 'p',
+  }
+  t.ok((await storage.changeWebhook({ kind: 'create', webhook, most: 10 })).ok)
+  const pushed = await storage.createImport(
+    {
+      id: randomUUID(),
+      vaultId,
+      environment: 'development',
+      senderId: 'p',
+      signInId: null,
+      values: [{ name: 'A', sealed: new Uint8Array(40) }],
+      refused: [],
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + 60_000),
+      limit: TEST_NO_LIMIT,
+    },
+    testLogEntry({ vaultId, action: 'push_created', at: now, environment: 'development', names: ['A'] }),
+  )
+  t.ok(pushed.ok)
+  let before = syncs()
+  t.same(await storage.enqueueDeliveries({ now, since: new Date(0) }), { ok: true, value: 1 })
+  t.ok(syncs() > before, 'the enqueued delivery was synced before the enqueue answered')
+  before = syncs()
+  const claim = await storage.claimDeliveries({ now, leaseMs: 60_000, limit: 10, token: 'worker' })
+  t.equal(claim.ok && claim.value.length, 1)
+  t.ok(syncs() > before, 'the claim was synced before it answered')
 })
