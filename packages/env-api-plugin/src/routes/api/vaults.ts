@@ -20,12 +20,12 @@ export function vaultsRoutes(untyped: FastifyInstance, domain: Domain): void {
     handler: async function listVaults(request, reply) {
       const vaults = await domain.listVaults(signInOf(request).personId)
       const r = reply as FastifyReply
-      const serialize = r.getSerializationFunction('200') as (body: unknown) => string
       // the same bytes for the same list until a change: serialized once per list the core's cache holds (cache/held-lists.ts)
-      return sendJsonBytes(
-        r,
-        derivedFromList(vaults, answerKey, (list) => Buffer.from(serialize(listed(list)), 'utf8')),
-      )
+      const answer = derivedFromList(vaults, answerKey, (list) => {
+        const serialize = r.getSerializationFunction('200') as (body: unknown) => string
+        return Buffer.from(serialize(listed(list)), 'utf8')
+      })
+      return sendJsonBytes(r, answer)
     },
   })
 }
