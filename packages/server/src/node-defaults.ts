@@ -8,7 +8,7 @@ import { isSea } from 'node:sea'
  * environments fills and keeps resident. 8 MB semi-spaces, with the buffers of reads and
  * pushes freed at once (`crypto/wipe.ts`) and the vault list's answer made once per change
  * (`env-api-plugin` cache/held-lists.ts) and a push's sealed block freed once stored: the bench's
- * peak RSS through the whole run 139–151 MB on SQLite and 144–221 MB on PostgreSQL in the
+ * peak RSS through the whole run 139–160 MB on SQLite (highest at the 1 MiB push) and 144–222 MB on PostgreSQL in the
  * runs measured (16 MB: 163–164, 182–195). Before the list's answer was held, 8 MB gave 245–330
  * MB in most whole runs: the 1,000-vault list allocated ~1.3 MB a request, ten in flight were promoted
  * at every scavenge and the old generation grew to 80–100 MB (bench/README.md, "memory4").
