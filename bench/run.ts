@@ -95,8 +95,8 @@ interface CaseResult {
   rate: number | null
   real: Measure
   bare: Measure
-  /** the real server's RSS high-water mark after this case, MB */
-  realPeakRssMb: number
+  /** the real server's RSS high-water mark after this case, MB (null for the floor, which is not the real server) */
+  realPeakRssMb: number | null
   /** real req/s ÷ bare req/s */
   ratio: number
   /** bare CPU per request ÷ real CPU per request: the ratio the machine would give if it were not shared */
@@ -442,6 +442,38 @@ async function main(): Promise<void> {
     console.log(
       `load: autocannon, ${DURATION} s per case and server${canPin ? `, servers pinned to core 0, load generator to core ${cores - 1}${pgCost ? " (and the bench database's PostgreSQL backends, before each case)" : ''}` : ' (not pinned)'}`,
     )
+    // the floor (floor-server.ts): the least a durable read can do on this machine, against bare in the same run
+    const runFloor = async (c: Case, sync: boolean): Promise<void> => {
+      const id = sync ? 'read-30-floor' : 'read-30-floor-nosync'
+      process.stdout.write(`  ${id}… `)
+      const floor = await startChild('floor-server.js', {
+        BENCH_BARE_ANSWERS: answersFile,
+        BENCH_FLOOR_DB: DATABASE === 'postgres' ? filename : join(dir, `${id}.db`),
+        BENCH_FLOOR_TOKEN: s.ownerToken,
+        BENCH_FLOOR_SYNC: sync ? '1' : '0',
+      })
+      try {
+        await load(floor, c, 2) // warm-up
+        const { r, postgres } = await onPostgres(() => load(floor, c, DURATION), DURATION)
+        const b = await load(bare, c, DURATION)
+        process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request${pgLine(postgres)}\n`)
+        results.push({
+          id,
+          label: sync ? 'floor: a minimal durable read of 30 (floor-server.ts)' : 'floor without its disk sync (not durable)',
+          connections: c.connections,
+          rate: null,
+          real: r,
+          bare: b,
+          realPeakRssMb: null,
+          ratio: r.rps / b.rps,
+          cpuRatio: b.cpuUs / r.cpuUs,
+          cpuTimesBare: r.cpuUs / b.cpuUs,
+          ...(postgres ? { postgres } : {}),
+        })
+      } finally {
+        await stop(floor.child)
+      }
+    }
     for (const c of cases) {
       const r = await run(c)
       if (c.id === 'read-30') {
@@ -452,6 +484,8 @@ async function main(): Promise<void> {
           label: 'GET 30 variables at half the peak rate',
           rate: Number(process.env.BENCH_RATE ?? 0) || Math.max(1, Math.round(r.real.rps / 2)),
         })
+        // BENCH_FLOOR=0 skips it
+        if (process.env.BENCH_FLOOR !== '0') for (const sync of [true, false]) await runFloor(c, sync)
       }
     }
     // BENCH_SOAK_MINUTES: the 30-variable read for that long; the heap (after a full GC) sampled
@@ -538,6 +572,8 @@ async function main(): Promise<void> {
         unit: '×',
       },
       { name: '30-variable read, CPU a request (÷ bare, for reference)', value: by('read-30')?.cpuTimesBare, met: null, unit: '× bare' },
+      { name: 'floor: a minimal durable read (floor-server.ts), for reference', value: by('read-30-floor')?.ratio, met: null, unit: '× bare' },
+      { name: 'floor without its disk sync, for reference', value: by('read-30-floor-nosync')?.ratio, met: null, unit: '× bare' },
       { name: 'p99 ≤ 5 ms at half the peak rate', value: by('read-30-half')?.real.p99, met: (v: number) => v <= 5, unit: 'ms' },
       { name: '30-variable push: CPU a request ≤ 20× bare', value: by('push-30')?.cpuTimesBare, met: (v: number) => v <= 20, unit: '× bare' },
       { name: '1,000-vault list: CPU a request ≤ 20× bare', value: by('vaults-1000')?.cpuTimesBare, met: (v: number) => v <= 20, unit: '× bare' },
