@@ -14,13 +14,20 @@
  *   (the real stack's commit-sync.ts, in a few lines). On PostgreSQL (`postgresLog`, when
  *   `BENCH_FLOOR_DB` is a URL): the rows of one turn in one prepared insert, no BEGIN or COMMIT.
  *
+ * And a push (`POST …/imports`, for `push-30-floor`): the body parsed as bare parses it, each value
+ * sealed on its own (AES-256-GCM, its own nonce, its place as additional data, as the real
+ * stack stores values), then in one transaction: the vault's row locked (PostgreSQL) and its
+ * current names read (to say what is overwritten), the push, its sealed values and its log row
+ * written, committed and synced before the 201 (PostgreSQL: BEGIN, the lock and the read in
+ * one round trip; the rows in one statement and COMMIT in another).
+ *
  * Nothing else: no rate limit, no hooks, no route rules, no error mapping, no vault or
  * environment lookup, and a log table with no foreign key, no autoincrement and no check.
  * `BENCH_FLOOR_SYNC=0` leaves out the disk sync as well (on PostgreSQL, `synchronous_commit =
  * off`): what the disk costs, never a durable read. Started by bench/run.ts with the bare
  * server's answers file; talks to it over IPC like the others.
  */
-import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes, randomFillSync, randomUUID } from 'node:crypto'
 import { fdatasync, openSync, readFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import Fastify from 'fastify'
@@ -33,13 +40,24 @@ const token = process.env.BENCH_FLOOR_TOKEN
 if (!answersFile || !filename || !token || !process.send) throw new Error('bench/floor-server is started by bench/run.ts')
 const withSync = process.env.BENCH_FLOOR_SYNC !== '0'
 
-const onPostgres = /^postgres(ql)?:\/\//.test(filename)
 const key = createSecretKey(randomBytes(32))
-const seal = (plain: Buffer): Buffer => {
-  const nonce = randomBytes(12)
-  const c = createCipheriv('aes-256-gcm', key, nonce)
-  const body = Buffer.concat([c.update(plain), c.final()])
-  return Buffer.concat([nonce, body, c.getAuthTag()])
+// nonces cut from a pool of random bytes (as the real stack's crypto/seal.ts), each value sealed into one buffer
+const noncePool = Buffer.allocUnsafe(12 * 341)
+let nonceAt = noncePool.length
+const seal = (plain: Buffer, aad?: Buffer): Buffer => {
+  if (nonceAt + 12 > noncePool.length) {
+    randomFillSync(noncePool)
+    nonceAt = 0
+  }
+  const out = Buffer.allocUnsafe(12 + plain.length + 16)
+  noncePool.copy(out, 0, nonceAt, nonceAt + 12)
+  nonceAt += 12
+  const c = createCipheriv('aes-256-gcm', key, out.subarray(0, 12))
+  if (aad) c.setAAD(aad)
+  let at = 12 + c.update(plain).copy(out, 12)
+  at += c.final().copy(out, at)
+  c.getAuthTag().copy(out, at)
+  return out
 }
 const open = (sealed: Buffer): Buffer => {
   const d = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12))
@@ -49,38 +67,84 @@ const open = (sealed: Buffer): Buffer => {
   return body
 }
 
-interface Held {
+/** One access-log row: vault, at, person, sign-in, client, action, environment, names (JSON), address. */
+type LogRow = readonly unknown[]
+interface Push {
+  readonly id: string
   readonly vault: string
   readonly environment: string
-  readonly names: string
+  readonly names: readonly string[]
+  readonly sealed: readonly Buffer[]
+  readonly log: LogRow
 }
+interface Store {
+  /** appends the row; resolves once it is durable */
+  read(log: LogRow): Promise<void>
+  /** stores the push; resolves with its overwrites once durable */
+  push(p: Push): Promise<string[]>
+}
+
 const answers = JSON.parse(readFileSync(answersFile, 'utf8')) as BareAnswer[]
-const sealedByUrl = new Map<string, { sealed: Buffer; held: Held }>()
+const reads = new Map<string, { sealed: Buffer; vault: string; environment: string; names: string }>()
+const pushes = new Map<string, { answer: Buffer; vault: string; environment: string; names: string[] }>()
 for (const a of answers) {
-  if (a.method !== 'GET' || a.status !== 200) continue
-  const parsed = JSON.parse(a.body) as { vault?: string; environment?: string; variables?: Record<string, string> }
-  if (!parsed.variables) continue
-  sealedByUrl.set(a.url, {
-    sealed: seal(Buffer.from(a.body, 'utf8')),
-    held: { vault: String(parsed.vault), environment: String(parsed.environment), names: JSON.stringify(Object.keys(parsed.variables)) },
-  })
+  const parsed = JSON.parse(a.body) as { vault?: string; environment?: string; variables?: Record<string, string>; names?: string[] }
+  if (a.method === 'GET' && a.status === 200 && parsed.variables)
+    reads.set(a.url, {
+      sealed: seal(Buffer.from(a.body, 'utf8')),
+      vault: String(parsed.vault),
+      environment: String(parsed.environment),
+      names: JSON.stringify(Object.keys(parsed.variables)),
+    })
+  if (a.method === 'POST' && a.status === 201 && parsed.names)
+    pushes.set(a.url, { answer: Buffer.from(a.body, 'utf8'), vault: String(parsed.vault), environment: String(parsed.environment), names: parsed.names })
 }
 const sha256 = (s: string) => createHash('sha256').update(s).digest('base64url')
 const signIns = new Map([[sha256(token), { id: 'sign-in', person: 'person', client: 'cli' }]])
+const LOG_COLUMNS = 'vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address'
+const TABLES = (bytes: string, serial: string) => [
+  `create table if not exists bench_floor_log (id ${serial} primary key, vault_id text not null, at bigint not null, person_id text,
+    sign_in_id text, client_id text, action text not null, environment text, names text not null, address text)`,
+  'create index if not exists bench_floor_log_by_vault on bench_floor_log (vault_id, id)',
+  'create table if not exists bench_floor_vaults (id text primary key)',
+  `create table if not exists bench_floor_variables (vault_id text not null, environment text not null, name text not null,
+    primary key (vault_id, environment, name))`,
+  `create table if not exists bench_floor_pushes (id text primary key, vault_id text not null, environment text not null,
+    names text not null, overwrites text not null, created_at bigint not null)`,
+  `create table if not exists bench_floor_push_values (push_id text not null, name text not null, sealed ${bytes} not null,
+    primary key (push_id, name))`,
+]
+const overwritesOf = (names: readonly string[], current: ReadonlySet<string>) => names.filter((n) => current.has(n))
 
-const append = onPostgres ? await postgresLog(filename) : sqliteLog(filename)
+// every value the push names exists already (the bench pushes into a vault that has them)
+const existing = [...pushes.values()].flatMap((p) => p.names.map((name) => [p.vault, p.environment, name] as const))
+const store = /^postgres(ql)?:\/\//.test(filename) ? await postgresStore(filename, existing) : sqliteStore(filename, existing)
 
-const app = Fastify({ logger: false })
+const JSON_TYPE = 'application/json; charset=utf-8'
+const app = Fastify({ logger: false, bodyLimit: 1_048_576 })
+const signInOf = (authorization: string | undefined) => (authorization?.startsWith('Bearer ') ? signIns.get(sha256(authorization.slice(7))) : undefined)
 app.get('/api/env/:vault/:environment', async (request, reply) => {
-  const header = request.headers.authorization
-  const signIn = header?.startsWith('Bearer ') ? signIns.get(sha256(header.slice(7))) : undefined
+  const signIn = signInOf(request.headers.authorization)
   if (!signIn) return reply.code(401).send({ error: 'invalid_token' })
-  const found = sealedByUrl.get(request.url)
+  const found = reads.get(request.url)
   if (!found) return reply.code(404).send({ error: 'not_found' })
   const body = open(found.sealed)
-  const { held } = found
-  await append([held.vault, Date.now(), signIn.person, signIn.id, signIn.client, 'read', held.environment, held.names, request.ip])
-  return reply.code(200).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store, private').send(body)
+  await store.read([found.vault, Date.now(), signIn.person, signIn.id, signIn.client, 'read', found.environment, found.names, request.ip])
+  return reply.code(200).header('content-type', JSON_TYPE).header('cache-control', 'no-store, private').send(body)
+})
+app.post('/api/env/:vault/:environment/imports', async (request, reply) => {
+  const signIn = signInOf(request.headers.authorization)
+  if (!signIn) return reply.code(401).send({ error: 'invalid_token' })
+  const found = pushes.get(request.url)
+  const variables = (request.body as { variables?: Record<string, string> } | null)?.variables
+  if (!found || !variables) return reply.code(404).send({ error: 'not_found' })
+  const names = Object.keys(variables).sort()
+  const place = (name: string) => Buffer.from(`${found.vault}\0${found.environment}\0${name}`, 'utf8')
+  const sealed = names.map((name) => seal(Buffer.from(variables[name] as string, 'utf8'), place(name)))
+  const id = randomUUID()
+  const log = [found.vault, Date.now(), signIn.person, signIn.id, signIn.client, 'push_created', found.environment, JSON.stringify(names), request.ip]
+  await store.push({ id, vault: found.vault, environment: found.environment, names, sealed, log })
+  return reply.code(201).header('content-type', JSON_TYPE).header('cache-control', 'no-store, private').send(found.answer)
 })
 await app.listen({ host: '127.0.0.1', port: 0 })
 const address = app.server.address()
@@ -92,61 +156,64 @@ process.on('message', (m: unknown) => {
 })
 process.send({ ready: true, port: typeof address === 'object' && address ? address.port : 0 })
 
-type Append = (args: readonly unknown[]) => Promise<void>
-
 /**
- * SQLite: the rows of a turn (and, while a sync runs, of every turn until it ends) in one
- * transaction, then one `fdatasync` of the WAL on the thread pool; each answers after it.
+ * SQLite: the operations asked for in one turn of the event loop (and, while a sync runs, in
+ * every turn until it ends) in one transaction on one better-sqlite3 connection (WAL,
+ * `synchronous = NORMAL`, statements prepared once); each settles only after an `fdatasync` of
+ * the WAL that started after its COMMIT, on libuv's thread pool.
  */
-function sqliteLog(file: string): Append {
+function sqliteStore(file: string, seed: readonly (readonly [string, string, string])[]): Store {
   const db = new Database(file)
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
-  db.exec(`create table if not exists access_log (
-    id integer primary key, vault_id text not null, at integer not null, person_id text, sign_in_id text,
-    client_id text, action text not null, environment text, names text not null, address text)`)
-  db.exec('create index if not exists access_log_by_vault on access_log (vault_id, id)')
-  const insert = db.prepare(
-    'insert into access_log (vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  )
+  for (const t of TABLES('blob', 'integer')) db.exec(t)
+  const addVariable = db.prepare('insert or ignore into bench_floor_variables (vault_id, environment, name) values (?, ?, ?)')
+  db.transaction(() => {
+    for (const s of seed) addVariable.run(...s)
+  })()
+  const insertLog = db.prepare(`insert into bench_floor_log (${LOG_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+  const current = db.prepare('select name from bench_floor_variables where vault_id = ? and environment = ?').pluck()
+  const insertPush = db.prepare('insert into bench_floor_pushes (id, vault_id, environment, names, overwrites, created_at) values (?, ?, ?, ?, ?, ?)')
+  const insertValue = db.prepare('insert into bench_floor_push_values (push_id, name, sealed) values (?, ?, ?)')
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
-  insert.run('warm', Date.now(), null, null, null, 'read', null, '[]', null) // the WAL file exists from here on
+  insertLog.run('warm', Date.now(), null, null, null, 'read', null, '[]', null) // the WAL file exists from here on
   const wal = openSync(`${file}-wal`, 'r')
-  interface Row {
-    readonly args: readonly unknown[]
-    readonly done: (err?: Error) => void
+  interface Queued {
+    readonly run: () => unknown
+    readonly done: (err: Error | undefined, value?: unknown) => void
   }
-  let queued: Row[] = []
+  let queued: Queued[] = []
   let turnScheduled = false
   let syncing = false
   const commitQueued = (): void => {
     const batch = queued
     queued = []
     if (batch.length === 0) return
+    const values: unknown[] = []
     try {
       begin.run()
-      for (const r of batch) insert.run(...r.args)
+      for (const q of batch) values.push(q.run())
       commit.run()
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK')
-      for (const r of batch) r.done(err as Error)
+      for (const q of batch) q.done(err as Error)
       return
     }
     if (!withSync) {
-      for (const r of batch) r.done()
+      for (const [i, q] of batch.entries()) q.done(undefined, values[i])
       return
     }
     syncing = true
     fdatasync(wal, (err) => {
       syncing = false
-      for (const r of batch) r.done(err ?? undefined)
+      for (const [i, q] of batch.entries()) q.done(err ?? undefined, values[i])
       commitQueued() // what was asked for meanwhile, in one transaction the next sync covers
     })
   }
-  return (args) =>
+  const enqueue = <T>(run: () => T): Promise<T> =>
     new Promise((resolve, reject) => {
-      queued.push({ args, done: (err) => (err ? reject(err) : resolve()) })
+      queued.push({ run, done: (err, value) => (err ? reject(err) : resolve(value as T)) })
       if (turnScheduled) return
       turnScheduled = true
       setImmediate(() => {
@@ -154,30 +221,43 @@ function sqliteLog(file: string): Append {
         if (!syncing) commitQueued()
       })
     })
+  return {
+    read: (log) => enqueue(() => void insertLog.run(...log)),
+    push: (p) =>
+      enqueue(() => {
+        const overwrites = overwritesOf(p.names, new Set(current.all(p.vault, p.environment) as string[]))
+        insertPush.run(p.id, p.vault, p.environment, JSON.stringify(p.names), JSON.stringify(overwrites), Date.now())
+        for (const [i, name] of p.names.entries()) insertValue.run(p.id, name, p.sealed[i])
+        insertLog.run(...p.log)
+        return overwrites
+      }),
+  }
 }
 
 /**
- * PostgreSQL: the rows of a turn in ONE insert statement (no BEGIN and COMMIT: one round trip,
- * committed and flushed by PostgreSQL before it answers), prepared once per row count, on a
- * pool of 10 as the real server's. `BENCH_FLOOR_SYNC=0`: `synchronous_commit = off`.
+ * PostgreSQL, on a pool of 10 pipelining clients as the real server's: a read's rows of one
+ * turn in ONE prepared insert (no BEGIN and COMMIT: one round trip, flushed before PostgreSQL
+ * answers); a push in one transaction of two round trips (BEGIN, the vault's lock and the
+ * current names; then the push, its values and its log row in one statement, and COMMIT).
+ * `BENCH_FLOOR_SYNC=0`: `synchronous_commit = off`.
  */
-async function postgresLog(url: string): Promise<Append> {
-  const pool = new pg.Pool({ connectionString: url, max: 10, ...(withSync ? {} : { options: '-c synchronous_commit=off' }) })
-  await pool.query(`create table if not exists bench_floor_log (
-    id bigserial primary key, vault_id text not null, at bigint not null, person_id text, sign_in_id text,
-    client_id text, action text not null, environment text, names text not null, address text)`)
-  await pool.query('create index if not exists bench_floor_log_by_vault on bench_floor_log (vault_id, id)')
-  const COLUMNS = 9
-  const textOf = (rows: number) =>
-    'insert into bench_floor_log (vault_id, at, person_id, sign_in_id, client_id, action, environment, names, address) values ' +
-    Array.from({ length: rows }, (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`).join(', ')
-  let queued: { args: readonly unknown[]; resolve: () => void; reject: (err: unknown) => void }[] = []
+async function postgresStore(url: string, seed: readonly (readonly [string, string, string])[]): Promise<Store> {
+  const pool = new pg.Pool({ connectionString: url, max: 10, pipeline: true, ...(withSync ? {} : { options: '-c synchronous_commit=off' }) } as pg.PoolConfig)
+  for (const t of TABLES('bytea', 'bigserial')) await pool.query(t)
+  for (const s of seed) {
+    await pool.query('insert into bench_floor_vaults (id) values ($1) on conflict do nothing', [s[0]])
+    await pool.query('insert into bench_floor_variables (vault_id, environment, name) values ($1, $2, $3) on conflict do nothing', [...s])
+  }
+  const params = (rows: number, columns: number, from = 1) =>
+    Array.from({ length: rows }, (_, r) => `(${Array.from({ length: columns }, (_, c) => `$${from + r * columns + c}`).join(', ')})`).join(', ')
+  const logInsert = (rows: number) => `insert into bench_floor_log (${LOG_COLUMNS}) values ${params(rows, 9)}`
+  let queued: { log: LogRow; resolve: () => void; reject: (err: unknown) => void }[] = []
   let turnScheduled = false
   const flush = (): void => {
     turnScheduled = false
     const batch = queued
     queued = []
-    pool.query({ name: `bench_floor_${batch.length}`, text: textOf(batch.length), values: batch.flatMap((b) => b.args) }).then(
+    pool.query({ name: `bench_floor_log_${batch.length}`, text: logInsert(batch.length), values: batch.flatMap((b) => b.log) }).then(
       () => {
         for (const b of batch) b.resolve()
       },
@@ -186,11 +266,59 @@ async function postgresLog(url: string): Promise<Append> {
       },
     )
   }
-  return (args) =>
-    new Promise((resolve, reject) => {
-      queued.push({ args, resolve, reject })
-      if (turnScheduled) return
-      turnScheduled = true
-      setImmediate(flush)
-    })
+  // the push, its values and its log row: one statement ($1 id, $2 vault, $3 environment, $4 names, $5 overwrites, $6 at; then name and sealed per value; then the log row)
+  const pushStatement = (
+    values: number,
+  ) => `with p as (insert into bench_floor_pushes (id, vault_id, environment, names, overwrites, created_at) values ($1, $2, $3, $4, $5, $6)),
+    v as (insert into bench_floor_push_values (push_id, name, sealed) values ${Array.from({ length: values }, (_, i) => `($1, $${7 + 2 * i}, $${8 + 2 * i})`).join(', ')})
+    insert into bench_floor_log (${LOG_COLUMNS}) values ${params(1, 9, 7 + 2 * values)}`
+  return {
+    read: (log) =>
+      new Promise((resolve, reject) => {
+        queued.push({ log, resolve, reject })
+        if (turnScheduled) return
+        turnScheduled = true
+        setImmediate(flush)
+      }),
+    async push(p) {
+      const client = await pool.connect()
+      try {
+        const begin = client.query('begin')
+        const lock = client.query({ name: 'bench_floor_lock', text: 'select id from bench_floor_vaults where id = $1 for update', values: [p.vault] })
+        const current = client.query({
+          name: 'bench_floor_current',
+          text: 'select name from bench_floor_variables where vault_id = $1 and environment = $2',
+          values: [p.vault, p.environment],
+        })
+        for (const q of [begin, lock, current]) q.catch(() => {}) // awaited below, in order
+        await begin
+        await lock
+        const overwrites = overwritesOf(p.names, new Set((await current).rows.map((r: { name: string }) => r.name)))
+        const write = client.query({
+          name: `bench_floor_push_${p.names.length}`,
+          text: pushStatement(p.names.length),
+          values: [
+            p.id,
+            p.vault,
+            p.environment,
+            JSON.stringify(p.names),
+            JSON.stringify(overwrites),
+            Date.now(),
+            ...p.names.flatMap((n, i) => [n, p.sealed[i]]),
+            ...p.log,
+          ],
+        })
+        const commit = client.query('commit')
+        for (const q of [write, commit]) q.catch(() => {}) // awaited below; a failure of one fails the other too
+        await write
+        await commit
+        return overwrites
+      } catch (err) {
+        await client.query('rollback').catch(() => {})
+        throw err
+      } finally {
+        client.release()
+      }
+    },
+  }
 }

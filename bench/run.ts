@@ -444,7 +444,8 @@ async function main(): Promise<void> {
     )
     // the floor (floor-server.ts): the least a durable read can do on this machine, against bare in the same run
     const runFloor = async (c: Case, sync: boolean): Promise<void> => {
-      const id = sync ? 'read-30-floor' : 'read-30-floor-nosync'
+      const id = `${c.id}-floor${sync ? '' : '-nosync'}`
+      const what = c.method === 'GET' ? 'read' : 'push'
       process.stdout.write(`  ${id}… `)
       const floor = await startChild('floor-server.js', {
         BENCH_BARE_ANSWERS: answersFile,
@@ -459,7 +460,7 @@ async function main(): Promise<void> {
         process.stdout.write(`${fmt(r.rps)} vs ${fmt(b.rps)} req/s, ${fmt(r.cpuUs)} vs ${fmt(b.cpuUs)} µs CPU a request${pgLine(postgres)}\n`)
         results.push({
           id,
-          label: sync ? 'floor: a minimal durable read of 30 (floor-server.ts)' : 'floor without its disk sync (not durable)',
+          label: sync ? `floor: a minimal durable ${what} of 30 (floor-server.ts)` : `floor ${what} without its disk sync (not durable)`,
           connections: c.connections,
           rate: null,
           real: r,
@@ -484,9 +485,9 @@ async function main(): Promise<void> {
           label: 'GET 30 variables at half the peak rate',
           rate: Number(process.env.BENCH_RATE ?? 0) || Math.max(1, Math.round(r.real.rps / 2)),
         })
-        // BENCH_FLOOR=0 skips it
-        if (process.env.BENCH_FLOOR !== '0') for (const sync of [true, false]) await runFloor(c, sync)
       }
+      // BENCH_FLOOR=0 skips them
+      if ((c.id === 'read-30' || c.id === 'push-30') && process.env.BENCH_FLOOR !== '0') for (const sync of [true, false]) await runFloor(c, sync)
     }
     // BENCH_SOAK_MINUTES: the 30-variable read for that long; the heap (after a full GC) sampled
     // every 10 s once warmed up must stay flat (issue 20, item 5: nothing grows without bound)
@@ -573,9 +574,10 @@ async function main(): Promise<void> {
       },
       { name: '30-variable read, CPU a request (÷ bare, for reference)', value: by('read-30')?.cpuTimesBare, met: null, unit: '× bare' },
       { name: 'floor: a minimal durable read (floor-server.ts), for reference', value: by('read-30-floor')?.ratio, met: null, unit: '× bare' },
-      { name: 'floor without its disk sync, for reference', value: by('read-30-floor-nosync')?.ratio, met: null, unit: '× bare' },
+      { name: 'floor read without its disk sync, for reference', value: by('read-30-floor-nosync')?.ratio, met: null, unit: '× bare' },
       { name: 'p99 ≤ 5 ms at half the peak rate', value: by('read-30-half')?.real.p99, met: (v: number) => v <= 5, unit: 'ms' },
       { name: '30-variable push: CPU a request ≤ 20× bare', value: by('push-30')?.cpuTimesBare, met: (v: number) => v <= 20, unit: '× bare' },
+      { name: 'floor: a minimal durable push, CPU a request, for reference', value: by('push-30-floor')?.cpuTimesBare, met: null, unit: '× bare' },
       { name: '1,000-vault list: CPU a request ≤ 20× bare', value: by('vaults-1000')?.cpuTimesBare, met: (v: number) => v <= 20, unit: '× bare' },
       ...(sqlite
         ? [{ name: '10,000 variables < 40 ms (p50, 1 connection)', value: by('read-10000-c1')?.real.p50, met: (v: number) => v < 40, unit: 'ms' }]
