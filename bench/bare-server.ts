@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
+import { serveForBench } from './child.js'
 
 export interface BareAnswer {
   method: 'GET' | 'POST'
@@ -29,12 +30,4 @@ function answer(request: FastifyRequest, reply: FastifyReply): FastifyReply {
 app.get('/api/env/vaults', answer)
 app.get('/api/env/:vault/:environment', answer)
 app.post('/api/env/:vault/:environment/imports', answer)
-await app.listen({ host: '127.0.0.1', port: 0 })
-const address = app.server.address()
-process.on('message', (m: unknown) => {
-  if (m === 'cpu') {
-    const u = process.cpuUsage()
-    process.send?.({ cpu: u.user + u.system })
-  } else if (m === 'stop') void app.close().then(() => process.exit(0))
-})
-process.send({ ready: true, port: typeof address === 'object' && address ? address.port : 0 })
+await serveForBench(app)

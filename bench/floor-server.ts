@@ -32,6 +32,7 @@ import { fdatasync, openSync, readFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import Fastify from 'fastify'
 import pg from 'pg'
+import { serveForBench } from './child.js'
 import type { BareAnswer } from './bare-server.js'
 
 const answersFile = process.env.BENCH_BARE_ANSWERS
@@ -146,15 +147,7 @@ app.post('/api/env/:vault/:environment/imports', async (request, reply) => {
   await store.push({ id, vault: found.vault, environment: found.environment, names, sealed, log })
   return reply.code(201).header('content-type', JSON_TYPE).header('cache-control', 'no-store, private').send(found.answer)
 })
-await app.listen({ host: '127.0.0.1', port: 0 })
-const address = app.server.address()
-process.on('message', (m: unknown) => {
-  if (m === 'cpu') {
-    const u = process.cpuUsage()
-    process.send?.({ cpu: u.user + u.system })
-  } else if (m === 'stop') void app.close().then(() => process.exit(0))
-})
-process.send({ ready: true, port: typeof address === 'object' && address ? address.port : 0 })
+await serveForBench(app)
 
 /**
  * SQLite: the operations asked for in one turn of the event loop (and, while a sync runs, in
