@@ -3,8 +3,9 @@
  * the same bytes, loaded from this process with autocannon. See README.md.
  *
  * Process tree: this process (seeding, then the load generator, pinned to
- * the last core) → bench/real-server.ts and bench/bare-server.ts (pinned to
- * core 0, one loaded at a time). Settings: BENCH_DURATION (seconds per
+ * the last core) → bench/real-server.ts, bench/bare-server.ts and, for the
+ * `*-floor` cases, bench/floor-server.ts (pinned to core 0, one loaded at a
+ * time). Settings: BENCH_FLOOR=0 (no floor cases), BENCH_DURATION (seconds per
  * case, default 5), BENCH_ONLY (comma-separated case ids), BENCH_PROFILE=1
  * (V8 CPU profile of the real server, in the temp folder), BENCH_NODE_ARGS (extra
  * Node flags for the real server), BENCH_PIN=0 (no CPU pinning), BENCH_RATE
