@@ -18,7 +18,8 @@ export interface SqlDialect {
   readonly db: Kysely<DB>
   /**
    * Whether a write transaction must lock the rows it decides on
-   * (`for update`, PostgreSQL). SQLite's write transaction already holds
+   * (`for update`, or `for no key update` for a vault's row: vault-lock.ts; PostgreSQL).
+   * SQLite's write transaction already holds
    * the whole database (`BEGIN IMMEDIATE`).
    */
   readonly rowLocks: boolean

@@ -32,7 +32,7 @@ export type VaultMethods = Pick<
 /**
  * Vaults, environments, members and the server-level audit log (vault-store.ts
  * in the plugin): tables vaults, environments, members, audit_log. Every change
- * of a vault first locks its row (PostgreSQL `for update`; SQLite's write
+ * of a vault first locks its row (PostgreSQL `for no key update`, vault-lock.ts; SQLite's write
  * transaction holds the database), so the rules checked inside (last owner,
  * an environment's name) hold under any number of writers.
  */
