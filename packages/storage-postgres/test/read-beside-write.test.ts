@@ -1,6 +1,6 @@
 import t from 'tap'
 import pg from 'pg'
-import { type NewImport } from '@envkeep/env-api-plugin'
+import type { NewImport } from '@envkeep/env-api-plugin'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { withTestDatabase } from '@envkeep/test-support'
 import { createPostgresStorage } from '../src/index.js'
