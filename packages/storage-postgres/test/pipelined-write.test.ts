@@ -1,30 +1,14 @@
 import t from 'tap'
 import pg from 'pg'
 import { withTestDatabase } from '@envkeep/test-support'
-import { type NewImport, StorageError } from '@envkeep/env-api-plugin'
+import { StorageError } from '@envkeep/env-api-plugin'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { createPostgresStorage, type PostgresOptions } from '../src/index.js'
+import { push, T0 } from './push-fixture.js'
 
 // A write on PostgreSQL: BEGIN and the statements whose answers the operation does not wait for
 // (`ahead`) leave with the next one, COMMIT with the last; the hot ones are named statements.
 // Round trips are counted at pg's query API, never timed.
-
-const T0 = new Date('2026-11-26T12:00:00Z')
-
-function push(id: string, vaultId: string): NewImport {
-  return {
-    id,
-    vaultId,
-    environment: 'development',
-    senderId: 'o',
-    signInId: null,
-    values: ['A', 'B', 'C'].map((name) => ({ name, sealed: new Uint8Array([1, 2, 3]) })),
-    refused: [],
-    createdAt: T0,
-    expiresAt: new Date(T0.getTime() + 60_000),
-    limit: { maxVariables: 1e6, maxBytes: 1e9 },
-  }
-}
 
 async function vaultIn(storage: Awaited<ReturnType<typeof createPostgresStorage>>, id: string): Promise<void> {
   await storage.createVault(

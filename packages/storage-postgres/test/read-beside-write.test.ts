@@ -1,32 +1,15 @@
 import t from 'tap'
 import pg from 'pg'
-import type { NewImport } from '@envkeep/env-api-plugin'
 import { testLogEntry } from '@envkeep/env-api-plugin/testing'
 import { withTestDatabase } from '@envkeep/test-support'
 import { createPostgresStorage } from '../src/index.js'
+import { push, T0 } from './push-fixture.js'
 
 // A write of a vault locks the vault's row for its whole transaction (vault-lock.ts), and every
 // access-log row a read appends checks its vault through the foreign key, which takes a key-share
 // lock on that row. The write's lock must not be one that key-share waits for (`for update`),
 // or every read of the vault waits for the write in progress (a 1 MiB push: tens of ms). Whether
 // the append waits is read from PostgreSQL's own view of who waits for a lock, never timed.
-
-const T0 = new Date('2026-11-26T12:00:00Z')
-
-function push(id: string, vaultId: string): NewImport {
-  return {
-    id,
-    vaultId,
-    environment: 'development',
-    senderId: 'o',
-    signInId: null,
-    values: ['A', 'B', 'C'].map((name) => ({ name, sealed: new Uint8Array([1, 2, 3]) })),
-    refused: [],
-    createdAt: T0,
-    expiresAt: new Date(T0.getTime() + 60_000),
-    limit: { maxVariables: 1e6, maxBytes: 1e9 },
-  }
-}
 
 /** Waits until a backend running a statement that begins with `start` waits for a lock, or `settled` says to stop; true if one did. */
 async function waitsForLock(watcher: pg.Client, start: string, settled: () => boolean): Promise<boolean> {
