@@ -27,8 +27,9 @@
  * off`): what the disk costs, never a durable read. Started by bench/run.ts with the bare
  * server's answers file; talks to it over IPC like the others.
  */
-import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes, randomFillSync, randomUUID } from 'node:crypto'
-import { fdatasync, openSync, readFileSync } from 'node:fs'
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { perTurn } from '@envkeep/storage-sql'
 import Database from 'better-sqlite3'
 import Fastify from 'fastify'
 import pg from 'pg'
@@ -41,32 +42,16 @@ const token = process.env.BENCH_FLOOR_TOKEN
 if (!answersFile || !filename || !token || !process.send) throw new Error('bench/floor-server is started by bench/run.ts')
 const withSync = process.env.BENCH_FLOOR_SYNC !== '0'
 
-const key = createSecretKey(randomBytes(32))
-// nonces cut from a pool of random bytes (as the real stack's crypto/seal.ts), each value sealed into one buffer
-const noncePool = Buffer.allocUnsafe(12 * 341)
-let nonceAt = noncePool.length
-const seal = (plain: Buffer, aad?: Buffer): Buffer => {
-  if (nonceAt + 12 > noncePool.length) {
-    randomFillSync(noncePool)
-    nonceAt = 0
-  }
-  const out = Buffer.allocUnsafe(12 + plain.length + 16)
-  noncePool.copy(out, 0, nonceAt, nonceAt + 12)
-  nonceAt += 12
-  const c = createCipheriv('aes-256-gcm', key, out.subarray(0, 12))
-  if (aad) c.setAAD(aad)
-  let at = 12 + c.update(plain).copy(out, 12)
-  at += c.final().copy(out, at)
-  c.getAuthTag().copy(out, at)
-  return out
-}
-const open = (sealed: Buffer): Buffer => {
-  const d = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12))
-  d.setAuthTag(sealed.subarray(sealed.length - 16))
-  const body = d.update(sealed.subarray(12, sealed.length - 16))
-  d.final()
-  return body
-}
+// The real stack's own sealing (crypto/seal.ts) and commit sync (commit-sync.ts), which their
+// packages do not export: loaded from beside each package's entry point, so the floor's crypto and
+// durability cost exactly what the real server's do.
+type Sealing = typeof import('../packages/env-api-plugin/dist/crypto/seal.js')
+type CommitSyncing = typeof import('../packages/storage-sqlite/dist/commit-sync.js')
+const besides = (pkg: string, file: string) => new URL(file, import.meta.resolve(pkg)).href
+const { open, placesIn, seal, sealTexts, snapshotPlaceOf } = (await import(besides('@envkeep/env-api-plugin', './crypto/seal.js'))) as Sealing
+const { openCommitSync } = (await import(besides('@envkeep/storage-sqlite', './commit-sync.js'))) as CommitSyncing
+
+const key = randomBytes(32)
 
 /** One access-log row: vault, at, person, sign-in, client, action, environment, names (JSON), address. */
 type LogRow = readonly unknown[]
@@ -86,17 +71,20 @@ interface Store {
 }
 
 const answers = JSON.parse(readFileSync(answersFile, 'utf8')) as BareAnswer[]
-const reads = new Map<string, { sealed: Buffer; vault: string; environment: string; names: string }>()
+const reads = new Map<string, { sealed: Buffer; place: Buffer; vault: string; environment: string; names: string }>()
 const pushes = new Map<string, { answer: Buffer; vault: string; environment: string; names: string[] }>()
 for (const a of answers) {
   const parsed = JSON.parse(a.body) as { vault?: string; environment?: string; variables?: Record<string, string>; names?: string[] }
-  if (a.method === 'GET' && a.status === 200 && parsed.variables)
+  if (a.method === 'GET' && a.status === 200 && parsed.variables) {
+    const place = snapshotPlaceOf(String(parsed.vault), String(parsed.environment))
     reads.set(a.url, {
-      sealed: seal(Buffer.from(a.body, 'utf8')),
+      sealed: seal(key, Buffer.from(a.body, 'utf8'), place),
+      place,
       vault: String(parsed.vault),
       environment: String(parsed.environment),
       names: JSON.stringify(Object.keys(parsed.variables)),
     })
+  }
   if (a.method === 'POST' && a.status === 201 && parsed.names)
     pushes.set(a.url, { answer: Buffer.from(a.body, 'utf8'), vault: String(parsed.vault), environment: String(parsed.environment), names: parsed.names })
 }
@@ -129,7 +117,7 @@ app.get('/api/env/:vault/:environment', async (request, reply) => {
   if (!signIn) return reply.code(401).send({ error: 'invalid_token' })
   const found = reads.get(request.url)
   if (!found) return reply.code(404).send({ error: 'not_found' })
-  const body = open(found.sealed)
+  const body = open(key, found.sealed, found.place)
   await store.read([found.vault, Date.now(), signIn.person, signIn.id, signIn.client, 'read', found.environment, found.names, request.ip])
   return reply.code(200).header('content-type', JSON_TYPE).header('cache-control', 'no-store, private').send(body)
 })
@@ -140,8 +128,12 @@ app.post('/api/env/:vault/:environment/imports', async (request, reply) => {
   const variables = (request.body as { variables?: Record<string, string> } | null)?.variables
   if (!found || !variables) return reply.code(404).send({ error: 'not_found' })
   const names = Object.keys(variables).sort()
-  const place = (name: string) => Buffer.from(`${found.vault}\0${found.environment}\0${name}`, 'utf8')
-  const sealed = names.map((name) => seal(Buffer.from(variables[name] as string, 'utf8'), place(name)))
+  const place = placesIn(found.vault, found.environment)
+  const sealed = sealTexts(
+    key,
+    names.map((name) => variables[name] as string),
+    names.map(place),
+  )
   const id = randomUUID()
   const log = [found.vault, Date.now(), signIn.person, signIn.id, signIn.client, 'push_created', found.environment, JSON.stringify(names), request.ip]
   await store.push({ id, vault: found.vault, environment: found.environment, names, sealed, log })
@@ -171,49 +163,44 @@ function sqliteStore(file: string, seed: readonly (readonly [string, string, str
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   insertLog.run('warm', Date.now(), null, null, null, 'read', null, '[]', null) // the WAL file exists from here on
-  const wal = openSync(`${file}-wal`, 'r')
+  // the sync of the real runner's commits (commit-sync.ts): none without it
+  const commits = withSync ? openCommitSync(`${file}-wal`) : undefined
+  if (withSync && !commits) throw new Error('bench/floor-server: the WAL file could not be opened')
   interface Queued {
     readonly run: () => unknown
-    readonly done: (err: Error | undefined, value?: unknown) => void
+    readonly done: (err: unknown, value?: unknown) => void
   }
-  let queued: Queued[] = []
-  let turnScheduled = false
-  let syncing = false
-  const commitQueued = (): void => {
-    const batch = queued
-    queued = []
-    if (batch.length === 0) return
+  const commitBatch = async (batch: Queued[]): Promise<void> => {
     const values: unknown[] = []
     try {
       begin.run()
       for (const q of batch) values.push(q.run())
       commit.run()
+      await commits?.committed()
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK')
-      for (const q of batch) q.done(err as Error)
+      for (const q of batch) q.done(err)
       return
     }
-    if (!withSync) {
-      for (const [i, q] of batch.entries()) q.done(undefined, values[i])
-      return
-    }
-    syncing = true
-    fdatasync(wal, (err) => {
-      syncing = false
-      for (const [i, q] of batch.entries()) q.done(err ?? undefined, values[i])
-      commitQueued() // what was asked for meanwhile, in one transaction the next sync covers
-    })
+    for (const [i, q] of batch.entries()) q.done(undefined, values[i])
   }
-  const enqueue = <T>(run: () => T): Promise<T> =>
-    new Promise((resolve, reject) => {
-      queued.push({ run, done: (err, value) => (err ? reject(err) : resolve(value as T)) })
-      if (turnScheduled) return
-      turnScheduled = true
-      setImmediate(() => {
-        turnScheduled = false
-        if (!syncing) commitQueued()
-      })
+  // one transaction a turn; while a sync runs, the turns' batches wait and then commit together (as sql-runner.ts)
+  let held: Queued[] | undefined
+  const enqueueTurn = perTurn((batch: Queued[]): void => {
+    if (!commits) return void commitBatch(batch)
+    if (held) {
+      held.push(...batch)
+      return
+    }
+    held = batch
+    commits.whenIdle(() => {
+      const all = held ?? []
+      held = undefined
+      void commitBatch(all)
     })
+  })
+  const enqueue = <T>(run: () => T): Promise<T> =>
+    new Promise((resolve, reject) => enqueueTurn({ run, done: (err, value) => (err ? reject(err) : resolve(value as T)) }))
   return {
     read: (log) => enqueue(() => void insertLog.run(...log)),
     push: (p) =>
@@ -244,12 +231,7 @@ async function postgresStore(url: string, seed: readonly (readonly [string, stri
   const params = (rows: number, columns: number, from = 1) =>
     Array.from({ length: rows }, (_, r) => `(${Array.from({ length: columns }, (_, c) => `$${from + r * columns + c}`).join(', ')})`).join(', ')
   const logInsert = (rows: number) => `insert into bench_floor_log (${LOG_COLUMNS}) values ${params(rows, 9)}`
-  let queued: { log: LogRow; resolve: () => void; reject: (err: unknown) => void }[] = []
-  let turnScheduled = false
-  const flush = (): void => {
-    turnScheduled = false
-    const batch = queued
-    queued = []
+  const appendTurn = perTurn((batch: { log: LogRow; resolve: () => void; reject: (err: unknown) => void }[]): void => {
     pool.query({ name: `bench_floor_log_${batch.length}`, text: logInsert(batch.length), values: batch.flatMap((b) => b.log) }).then(
       () => {
         for (const b of batch) b.resolve()
@@ -258,7 +240,7 @@ async function postgresStore(url: string, seed: readonly (readonly [string, stri
         for (const b of batch) b.reject(err)
       },
     )
-  }
+  })
   // the push, its values and its log row: one statement ($1 id, $2 vault, $3 environment, $4 names, $5 overwrites, $6 at; then name and sealed per value; then the log row)
   const pushStatement = (
     values: number,
@@ -266,13 +248,7 @@ async function postgresStore(url: string, seed: readonly (readonly [string, stri
     v as (insert into bench_floor_push_values (push_id, name, sealed) values ${Array.from({ length: values }, (_, i) => `($1, $${7 + 2 * i}, $${8 + 2 * i})`).join(', ')})
     insert into bench_floor_log (${LOG_COLUMNS}) values ${params(1, 9, 7 + 2 * values)}`
   return {
-    read: (log) =>
-      new Promise((resolve, reject) => {
-        queued.push({ log, resolve, reject })
-        if (turnScheduled) return
-        turnScheduled = true
-        setImmediate(flush)
-      }),
+    read: (log) => new Promise((resolve, reject) => appendTurn({ log, resolve, reject })),
     async push(p) {
       const client = await pool.connect()
       try {
