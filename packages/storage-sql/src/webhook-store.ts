@@ -152,10 +152,11 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
     // The claim is one statement, atomic by itself (PostgreSQL: the due rows are locked, and
     // rows another process holds skipped), run without BEGIN and COMMIT there: a worker that
     // finds nothing due costs one round trip per tick. On SQLite it is synced like every write.
-    claimDeliveries: (input) =>
-      s.write(
+    // The claimed deliveries are then read as any read (their rows are this worker's now).
+    claimDeliveries: async (input) => {
+      const now = input.now.getTime()
+      const claimed = await s.write(
         function* () {
-          const now = input.now.getTime()
           const due = db
             .selectFrom('webhook_deliveries')
             .select('id')
@@ -166,36 +167,39 @@ export function createWebhookStore(s: SqlRunner): WebhookStore {
             .orderBy('id')
             .limit(limitOf(input.limit))
             .$if(d.rowLocks, (q) => q.forUpdate().skipLocked())
-          const claimed = yield* all(
+          return yield* all(
             db
               .updateTable('webhook_deliveries')
               .set({ claim_token: input.token, claimed_until: now + input.leaseMs })
               .where('id', 'in', due)
               .returning('id'),
           )
-          if (claimed.length === 0) return { ok: true as const, value: [] }
-          const rows = yield* all(
-            deliveries
-              .select(['w.url', 'w.format', 'w.events', 'w.created_at', 'w.created_by', 'w.sealed_secret'])
-              .where(
-                'd.id',
-                'in',
-                claimed.map((r) => r.id),
-              )
-              .orderBy('d.next_attempt_at')
-              .orderBy('d.id'),
-          )
-          const value = rows.map(
-            (r): ClaimedDelivery => ({
-              ...deliveryOf(r),
-              webhook: webhookOf({ ...r, id: r.webhook_id }),
-              sealedSecret: r.sealed_secret && copyBytes(r.sealed_secret),
-            }),
-          )
-          return { ok: true as const, value }
         },
         { oneStatement: true },
-      ),
+      )
+      if (claimed.length === 0) return { ok: true as const, value: [] }
+      const rows = await s.read(function* () {
+        return yield* all(
+          deliveries
+            .select(['w.url', 'w.format', 'w.events', 'w.created_at', 'w.created_by', 'w.sealed_secret'])
+            .where(
+              'd.id',
+              'in',
+              claimed.map((r) => r.id),
+            )
+            .orderBy('d.next_attempt_at')
+            .orderBy('d.id'),
+        )
+      })
+      const value = rows.map(
+        (r): ClaimedDelivery => ({
+          ...deliveryOf(r),
+          webhook: webhookOf({ ...r, id: r.webhook_id }),
+          sealedSecret: r.sealed_secret && copyBytes(r.sealed_secret),
+        }),
+      )
+      return { ok: true as const, value }
+    },
 
     finishAttempt: (a) => {
       // a delivery id is an integer (SQLite integer, PostgreSQL bigint): anything else is no delivery
