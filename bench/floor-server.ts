@@ -184,21 +184,9 @@ function sqliteStore(file: string, seed: readonly (readonly [string, string, str
     }
     for (const [i, q] of batch.entries()) q.done(undefined, values[i])
   }
-  // one transaction a turn; while a sync runs, the turns' batches wait and then commit together (as sql-runner.ts)
-  let held: Queued[] | undefined
-  const enqueueTurn = perTurn((batch: Queued[]): void => {
-    if (!commits) return void commitBatch(batch)
-    if (held) {
-      held.push(...batch)
-      return
-    }
-    held = batch
-    commits.whenIdle(() => {
-      const all = held ?? []
-      held = undefined
-      void commitBatch(all)
-    })
-  })
+  // one transaction a turn; while a sync runs, the turns' batches wait and commit together (as sql-runner.ts)
+  const commitNow = (batch: Queued[]): void => void commitBatch(batch)
+  const enqueueTurn = perTurn(commits ? commits.grouped(commitNow) : commitNow)
   const enqueue = <T>(run: () => T): Promise<T> =>
     new Promise((resolve, reject) => enqueueTurn({ run, done: (err, value) => (err ? reject(err) : resolve(value as T)) }))
   return {

@@ -12,7 +12,7 @@ import { StorageError } from '@envkeep/env-api-plugin'
  * thread pool. A commit's promise settles only after a sync that started after its COMMIT
  * returned: the same guarantee as FULL (the frames of that commit and of every one before it
  * are on disk), while the event loop serves other requests. The writes asked for while a sync
- * runs wait for it to end (`whenIdle`) and then commit together, and the next sync covers them
+ * runs wait for it to end (`grouped`) and then commit together, and the next sync covers them
  * all (group commit across turns of the event loop).
  *
  * A failed sync is not retried: after a failed fsync the kernel may have dropped the dirty
@@ -29,11 +29,12 @@ export interface CommitSync {
    */
   durable(): Promise<void> | undefined
   /**
-   * Runs `next` as soon as no sync is running (at once if none is): the runner holds the
-   * writes asked for meanwhile and commits them together then, in one transaction that the
-   * next sync covers, instead of one transaction per turn that would wait for it anyway.
+   * Wraps `commit` (one transaction for the items given): items given while no sync runs are
+   * committed at once; those given while one runs are held and committed together when it ends,
+   * in one transaction that the next sync covers, instead of one transaction per turn that would
+   * wait for it anyway.
    */
-  whenIdle(next: () => void): void
+  grouped<T>(commit: (items: T[]) => void): (items: T[]) => void
   /** The failed sync's error, once one failed (see above). */
   readonly failure: StorageError | undefined
   /** Syncs completed so far (a test counts them on a real file). */
@@ -117,9 +118,22 @@ export function openCommitSync(walPath: string, sync: Sync = fdatasync): CommitS
   return {
     committed: () => waitFor(++committed),
     durable: () => (failure || durable < committed ? waitFor(committed) : undefined),
-    whenIdle(next) {
-      if (inFlight) idle.push(next)
-      else next()
+    grouped<T>(commit: (items: T[]) => void) {
+      let held: T[] | undefined
+      return (items: T[]) => {
+        if (held) {
+          for (const item of items) held.push(item)
+        } else if (!inFlight) {
+          commit(items)
+        } else {
+          held = items
+          idle.push(() => {
+            const all = held ?? []
+            held = undefined
+            commit(all)
+          })
+        }
+      }
     },
     get failure() {
       return failure

@@ -75,21 +75,9 @@ export function createSqliteRunner(d: OpenDatabase): SqlRunner {
     return settled
   }
 
-  /** The writes held while a sync runs (commits): they commit together once it finishes. */
-  let held: Queued[] | undefined
-  const enqueue = perTurn((batch: Queued[]): void => {
-    if (!commits) return void commitBatch(batch)
-    if (held) {
-      for (const item of batch) held.push(item)
-      return
-    }
-    held = batch
-    commits.whenIdle(() => {
-      const all = held ?? []
-      held = undefined
-      void commitBatch(all)
-    })
-  })
+  // one transaction a turn; with commits, the writes asked for while a sync runs commit together once it ends
+  const commitNow = (batch: Queued[]): void => void commitBatch(batch)
+  const enqueue = perTurn(commits ? commits.grouped(commitNow) : commitNow)
 
   const commitBatch = async (batch: Queued[]): Promise<void> => {
     try {
