@@ -7,16 +7,16 @@
  * - the answer's bytes opened from ONE AES-256-GCM ciphertext (the 30 values sealed together,
  *   as the real stack's snapshot is), with a key object made once;
  * - one access-log row appended and durable before the answer, group-committed as the real
- *   stack does it. On SQLite (`sqliteLog`): the rows asked for in one turn of the event loop
+ *   stack does it. On SQLite (`sqliteStore`): the rows asked for in one turn of the event loop
  *   (and, while a sync runs, every turn until it ends) in one transaction on one better-sqlite3
  *   connection (WAL, `synchronous = NORMAL`, the insert prepared once), each read answering
  *   only after an `fdatasync` of the WAL that started after its COMMIT, on libuv's thread pool
- *   (the real stack's commit-sync.ts, in a few lines). On PostgreSQL (`postgresLog`, when
+ *   (the real stack's own commit-sync.ts). On PostgreSQL (`postgresStore`, when
  *   `BENCH_FLOOR_DB` is a URL): the rows of one turn in one prepared insert, no BEGIN or COMMIT.
  *
  * And a push (`POST …/imports`, for `push-30-floor`): the body parsed as bare parses it, each value
- * sealed on its own (AES-256-GCM, its own nonce, its place as additional data, as the real
- * stack stores values), then in one transaction: the vault's row locked (PostgreSQL) and its
+ * sealed on its own by the real stack's `sealTexts` (AES-256-GCM, its own nonce, its place as
+ * additional data), then in one transaction: the vault's row locked (PostgreSQL) and its
  * current names read (to say what is overwritten), the push, its sealed values and its log row
  * written, committed and synced before the 201 (PostgreSQL: BEGIN, the lock and the read in
  * one round trip; the rows in one statement and COMMIT in another).
