@@ -83,3 +83,41 @@ t.test('start: the sweep expires pushes past their end; a shutdown signal closes
   t.teardown(() => after.close())
   t.equal((await after.getImport(id, now))?.status, 'expired')
 })
+
+t.test('start: once "envkeep-server started" is logged, a shutdown signal is already handled (first run, setup link printed before it)', async (t) => {
+  const dir = tempDir(t)
+  let signal: ((s: string) => void) | null = null
+  // whether the handler was there when the next queued task after the line ran: an await between
+  // the line and the handler (the setup link's reads and writes) let a SIGTERM in that gap end the
+  // process by default, unclosed
+  let handledWhenStarted: boolean | undefined
+  class Watched extends Capture {
+    override _write(chunk: Buffer | string, enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+      if (String(chunk).includes('envkeep-server started')) queueMicrotask(() => (handledWhenStarted = signal !== null))
+      super._write(chunk, enc, cb)
+    }
+  }
+  const stdout = new Watched()
+  const stderr = new Capture()
+  const running = buildCli({
+    stdin: new PassThrough(),
+    stdout,
+    stderr,
+    env: { ENVKEEP_DATA_DIR: join(dir, 'data'), ENVKEEP_PORT: String(await freePort()) },
+    cwd: dir,
+    onShutdownSignal: (h) => {
+      signal = h
+      return () => (signal = null)
+    },
+  }).run(['start'])
+  for (let i = 0; i < 1000 && handledWhenStarted === undefined; i++) {
+    if (/"level":50/.test(stdout.text)) break
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  t.equal(handledWhenStarted, true, 'the shutdown handler is set in the same turn as the line')
+  t.match(stderr.text, /\/setup\?token=/, 'the setup link was printed (a first run)')
+  for (let i = 0; i < 1000 && !signal; i++) await new Promise((r) => setTimeout(r, 20))
+  signal!('SIGTERM')
+  t.equal(await running, 0)
+  t.match(stdout.text, /database closed/)
+})

@@ -126,8 +126,6 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
     log.info('SIGHUP: the audit stream file is opened again on its next write')
   }
   process.on('SIGHUP', onHangup)
-  log.info({ baseUrl: config.baseUrl, dataDir: config.dataDir, masterKey: source.kind }, 'envkeep-server started')
-
   if ((await accounts.countAccounts()) === 0) {
     // Only the hash is stored; the link goes to the terminal (stderr), never to the log.
     const token = newToken()
@@ -138,6 +136,9 @@ export async function startCommand(ctx: CommandContext): Promise<number> {
     )
     log.info('setup link printed to the terminal (stderr); it is valid for 24 hours and works once')
   }
+  // logged last before the signal handlers are set (below, in the same turn): a SIGTERM sent once
+  // this line is seen shuts down gracefully; an await between them let one end the process unclosed
+  log.info({ baseUrl: config.baseUrl, dataDir: config.dataDir, masterKey: source.kind }, 'envkeep-server started')
 
   async function sweep(): Promise<void> {
     try {
